@@ -1,0 +1,69 @@
+// Package notify delivers diagnoses to people. Each destination (Slack, the console) implements the
+// one-method Notifier interface; retries, timing and metrics live in the Instrumented wrapper, not in
+// each notifier.
+package notify
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/alertmanager/template"
+
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+// Source says where a notification came from.
+type Source string
+
+const (
+	SourceAlertmanager Source = "alertmanager"
+	SourceSlack        Source = "slack"
+	SourceCLI          Source = "cli"
+)
+
+// Status of a notification, as Alertmanager uses it.
+const (
+	StatusFiring   = "firing"
+	StatusResolved = "resolved"
+)
+
+// Notification is one delivery for one Alertmanager group (or one on-demand triage).
+// Items holds only what is new in this delivery: firing alerts not diagnosed before, or the
+// alerts that resolved.
+type Notification struct {
+	GroupKey          string
+	Status            string
+	Receiver          string
+	ExternalURL       string
+	GroupLabels       map[string]string
+	CommonLabels      map[string]string
+	CommonAnnotations map[string]string
+	// TruncatedAlerts is how many alerts Alertmanager left out of the payload (max_alerts).
+	TruncatedAlerts uint64
+	Items           []Item
+	Source          Source
+	ReceivedAt      time.Time
+}
+
+// Item is one alert with its diagnosis. Diagnosis is nil for a resolved alert, and for a firing
+// alert no playbook matched (Unmatched is then true).
+type Item struct {
+	Alert     template.Alert
+	Diagnosis *playbooks.Diagnosis
+	Unmatched bool
+}
+
+// Resolved reports whether this is a resolution rather than a new incident.
+func (n *Notification) Resolved() bool { return n.Status == StatusResolved }
+
+// Notifier sends a notification somewhere. It returns retry=true when the failure is transient
+// (a rate limit, a 5xx) and the wrapper may try again.
+type Notifier interface {
+	Notify(ctx context.Context, n *Notification) (retry bool, err error)
+}
+
+// NotifierFunc adapts a function to Notifier.
+type NotifierFunc func(ctx context.Context, n *Notification) (bool, error)
+
+// Notify calls f.
+func (f NotifierFunc) Notify(ctx context.Context, n *Notification) (bool, error) { return f(ctx, n) }

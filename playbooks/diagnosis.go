@@ -1,0 +1,80 @@
+package playbooks
+
+import (
+	"time"
+)
+
+// Verdict ids are the machine-readable outcome of a diagnosis. They are a contract: other tools and
+// tests match on them (see DESIGN.md), so they never change meaning.
+const (
+	VerdictCapacityPastKnee = "capacity-past-knee"
+	VerdictKVPreemption     = "kv-preemption"
+	VerdictKVPressure       = "kv-pressure"
+	VerdictPrefillBound     = "prefill-bound"
+	VerdictDecodeBound      = "decode-bound"
+	VerdictClientAborts     = "client-aborts"
+	VerdictInconclusive     = "inconclusive"
+	VerdictHealthy          = "healthy"
+	VerdictNoData           = "no-data"
+)
+
+// KnownVerdicts lists every verdict id a playbook may use.
+var KnownVerdicts = []string{
+	VerdictCapacityPastKnee, VerdictKVPreemption, VerdictKVPressure, VerdictPrefillBound,
+	VerdictDecodeBound, VerdictClientAborts, VerdictInconclusive, VerdictHealthy, VerdictNoData,
+}
+
+// Diagnosis is the result of running one playbook for one scope. It is what notifiers render and
+// what `responder triage --output json` prints.
+type Diagnosis struct {
+	Playbook     string            `json:"playbook"`
+	Verdict      string            `json:"verdict"`
+	Title        string            `json:"title"`
+	Summary      string            `json:"summary"`
+	Actions      []string          `json:"actions"`
+	Evidence     []Evidence        `json:"evidence"`
+	Missing      []string          `json:"missing,omitempty"`
+	Notes        []string          `json:"notes,omitempty"`
+	Scope        map[string]string `json:"scope"`
+	OfferProfile bool              `json:"offer_profile,omitempty"`
+	Charts       []ChartSpec       `json:"charts,omitempty"`
+	// Error is set when the evidence could not be gathered at all (Prometheus unreachable):
+	// the diagnosis is then degraded and says so.
+	Error       string        `json:"error,omitempty"`
+	EvaluatedAt time.Time     `json:"evaluated_at"`
+	Duration    time.Duration `json:"-"`
+	DurationMS  float64       `json:"duration_ms"`
+}
+
+// Evidence is one number behind a diagnosis. Value is nil when the query returned nothing usable.
+type Evidence struct {
+	Name     string   `json:"name"`
+	Title    string   `json:"title,omitempty"`
+	Value    *float64 `json:"value"`
+	Unit     string   `json:"unit,omitempty"`
+	Text     string   `json:"text"`
+	Baseline *float64 `json:"baseline,omitempty"`
+	// BaselineText is the formatted baseline, or why there is none.
+	BaselineText string `json:"baseline_text,omitempty"`
+	Query        string `json:"query"`
+	// Problem says why Value is nil or untrustworthy (no series, query error, saturated histogram).
+	Problem string `json:"problem,omitempty"`
+}
+
+// ChartSpec is a chart a playbook declares, with its queries already expanded for the scope.
+type ChartSpec struct {
+	Title  string        `json:"title"`
+	Series []ChartSeries `json:"series"`
+	Range  time.Duration `json:"range"`
+}
+
+// ChartSeries is one line of a chart.
+type ChartSeries struct {
+	Name  string `json:"name"`
+	Title string `json:"title,omitempty"`
+	Unit  string `json:"unit,omitempty"`
+	Query string `json:"query"`
+}
+
+// Degraded reports whether the diagnosis was made without all of its evidence.
+func (d *Diagnosis) Degraded() bool { return d.Error != "" || len(d.Missing) > 0 }

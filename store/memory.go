@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Memory is a Store for a single replica. It forgets everything on restart.
+type Memory struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	items map[string]memItem
+}
+
+type memItem struct {
+	val     []byte
+	expires time.Time // zero: never
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{now: time.Now, items: make(map[string]memItem)}
+}
+
+func (m *Memory) live(key string, now time.Time) (memItem, bool) {
+	it, ok := m.items[key]
+	if !ok {
+		return memItem{}, false
+	}
+	if !it.expires.IsZero() && !now.Before(it.expires) {
+		delete(m.items, key)
+		return memItem{}, false
+	}
+	return it, true
+}
+
+func (m *Memory) expiry(now time.Time, ttl time.Duration) time.Time {
+	if ttl <= 0 {
+		return time.Time{}
+	}
+	return now.Add(ttl)
+}
+
+// Claim implements Store.
+func (m *Memory) Claim(_ context.Context, key string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	if _, ok := m.live(key, now); ok {
+		return false, nil
+	}
+	m.items[key] = memItem{val: []byte{1}, expires: m.expiry(now, ttl)}
+	return true, nil
+}
+
+// Unclaim implements Store.
+func (m *Memory) Unclaim(ctx context.Context, key string) error { return m.Delete(ctx, key) }
+
+// Get implements Store.
+func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.live(key, m.now())
+	if !ok {
+		return nil, false, nil
+	}
+	return append([]byte(nil), it.val...), true, nil
+}
+
+// Set implements Store.
+func (m *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.items[key] = memItem{val: append([]byte(nil), val...), expires: m.expiry(now, ttl)}
+	return nil
+}
+
+// Delete implements Store.
+func (m *Memory) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.items, key)
+	return nil
+}
+
+// List implements Store.
+func (m *Memory) List(_ context.Context, prefix string) (map[string][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	out := make(map[string][]byte)
+	for k := range m.items {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if it, ok := m.live(k, now); ok {
+			out[k] = append([]byte(nil), it.val...)
+		}
+	}
+	return out, nil
+}
+
+// Ping implements Store.
+func (m *Memory) Ping(context.Context) error { return nil }
+
+// Close implements Store.
+func (m *Memory) Close() error { return nil }
