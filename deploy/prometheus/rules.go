@@ -1,0 +1,342 @@
+// Package prometheus renders the vLLM Prometheus alert rules from one template
+// (vllm-alerts.rules.yml.tmpl) and one parameter file (profiles.yaml), both embedded.
+//
+// The production rules and the fast variant used by demos and end-to-end tests come
+// from the same template, so their expressions differ only in windows, `for:`
+// durations, thresholds and severities. cmd/rulegen is the command-line front end.
+package prometheus
+
+//go:generate go run ../../cmd/rulegen -profile production -o vllm-alerts.rules.yml
+//go:generate go run ../../cmd/rulegen -profile fast -o vllm-alerts.fast.rules.yml
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The committed, rendered files. People apply these directly; a test fails when
+// either is stale.
+const (
+	ProductionFile = "vllm-alerts.rules.yml"
+	FastFile       = "vllm-alerts.fast.rules.yml"
+)
+
+// AlertNames are the built-in alerts, in the order the rules file defines them.
+var AlertNames = []string{
+	"VLLMTimeToFirstTokenP99High",
+	"VLLMInterTokenLatencyP99High",
+	"VLLMKVCacheNearFull",
+	"VLLMRequestAbortRateHigh",
+	"VLLMQueueDepthHigh",
+}
+
+var (
+	//go:embed vllm-alerts.rules.yml.tmpl
+	rulesTemplate string
+	//go:embed profiles.yaml
+	profilesYAML []byte
+)
+
+// Alert holds the parameters of one alert.
+type Alert struct {
+	Threshold float64 `yaml:"threshold"`
+	For       string  `yaml:"for"`
+	Severity  string  `yaml:"severity"`
+}
+
+// AbortAlert adds the traffic floor below which the abort share is ignored.
+type AbortAlert struct {
+	Alert         `yaml:",inline"`
+	MinFinishRate float64 `yaml:"min_finish_rate"`
+}
+
+// Profile is the full parameter set the template is rendered with.
+type Profile struct {
+	Name         string `yaml:"-"`
+	RunbookBase  string `yaml:"runbook_base"`
+	RateWindow   string `yaml:"rate_window"`
+	GaugeWindow  string `yaml:"gauge_window"`
+	EvalInterval string `yaml:"eval_interval"`
+	Alerts       struct {
+		TTFT    Alert      `yaml:"ttft"`
+		ITL     Alert      `yaml:"itl"`
+		KVCache Alert      `yaml:"kv_cache"`
+		Abort   AbortAlert `yaml:"abort"`
+		Queue   Alert      `yaml:"queue"`
+	} `yaml:"alerts"`
+}
+
+type profilesFile struct {
+	Defaults map[string]any            `yaml:"defaults"`
+	Profiles map[string]map[string]any `yaml:"profiles"`
+}
+
+// ProfileNames lists the profiles defined in profiles.yaml, sorted.
+func ProfileNames() ([]string, error) {
+	pf, err := parseProfiles()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(pf.Profiles))
+	for n := range pf.Profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func parseProfiles() (*profilesFile, error) {
+	var pf profilesFile
+	dec := yaml.NewDecoder(bytes.NewReader(profilesYAML))
+	dec.KnownFields(true)
+	if err := dec.Decode(&pf); err != nil {
+		return nil, fmt.Errorf("profiles.yaml: %w", err)
+	}
+	return &pf, nil
+}
+
+// LoadProfile returns the named profile: the defaults, overlaid with the profile's own
+// values, overlaid with overrides ("alerts.ttft.threshold=2.5", values in YAML syntax).
+// Unknown keys, in profiles.yaml or in overrides, are errors.
+func LoadProfile(name string, overrides ...string) (Profile, error) {
+	pf, err := parseProfiles()
+	if err != nil {
+		return Profile{}, err
+	}
+	own, ok := pf.Profiles[name]
+	if !ok {
+		names, _ := ProfileNames()
+		return Profile{}, fmt.Errorf("profiles.yaml: unknown profile %q (have %s)", name, strings.Join(names, ", "))
+	}
+	merged := merge(pf.Defaults, own)
+	for _, o := range overrides {
+		if err := set(merged, o); err != nil {
+			return Profile{}, fmt.Errorf("override %q: %w", o, err)
+		}
+	}
+	raw, err := yaml.Marshal(merged)
+	if err != nil {
+		return Profile{}, err
+	}
+	var p Profile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		return Profile{}, fmt.Errorf("profile %q: %w", name, err)
+	}
+	p.Name = name
+	if err := p.Validate(); err != nil {
+		return Profile{}, fmt.Errorf("profile %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// merge returns base overlaid with over, recursively for nested maps. Neither input is modified.
+func merge(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base))
+	for k, v := range base {
+		if m, ok := v.(map[string]any); ok {
+			v = merge(m, nil)
+		}
+		out[k] = v
+	}
+	for k, v := range over {
+		bm, bok := out[k].(map[string]any)
+		om, ook := v.(map[string]any)
+		if bok && ook {
+			out[k] = merge(bm, om)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// set applies one "dotted.key=value" override; the key must already exist.
+func set(m map[string]any, kv string) error {
+	key, value, ok := strings.Cut(kv, "=")
+	if !ok || key == "" {
+		return errors.New("want key=value, e.g. alerts.ttft.threshold=2.5")
+	}
+	parts := strings.Split(key, ".")
+	for i, p := range parts {
+		cur, exists := m[p]
+		if !exists {
+			return fmt.Errorf("unknown key %q", strings.Join(parts[:i+1], "."))
+		}
+		if i == len(parts)-1 {
+			if _, isMap := cur.(map[string]any); isMap {
+				return fmt.Errorf("key %q is a section, not a value", key)
+			}
+			var v any
+			if err := yaml.Unmarshal([]byte(value), &v); err != nil {
+				return fmt.Errorf("value: %w", err)
+			}
+			if v == nil {
+				v = ""
+			}
+			m[p] = v
+			return nil
+		}
+		next, isMap := cur.(map[string]any)
+		if !isMap {
+			return fmt.Errorf("key %q is a value, not a section", strings.Join(parts[:i+1], "."))
+		}
+		m = next
+	}
+	return nil
+}
+
+var (
+	durationRE = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+	severityRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+)
+
+// Validate checks every parameter, naming the offending key.
+func (p Profile) Validate() error {
+	var errs []error
+	dur := func(key, v string, optional bool) {
+		if v == "" && optional {
+			return
+		}
+		if !durationRE.MatchString(v) || strings.Trim(v, "0smhdwy") == "" {
+			errs = append(errs, fmt.Errorf("%s: %q is not a positive Prometheus duration (e.g. 30s, 5m)", key, v))
+		}
+	}
+	if !strings.HasPrefix(p.RunbookBase, "https://") && !strings.HasPrefix(p.RunbookBase, "http://") {
+		errs = append(errs, fmt.Errorf("runbook_base: %q is not an http(s) URL", p.RunbookBase))
+	}
+	dur("rate_window", p.RateWindow, false)
+	dur("gauge_window", p.GaugeWindow, false)
+	dur("eval_interval", p.EvalInterval, true)
+	alert := func(key string, a Alert, maxThreshold float64) {
+		if !(a.Threshold > 0) || (maxThreshold > 0 && a.Threshold > maxThreshold) {
+			limit := ""
+			if maxThreshold > 0 {
+				limit = fmt.Sprintf(" and at most %g", maxThreshold)
+			}
+			errs = append(errs, fmt.Errorf("alerts.%s.threshold: %g must be above 0%s", key, a.Threshold, limit))
+		}
+		dur("alerts."+key+".for", a.For, false)
+		if !severityRE.MatchString(a.Severity) {
+			errs = append(errs, fmt.Errorf("alerts.%s.severity: %q must be a lower-case word such as warning or critical", key, a.Severity))
+		}
+	}
+	alert("ttft", p.Alerts.TTFT, 0)
+	alert("itl", p.Alerts.ITL, 0)
+	alert("kv_cache", p.Alerts.KVCache, 1)
+	alert("abort", p.Alerts.Abort.Alert, 1)
+	alert("queue", p.Alerts.Queue, 0)
+	if !(p.Alerts.Abort.MinFinishRate > 0) {
+		errs = append(errs, fmt.Errorf("alerts.abort.min_finish_rate: %g must be above 0 (it keeps idle models quiet)", p.Alerts.Abort.MinFinishRate))
+	}
+	return errors.Join(errs...)
+}
+
+// Old vLLM versions (before #15202) had lower top histogram buckets; histogram_quantile
+// cannot report a p99 above them.
+const (
+	oldTTFTTopBucket = 10
+	oldITLTopBucket  = 2.5
+)
+
+// Warnings lists valid but questionable settings.
+func (p Profile) Warnings() []string {
+	var w []string
+	if p.Alerts.TTFT.Threshold > oldTTFTTopBucket {
+		w = append(w, fmt.Sprintf("alerts.ttft.threshold %g s is above vLLM's top TTFT bucket before #15202 (%g s): such pods can never fire", p.Alerts.TTFT.Threshold, float64(oldTTFTTopBucket)))
+	}
+	if p.Alerts.ITL.Threshold > oldITLTopBucket {
+		w = append(w, fmt.Sprintf("alerts.itl.threshold %g s is above vLLM's top TPOT bucket before #15202 (%g s): such pods can never fire", p.Alerts.ITL.Threshold, oldITLTopBucket))
+	}
+	return w
+}
+
+var tmpl = template.Must(template.New("vllm-alerts.rules.yml.tmpl").
+	Delims("<<", ">>").
+	Option("missingkey=error").
+	Funcs(template.FuncMap{
+		"num": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+		"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', -1, 64) + "%" },
+	}).
+	Parse(rulesTemplate))
+
+// Render renders the rules file for p and checks that the result is a rules file
+// defining exactly the built-in alerts.
+func Render(p Profile) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, p); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	rf, err := ParseRules(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("rendered rules (profile %q): %w", p.Name, err)
+	}
+	var got []string
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			got = append(got, r.Alert)
+		}
+	}
+	if !slices.Equal(got, AlertNames) {
+		return nil, fmt.Errorf("rendered rules (profile %q) define alerts %v, want %v", p.Name, got, AlertNames)
+	}
+	return buf.Bytes(), nil
+}
+
+// RenderProfile loads the named profile with overrides and renders it.
+func RenderProfile(name string, overrides ...string) ([]byte, error) {
+	p, err := LoadProfile(name, overrides...)
+	if err != nil {
+		return nil, err
+	}
+	return Render(p)
+}
+
+// RulesFile is the subset of the Prometheus rules file format these rules use.
+type RulesFile struct {
+	Groups []struct {
+		Name     string `yaml:"name"`
+		Interval string `yaml:"interval,omitempty"`
+		Rules    []Rule `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// Rule is one alerting rule.
+type Rule struct {
+	Alert       string            `yaml:"alert"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+// ParseRules decodes a rules file strictly.
+func ParseRules(b []byte) (*RulesFile, error) {
+	var rf RulesFile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rf); err != nil {
+		return nil, err
+	}
+	for gi, g := range rf.Groups {
+		for ri, r := range g.Rules {
+			if r.Alert == "" || strings.TrimSpace(r.Expr) == "" || r.For == "" {
+				return nil, fmt.Errorf("groups[%d].rules[%d]: alert, expr and for are required", gi, ri)
+			}
+		}
+	}
+	return &rf, nil
+}
