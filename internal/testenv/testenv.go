@@ -1,0 +1,187 @@
+// Package testenv starts the real peers the tests talk to: Prometheus, Alertmanager and Redis,
+// from the Debian packages that `make test` installs. Each server listens on a loopback port of
+// its own and is stopped when the test ends. A missing binary fails the test with the command that
+// installs it: a skipped test proves nothing.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary finds a peer's binary on PATH (or in /usr/bin, where Debian puts them), or fails the test.
+func Binary(t testing.TB, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+		if p := filepath.Join("/usr/bin", n); fileExists(p) {
+			return p
+		}
+	}
+	t.Fatalf("%s not found: run `make test` (it installs prometheus, prometheus-alertmanager and redis-server) or apt-get install them", strings.Join(names, " or "))
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WaitFor polls cond until it is true or the deadline passes, then fails the test with what.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	delay := 10 * time.Millisecond
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(delay)
+		if delay < 250*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// Process is a peer started by a test.
+type Process struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start runs bin with args until the test ends. Its output is shown if the test fails.
+func Start(t testing.TB, name, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{name: name, out: &syncBuffer{}}
+	p.start(t, bin, args...)
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("--- output of %s ---\n%s", name, tail(p.out.String(), 4000))
+		}
+	})
+	return p
+}
+
+func (p *Process) start(t testing.TB, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+}
+
+// Stop terminates the process and waits for it.
+func (p *Process) Stop() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// Output returns what the process printed so far.
+func (p *Process) Output() string { return p.out.String() }
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// httpOK reports whether GET url answers 200.
+func httpOK(url string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func writeFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustRun(t testing.TB, bin string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(string(out), 4000))
+	}
+}
+
+func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
