@@ -54,7 +54,9 @@ func unavailable(err error) error {
 }
 
 // redactErr keeps a parse error from echoing a URL that may hold a password.
-func redactErr(error) error { return errors.New("invalid redis URL (not shown: it may hold a password)") }
+func redactErr(error) error {
+	return errors.New("invalid redis URL (not shown: it may hold a password)")
+}
 
 // Claim implements Store.
 func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
