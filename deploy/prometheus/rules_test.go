@@ -1,0 +1,216 @@
+package prometheus
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var committed = map[string]string{"production": ProductionFile, "fast": FastFile}
+
+func TestCommittedRulesFilesAreUpToDate(t *testing.T) {
+	for profile, file := range committed {
+		t.Run(profile, func(t *testing.T) {
+			want, err := RenderProfile(profile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			have, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(have, want) {
+				t.Fatalf("%s is stale: it differs from the rendering of vllm-alerts.rules.yml.tmpl with profile %q; run `go generate ./deploy/prometheus` and commit the result", file, profile)
+			}
+		})
+	}
+}
+
+// The fast variant must be the production rules with other windows, durations,
+// thresholds and severities: never a different expression.
+func TestProductionAndFastDifferOnlyInParameters(t *testing.T) {
+	prod := mustRules(t, "production")
+	fast := mustRules(t, "fast")
+	window := regexp.MustCompile(`\[[0-9a-z]+\]`)
+	number := regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ms|s|m|h|d|w|y)?\b`) // 0.9, 10s, 5m
+	normalize := func(s string) string {
+		return number.ReplaceAllString(window.ReplaceAllString(s, "[W]"), "N")
+	}
+	if len(prod) != len(fast) {
+		t.Fatalf("production has %d rules, fast %d", len(prod), len(fast))
+	}
+	for i := range prod {
+		p, f := prod[i], fast[i]
+		if p.Alert != f.Alert {
+			t.Errorf("rule %d: production %s, fast %s", i, p.Alert, f.Alert)
+			continue
+		}
+		if normalize(p.Expr) != normalize(f.Expr) {
+			t.Errorf("%s: expressions differ beyond windows and thresholds:\nproduction: %s\nfast:       %s", p.Alert, p.Expr, f.Expr)
+		}
+		if p.Expr == f.Expr {
+			t.Errorf("%s: fast expression equals production; the fast profile should shorten its windows", p.Alert)
+		}
+		for k := range p.Annotations {
+			if normalize(p.Annotations[k]) != normalize(f.Annotations[k]) {
+				t.Errorf("%s: annotation %s differs beyond parameters", p.Alert, k)
+			}
+		}
+		if len(p.Labels) != len(f.Labels) || len(p.Annotations) != len(f.Annotations) {
+			t.Errorf("%s: label or annotation keys differ", p.Alert)
+		}
+	}
+}
+
+func TestEveryAlertCarriesSeverityAndAnnotations(t *testing.T) {
+	runbook := regexp.MustCompile(`^https://github\.com/vllm-responder/vllm-responder/blob/main/docs/playbooks/[a-z0-9-]+\.md$`)
+	for _, r := range mustRules(t, "production") {
+		if r.Labels["severity"] == "" {
+			t.Errorf("%s: no severity label", r.Alert)
+		}
+		for _, k := range []string{"summary", "description"} {
+			if r.Annotations[k] == "" {
+				t.Errorf("%s: no %s annotation", r.Alert, k)
+			}
+		}
+		if !runbook.MatchString(r.Annotations["runbook_url"]) {
+			t.Errorf("%s: runbook_url %q does not point at docs/playbooks/<name>.md", r.Alert, r.Annotations["runbook_url"])
+		}
+		if !strings.Contains(r.Expr, "by (namespace, pod, model_name") {
+			t.Errorf("%s: not aggregated by (namespace, pod, model_name)", r.Alert)
+		}
+	}
+}
+
+func TestShippedProfilesHaveNoWarnings(t *testing.T) {
+	for profile := range committed {
+		p, err := LoadProfile(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := p.Warnings(); len(w) > 0 {
+			t.Errorf("profile %s: %v", profile, w)
+		}
+	}
+}
+
+func TestOverridesChangeOnlyTheirParameter(t *testing.T) {
+	p, err := LoadProfile("fast", "alerts.queue.threshold=5", "rate_window=1m", "alerts.ttft.severity=page", "eval_interval=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Alerts.Queue.Threshold != 5 || p.RateWindow != "1m" || p.Alerts.TTFT.Severity != "page" || p.EvalInterval != "" {
+		t.Fatalf("overrides not applied: %+v", p)
+	}
+	if p.GaugeWindow != "15s" || p.Alerts.Queue.For != "15s" || p.Alerts.KVCache.Threshold != 0.9 {
+		t.Fatalf("overrides disturbed other parameters: %+v", p)
+	}
+	// Loading again without overrides must not see the previous overrides (no shared maps).
+	again, err := LoadProfile("fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Alerts.Queue.Threshold != 20 || again.RateWindow != "30s" {
+		t.Fatalf("overrides leaked into the next load: %+v", again)
+	}
+}
+
+func TestLoadProfileErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name      string
+		profile   string
+		overrides []string
+		want      string
+	}{
+		{"unknown profile", "staging", nil, `profiles.yaml: unknown profile "staging" (have fast, production)`},
+		{"override without =", "production", []string{"rate_window"}, `override "rate_window": want key=value, e.g. alerts.ttft.threshold=2.5`},
+		{"unknown override key", "production", []string{"alerts.ttft.treshold=3"}, `override "alerts.ttft.treshold=3": unknown key "alerts.ttft.treshold"`},
+		{"override of a section", "production", []string{"alerts.ttft=3"}, `override "alerts.ttft=3": key "alerts.ttft" is a section, not a value`},
+		{"override below a value", "production", []string{"rate_window.x=3"}, `override "rate_window.x=3": key "rate_window" is a value, not a section`},
+		{"bad duration", "production", []string{"rate_window=5 minutes"}, `profile "production": rate_window: "5 minutes" is not a positive Prometheus duration (e.g. 30s, 5m)`},
+		{"zero duration", "production", []string{"alerts.queue.for=0s"}, `profile "production": alerts.queue.for: "0s" is not a positive Prometheus duration (e.g. 30s, 5m)`},
+		{"fraction above 1", "production", []string{"alerts.kv_cache.threshold=90"}, `profile "production": alerts.kv_cache.threshold: 90 must be above 0 and at most 1`},
+		{"negative threshold", "production", []string{"alerts.ttft.threshold=-1"}, `profile "production": alerts.ttft.threshold: -1 must be above 0`},
+		{"no traffic floor", "production", []string{"alerts.abort.min_finish_rate=0"}, `profile "production": alerts.abort.min_finish_rate: 0 must be above 0 (it keeps idle models quiet)`},
+		{"bad severity", "production", []string{"alerts.itl.severity=Page Me"}, `profile "production": alerts.itl.severity: "Page Me" must be a lower-case word such as warning or critical`},
+		{"threshold of the wrong type", "production", []string{"alerts.queue.threshold=lots"}, `profile "production": yaml: unmarshal errors:`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadProfile(tt.profile, tt.overrides...)
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("error\n  %q\nwant prefix\n  %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// promtool is required, not optional: CI installs it (Debian package prometheus).
+func promtool(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool not found on PATH (%v): install it (apt-get install prometheus) to check the alert rules", err)
+	}
+	return path
+}
+
+func runPromtool(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command(promtool(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	// The committed files, plus a one-off variant rendered with overrides.
+	b, err := RenderProfile("fast", "alerts.ttft.threshold=1", "rate_window=1m", "eval_interval=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := filepath.Join(t.TempDir(), "custom.rules.yml")
+	if err := os.WriteFile(custom, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runPromtool(t, "check", "rules", ProductionFile, FastFile, custom)
+}
+
+func TestPromtoolUnitTests(t *testing.T) {
+	files, err := filepath.Glob("tests/*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := filepath.Glob("tests/fast/*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 5 || len(fast) == 0 {
+		t.Fatalf("expected promtool tests in tests/ and tests/fast/, found %v %v", files, fast)
+	}
+	runPromtool(t, append([]string{"test", "rules"}, append(files, fast...)...)...)
+}
+
+func mustRules(t *testing.T, profile string) []Rule {
+	t.Helper()
+	b, err := RenderProfile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := ParseRules(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []Rule
+	for _, g := range rf.Groups {
+		rules = append(rules, g.Rules...)
+	}
+	return rules
+}
