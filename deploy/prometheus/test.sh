@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Checks the vLLM alert rules and the Alertmanager example. Run from anywhere:
+#   deploy/prometheus/test.sh
+# Needs go and promtool (Debian package prometheus); amtool (prometheus-alertmanager) is used when present.
+# Exits non-zero on the first failure.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+
+command -v promtool >/dev/null || { echo "test.sh: promtool not found: apt-get install prometheus" >&2; exit 1; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "committed rules are up to date with vllm-alerts.rules.yml.tmpl + profiles.yaml"
+go run ./cmd/rulegen -profile production -check deploy/prometheus/vllm-alerts.rules.yml
+go run ./cmd/rulegen -profile fast -check deploy/prometheus/vllm-alerts.fast.rules.yml
+echo ok
+
+step "the fast variant renders from scratch"
+go run ./cmd/rulegen -profile fast -o "$tmp/fast.rules.yml"
+
+step "promtool check rules"
+promtool check rules deploy/prometheus/vllm-alerts.rules.yml deploy/prometheus/vllm-alerts.fast.rules.yml "$tmp/fast.rules.yml"
+
+step "promtool test rules (production)"
+promtool test rules deploy/prometheus/tests/*.yml
+
+step "promtool test rules (fast)"
+promtool test rules deploy/prometheus/tests/fast/*.yml
+
+step "alertmanager example"
+if command -v amtool >/dev/null; then
+	am=deploy/alertmanager/alertmanager.yml
+	amtool check-config "$am"
+	for a in VLLMTimeToFirstTokenP99High VLLMInterTokenLatencyP99High VLLMKVCacheNearFull VLLMRequestAbortRateHigh VLLMQueueDepthHigh; do
+		amtool config routes test --config.file="$am" --verify.receivers=vllm-responder,default \
+			alertname="$a" namespace=llm model_name=m pod=p 2>/dev/null
+	done
+	amtool config routes test --config.file="$am" --verify.receivers=default alertname=NodeDown 2>/dev/null
+else
+	echo "amtool not found (apt-get install prometheus-alertmanager): skipped"
+fi
+
+step "go tests (rulegen, rules package)"
+go test -race -count=1 ./cmd/rulegen ./deploy/prometheus
+
+printf '\nall checks passed\n'
