@@ -1,0 +1,218 @@
+// Command vllm-sim is a stand-in for a vLLM OpenAI-compatible server, for
+// demos, end-to-end tests and benchmarks of the responder. Inside runs a model
+// of the vLLM V1 scheduler in real time (continuous batching limited by
+// --max-num-seqs and --max-num-batched-tokens, chunked prefill, a KV block
+// pool of --num-gpu-blocks x --block-size tokens, preemption by recompute)
+// fed by a synthetic load (Poisson arrivals, lognormal prompt and output
+// lengths, client timeouts). Every metric is produced by that model, never
+// written directly: the scenarios change the load, not the numbers.
+//
+// Usage:
+//
+//	vllm-sim [flags]
+//
+// Flags:
+//
+//	--listen ADDR                 address to serve on (default 127.0.0.1:8000; :0 picks a port, logged as listen_addr)
+//	--model-name NAME             served model name, the model_name label (default meta-llama/Llama-3.1-8B-Instruct)
+//	--scenario NAME               initial load: idle, healthy, overload, kv-pressure, long-prompts, wide-batch, client-timeouts (default healthy)
+//	--arrival-rate R              override the initial scenario's arrival rate, requests/s (default: the scenario's)
+//	--seed N                      RNG seed; the same seed and load give the same engine behaviour (default 1)
+//	--max-num-seqs N              cap on the running batch (default 256)
+//	--max-num-batched-tokens N    token budget per engine step (default 2048)
+//	--num-gpu-blocks N            KV cache blocks (default 14000)
+//	--block-size N                tokens per KV block (default 16)
+//	--max-model-len N             longest prompt+output, also the top of the token histograms (default 8192)
+//	--gpu-memory-utilization F    only reported in vllm:cache_config_info (default 0.9)
+//	--enable-prefix-caching       model prefix cache hits (default true)
+//	--step-base D                 fixed cost of an engine step (default 15ms)
+//	--per-seq D                   cost per scheduled request (default 50us)
+//	--per-prefill-token D         compute cost per prefill token (default 25us)
+//	--per-context-token D         memory-bandwidth cost per token of context read by the batch (default 700ns)
+//	--metric-names new|legacy     legacy emits vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds
+//	                              and vllm:gpu_prefix_cache_* instead of the current names (default new)
+//	--abort-caveat                model recent vLLM: aborts are not counted in request_success_total
+//	                              nor in the finished-request histograms (default false: aborts counted)
+//	--profiler-dir DIR            enable POST /start_profile and /stop_profile, writing traces to DIR
+//	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
+//	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s)
+//	--tensor-parallel-size N      ranks; one trace file per rank (default 1)
+//	--log-level LEVEL             debug, info, warn, error (default info)
+//
+// HTTP endpoints:
+//
+//	GET  /health, /ping, /version     liveness (200)
+//	GET  /metrics                     vLLM's Prometheus metrics (only the vllm: ones)
+//	GET  /v1/models                   lists --model-name
+//	POST /v1/completions              non-streaming; the request runs through the engine and the
+//	POST /v1/chat/completions         answer comes when it finishes (a disconnect aborts it)
+//	POST /start_profile, /stop_profile  as vLLM: 404 without a profiler dir, 200 with an empty body;
+//	                                  stop returns after writing <host>_rank<N>.<ms>.pt.trace.json.gz
+//	GET  /admin/profile               {"active":bool,"starts":n,"stops":n,"traces":[...]}
+//	GET  /admin/scenario              the current scenario and engine stats
+//	POST /admin/scenario              switch: body {"scenario":"overload"} or ?name=overload; optional
+//	                                  "arrival_rate" (number) and "reset" (default true: the old scenario's
+//	                                  synthetic requests vanish uncounted so the new signature shows at once)
+//	GET  /admin/stats                 engine stats (running, waiting, KV blocks, preemptions)
+//
+// Scenarios (calibrated for the default engine flags; signature within 15-60 s of switching):
+//
+//	idle             no synthetic load
+//	healthy          4 req/s, prompts ~300, outputs ~150 tokens: ITL ~20 ms, TTFT p99 < 0.1 s, KV < 5%
+//	overload         70 req/s of short requests, about twice capacity: running pinned at max-num-seqs,
+//	                 waiting grows ~40/s, queue time and TTFT p99 grow without bound (p99 > 10 s within
+//	                 30 s), prefill and ITL flat, KV ~30%, no preemption, generation tokens/s plateau
+//	kv-pressure      a burst of 170 long requests (prompt ~1200, output ~1200) then 0.8 req/s:
+//	                 KV usage >= 0.99 within 15 s, preemptions ~0.5-0.9/s, ITL and e2e inflate
+//	long-prompts     0.6 req/s with ~5000-token prompts: prefill time ~6x healthy, TTFT p99 ~0.3-0.5 s,
+//	                 queue near zero
+//	wide-batch       a burst of 150 then 3 req/s of requests with ~500-token outputs, just below capacity:
+//	                 running ~200+, ITL mean ~6x and p99 ~4x healthy, decode time up, no preemption
+//	client-timeouts  healthy-like load but 40% of clients give up after 0.5-2.5 s: abort share ~30%,
+//	                 e2e latency normal
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/sim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:]))
+}
+
+func run(ctx context.Context, args []string) int {
+	return runWith(ctx, args, os.Stderr, nil)
+}
+
+// runWith runs the simulator until ctx is done; ready, if not nil, receives the
+// listening address.
+func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) int {
+	def := sim.DefaultConfig()
+	fs := flag.NewFlagSet("vllm-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8000", "address to serve on")
+	modelName := fs.String("model-name", def.ModelName, "served model name (model_name label)")
+	scenario := fs.String("scenario", "healthy", "initial scenario")
+	arrivalRate := fs.Float64("arrival-rate", -1, "override the initial scenario's arrival rate (requests/s)")
+	seed := fs.Uint64("seed", def.Seed, "RNG seed")
+	maxNumSeqs := fs.Int("max-num-seqs", def.MaxNumSeqs, "maximum running requests")
+	maxBatched := fs.Int("max-num-batched-tokens", def.MaxNumBatchedTokens, "token budget per step")
+	numBlocks := fs.Int("num-gpu-blocks", def.NumGPUBlocks, "KV cache blocks")
+	blockSize := fs.Int("block-size", def.BlockSize, "tokens per KV block")
+	maxModelLen := fs.Int("max-model-len", def.MaxModelLen, "maximum prompt+output tokens")
+	gpuUtil := fs.Float64("gpu-memory-utilization", def.GPUMemoryUtilization, "reported in cache_config_info")
+	prefix := fs.Bool("enable-prefix-caching", def.EnablePrefixCaching, "model prefix cache hits")
+	stepBase := fs.Duration("step-base", def.StepBase, "fixed cost of an engine step")
+	perSeq := fs.Duration("per-seq", def.PerSeq, "cost per scheduled request")
+	perPrefill := fs.Duration("per-prefill-token", def.PerPrefillToken, "cost per prefill token")
+	perCtx := fs.Duration("per-context-token", def.PerContextToken, "cost per context token read by the batch")
+	metricNames := fs.String("metric-names", "new", "metric names: new or legacy")
+	abortCaveat := fs.Bool("abort-caveat", false, "do not count aborts in request_success_total (recent vLLM behaviour)")
+	profDir := fs.String("profiler-dir", os.Getenv("VLLM_TORCH_PROFILER_DIR"), "profiler trace directory (enables /start_profile, /stop_profile)")
+	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns")
+	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
+	logLevel := fs.String("log-level", "info", "log level")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	lvl, err := zerolog.ParseLevel(*logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: bad --log-level: %v\n", err)
+		return 2
+	}
+	log := zerolog.New(stderr).Level(lvl).With().Timestamp().Str("component", "vllm-sim").Logger()
+
+	cfg := def
+	cfg.ModelName, cfg.Seed = *modelName, *seed
+	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = *maxNumSeqs, *maxBatched
+	cfg.NumGPUBlocks, cfg.BlockSize, cfg.MaxModelLen = *numBlocks, *blockSize, *maxModelLen
+	cfg.GPUMemoryUtilization, cfg.EnablePrefixCaching = *gpuUtil, *prefix
+	cfg.StepBase, cfg.PerSeq, cfg.PerPrefillToken, cfg.PerContextToken = *stepBase, *perSeq, *perPrefill, *perCtx
+	cfg.AbortCaveat = *abortCaveat
+	switch *metricNames {
+	case "new":
+	case "legacy":
+		cfg.LegacyMetricNames = true
+	default:
+		fmt.Fprintf(stderr, "vllm-sim: --metric-names must be new or legacy, got %q\n", *metricNames)
+		return 2
+	}
+	sc, err := sim.LookupScenario(*scenario)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
+		return 2
+	}
+	if *arrivalRate >= 0 {
+		sc.ArrivalRate = *arrivalRate
+	}
+	eng, err := sim.NewEngine(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
+		return 2
+	}
+	eng.SetScenario(sc, true, time.Now())
+
+	var prof *sim.Profiler
+	if *profDir != "" {
+		prof = sim.NewProfiler(*profDir, *flushDelay, *tp, log)
+	}
+	srv := sim.NewServer(eng, prof, log)
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Error().Err(err).Str("listen_addr", *listen).Msg("cannot listen")
+		return 1
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+
+	engCtx, cancelEngine := context.WithCancel(ctx)
+	defer cancelEngine()
+	engDone := make(chan struct{})
+	go func() {
+		defer close(engDone)
+		eng.Run(engCtx)
+	}()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	log.Info().Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
+		Float64("arrival_rate", sc.ArrivalRate).Bool("legacy_metric_names", cfg.LegacyMetricNames).
+		Str("profiler_dir", *profDir).Msg("vllm-sim serving")
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		log.Error().Err(err).Msg("server failed")
+		code = 1
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdownCtx)
+	cancelEngine()
+	<-engDone
+	log.Info().Msg("vllm-sim stopped")
+	return code
+}

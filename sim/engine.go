@@ -1,0 +1,623 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Result is how a request submitted with Submit ended.
+type Result struct {
+	FinishReason     string
+	PromptTokens     int
+	CompletionTokens int
+	Finished         time.Time
+}
+
+// request is one request's state in the engine (vLLM's Request).
+type request struct {
+	id        string
+	synthetic bool
+	arrival   time.Time // first QUEUED
+	deadline  time.Time // client timeout; zero = none
+
+	promptLen    int
+	targetOutput int    // tokens until the request finishes
+	targetReason string // finished_reason when targetOutput is reached
+
+	numComputed int // num_computed_tokens (reset to 0 by preemption)
+	output      int // generated tokens
+	blocks      int // KV blocks held
+
+	scheduled    bool // ever scheduled
+	scheduledAt  time.Time
+	firstTokenAt time.Time
+	lastTokenAt  time.Time
+	preemptions  int
+
+	done chan Result // nil for synthetic requests
+}
+
+func (r *request) numTokens() int { return r.promptLen + r.output }
+
+// StepRecord describes one engine step; the profiler turns it into trace events.
+type StepRecord struct {
+	Start         time.Time
+	Duration      time.Duration
+	Scheduled     int // requests that ran in the step
+	PrefillTokens int
+	DecodeTokens  int
+	ContextTokens int
+	Preemptions   int
+	Admitted      int
+	Finished      int
+	Running       int
+	Waiting       int
+	KVUsage       float64
+}
+
+// StepResult tells the driver when to call Step again.
+type StepResult struct {
+	// Duration is how long the step took on the simulated GPU; when Busy is false
+	// it is how long the engine may sleep (until the next synthetic arrival).
+	Duration time.Duration
+	Busy     bool
+}
+
+// Stats is a consistent snapshot of the engine's state.
+type Stats struct {
+	Scenario    string  `json:"scenario"`
+	Running     int     `json:"running"`
+	Waiting     int     `json:"waiting"`
+	UsedBlocks  int     `json:"used_blocks"`
+	KVUsage     float64 `json:"kv_usage"`
+	Preemptions int64   `json:"preemptions"`
+	Steps       int64   `json:"steps"`
+	Dropped     int64   `json:"dropped_arrivals"`
+}
+
+// Engine is the simulated vLLM V1 engine core: scheduler, KV block pool, model
+// runner cost model and the output processor's metrics. It is safe for
+// concurrent use; time only moves through the timestamps passed to Step.
+type Engine struct {
+	cfg Config
+	m   *metrics
+
+	mu          sync.Mutex
+	rng         *rand.Rand
+	scenario    Scenario
+	nextArrival time.Time // zero = no synthetic arrivals
+	waiting     []*request
+	running     []*request
+	usedBlocks  int
+	withTimeout int // requests in the engine that have a deadline
+	nextID      int64
+	steps       int64
+	preemptions int64
+	dropped     int64 // synthetic arrivals dropped by the MaxWaiting cap
+	onStep      func(StepRecord)
+	wake        chan struct{}
+}
+
+// NewEngine builds an engine with its own metrics registry.
+func NewEngine(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Engine == "" {
+		cfg.Engine = "0"
+	}
+	if cfg.MaxWaiting <= 0 {
+		cfg.MaxWaiting = 50000
+	}
+	e := &Engine{
+		cfg:  cfg,
+		m:    newMetrics(cfg),
+		rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		wake: make(chan struct{}, 1),
+	}
+	e.scenario = Scenarios["idle"]
+	return e, nil
+}
+
+// Registry is the engine's Prometheus registry (vLLM metrics only).
+func (e *Engine) Registry() *prometheus.Registry { return e.m.reg }
+
+// Config returns the engine configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// SetStepObserver installs a function called (under the engine lock) after each busy step.
+func (e *Engine) SetStepObserver(f func(StepRecord)) {
+	e.mu.Lock()
+	e.onStep = f
+	e.mu.Unlock()
+}
+
+// Scenario returns the current load.
+func (e *Engine) Scenario() Scenario {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.scenario
+}
+
+// SetScenario switches the synthetic load at time now. With reset, the
+// synthetic requests of the previous load (waiting and running) vanish without
+// being counted, as if their clients had never existed, so the new scenario's
+// signature is not hidden behind the old one's backlog. Requests submitted over
+// HTTP are always kept.
+func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.scenario = s
+	if reset {
+		e.waiting = e.dropSynthetic(e.waiting)
+		e.running = e.dropSynthetic(e.running)
+		e.publishGauges()
+	}
+	for range s.Burst {
+		e.addSynthetic(now)
+	}
+	e.nextArrival = time.Time{}
+	if s.ArrivalRate > 0 {
+		e.nextArrival = now.Add(e.expDuration(s.ArrivalRate))
+	}
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) dropSynthetic(rs []*request) []*request {
+	kept := rs[:0]
+	for _, r := range rs {
+		if r.synthetic {
+			e.freeBlocks(r)
+			if !r.deadline.IsZero() {
+				e.withTimeout--
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(rs[len(kept):])
+	return kept
+}
+
+// Stats returns a snapshot of the engine state.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Stats{
+		Scenario:    e.scenario.Name,
+		Running:     len(e.running),
+		Waiting:     len(e.waiting),
+		UsedBlocks:  e.usedBlocks,
+		KVUsage:     e.kvUsage(),
+		Preemptions: e.preemptions,
+		Steps:       e.steps,
+		Dropped:     e.dropped,
+	}
+}
+
+// Handle is a submitted request.
+type Handle struct {
+	r    *request
+	Done <-chan Result
+}
+
+// Submit enqueues a request from a client (arrival = now). timeout 0 means none.
+func (e *Engine) Submit(now time.Time, promptTokens, maxTokens int, timeout time.Duration) *Handle {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	promptTokens = max(1, min(promptTokens, e.cfg.MaxModelLen-1))
+	if maxTokens <= 0 || promptTokens+maxTokens > e.cfg.MaxModelLen {
+		maxTokens = e.cfg.MaxModelLen - promptTokens
+	}
+	natural := e.lognormalInt(e.scenarioOrHealthy().OutputMean, e.scenarioOrHealthy().OutputSigma)
+	r := &request{
+		arrival: now, promptLen: promptTokens,
+		targetOutput: min(natural, maxTokens), targetReason: reasonStop,
+		done: make(chan Result, 1),
+	}
+	if natural >= maxTokens {
+		r.targetReason = reasonLength
+	}
+	if timeout > 0 {
+		r.deadline = now.Add(timeout)
+		e.withTimeout++
+	}
+	e.enqueue(r)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return &Handle{r: r, Done: r.done}
+}
+
+// Abort removes a submitted request (the client went away) as vLLM does on
+// client disconnect.
+func (e *Engine) Abort(h *Handle, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.abort(h.r, now)
+}
+
+func (e *Engine) scenarioOrHealthy() Scenario {
+	if e.scenario.OutputMean > 0 {
+		return e.scenario
+	}
+	return Scenarios["healthy"]
+}
+
+func (e *Engine) enqueue(r *request) {
+	e.nextID++
+	r.id = "cmpl-" + strconv.FormatInt(e.nextID, 10)
+	e.waiting = append(e.waiting, r)
+}
+
+// generate adds the synthetic arrivals due by now.
+func (e *Engine) generate(now time.Time) {
+	for !e.nextArrival.IsZero() && !e.nextArrival.After(now) {
+		at := e.nextArrival
+		e.nextArrival = at.Add(e.expDuration(e.scenario.ArrivalRate))
+		e.addSynthetic(at)
+	}
+}
+
+// addSynthetic draws one client of the current scenario arriving at at.
+func (e *Engine) addSynthetic(at time.Time) {
+	s := e.scenario
+	prompt := min(e.lognormalInt(s.PromptMean, s.PromptSigma), e.cfg.MaxModelLen-1)
+	maxTok := s.MaxTokens
+	if maxTok <= 0 || prompt+maxTok > e.cfg.MaxModelLen {
+		maxTok = e.cfg.MaxModelLen - prompt
+	}
+	natural := e.lognormalInt(s.OutputMean, s.OutputSigma)
+	var deadline time.Time
+	if s.TimeoutShare > 0 && e.rng.Float64() < s.TimeoutShare {
+		span := s.TimeoutMax - s.TimeoutMin
+		deadline = at.Add(s.TimeoutMin + time.Duration(e.rng.Float64()*float64(span)))
+	}
+	if len(e.waiting) >= e.cfg.MaxWaiting {
+		e.dropped++
+		return
+	}
+	r := &request{
+		synthetic: true, arrival: at, deadline: deadline, promptLen: prompt,
+		targetOutput: min(natural, maxTok), targetReason: reasonStop,
+	}
+	if natural >= maxTok {
+		r.targetReason = reasonLength
+	}
+	if !deadline.IsZero() {
+		e.withTimeout++
+	}
+	e.enqueue(r)
+}
+
+// expireTimeouts aborts requests whose clients gave up by now.
+func (e *Engine) expireTimeouts(now time.Time) {
+	if e.withTimeout == 0 {
+		return
+	}
+	var expired []*request
+	for _, q := range [][]*request{e.waiting, e.running} {
+		for _, r := range q {
+			if !r.deadline.IsZero() && !r.deadline.After(now) {
+				expired = append(expired, r)
+			}
+		}
+	}
+	for _, r := range expired {
+		e.abort(r, now)
+	}
+}
+
+// Step runs one engine step starting at now: expire timeouts, admit arrivals,
+// schedule, "execute" the batch (its cost gives the step duration) and process
+// the outputs, timestamped at now+duration.
+func (e *Engine) Step(now time.Time) StepResult {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+
+	e.generate(now)
+	e.expireTimeouts(now)
+	if len(e.running) == 0 && len(e.waiting) == 0 {
+		e.publishGauges()
+		idle := 50 * time.Millisecond
+		if !e.nextArrival.IsZero() {
+			idle = min(idle, max(e.nextArrival.Sub(now), time.Millisecond))
+		}
+		return StepResult{Duration: idle}
+	}
+
+	// ---- schedule (vllm/v1/core/sched/scheduler.py) ----
+	type slot struct {
+		r     *request
+		chunk int
+	}
+	budget := e.cfg.MaxNumBatchedTokens
+	var batch []slot
+	preempted := 0
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		r := e.running[i]
+		chunk := min(r.numTokens()-r.numComputed, budget)
+		if chunk <= 0 {
+			continue
+		}
+		ok := true
+		for !e.canAllocate(r, chunk) {
+			// Preempt the lowest-priority (last) running request: free its
+			// blocks, recompute it later, put it at the front of the queue.
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			preempted++
+			if victim == r {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		e.allocate(r, chunk)
+		batch = append(batch, slot{r, chunk})
+		budget -= chunk
+	}
+	admitted := 0
+	if preempted == 0 {
+		for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
+			r := e.waiting[0]
+			hits := 0
+			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching {
+				// Prefix cache lookup on first scheduling: full blocks only, and
+				// at least one token must be computed.
+				hits = int(e.scenario.PrefixHitRate*float64(r.promptLen)) / e.cfg.BlockSize * e.cfg.BlockSize
+				hits = max(0, min(hits, (r.promptLen-1)/e.cfg.BlockSize*e.cfg.BlockSize))
+			}
+			chunk := min(r.numTokens()-r.numComputed-hits, budget)
+			if !e.canAllocate(r, hits+chunk) {
+				break
+			}
+			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching {
+				e.m.prefixQueries.Add(float64(r.promptLen))
+				e.m.prefixHits.Add(float64(hits))
+			}
+			r.numComputed += hits
+			e.allocate(r, chunk)
+			e.waiting[0] = nil
+			e.waiting = e.waiting[1:]
+			e.running = append(e.running, r)
+			if !r.scheduled {
+				r.scheduled = true
+				r.scheduledAt = now
+			}
+			batch = append(batch, slot{r, chunk})
+			budget -= chunk
+			admitted++
+		}
+	}
+
+	// ---- execute: the step's cost ----
+	prefillToks, decodeToks, ctxToks := 0, 0, 0
+	for _, s := range batch {
+		if s.chunk == 1 && s.r.numComputed == s.r.numTokens()-1 && s.r.output > 0 {
+			decodeToks++
+		} else {
+			prefillToks += s.chunk
+		}
+		ctxToks += s.r.numComputed + s.chunk
+	}
+	cost := float64(e.cfg.StepBase) +
+		float64(e.cfg.PerSeq)*float64(len(batch)) +
+		float64(e.cfg.PerPrefillToken)*float64(prefillToks) +
+		float64(e.cfg.PerContextToken)*float64(ctxToks)
+	if e.cfg.Jitter > 0 {
+		cost *= math.Max(0.5, 1+e.cfg.Jitter*e.rng.NormFloat64())
+	}
+	dur := time.Duration(cost)
+	end := now.Add(dur)
+
+	// ---- update from output (scheduler.update_from_output + output processor) ----
+	iterPrompt, iterGen, finished := 0, 0, 0
+	for _, s := range batch {
+		r := s.r
+		r.numComputed += s.chunk
+		if r.numComputed < r.numTokens() {
+			continue // partial prefill: no token this step
+		}
+		if r.firstTokenAt.IsZero() {
+			r.firstTokenAt = end
+			e.m.ttft.Observe(end.Sub(r.arrival).Seconds())
+			e.m.promptTokens.Add(float64(r.promptLen))
+			iterPrompt += r.promptLen
+		} else {
+			e.m.itl.Observe(end.Sub(r.lastTokenAt).Seconds())
+		}
+		r.output++
+		r.lastTokenAt = end
+		iterGen++
+		if r.output >= r.targetOutput {
+			e.removeRunning(r)
+			e.finish(r, r.targetReason, end)
+			finished++
+		}
+	}
+	e.m.genTokens.Add(float64(iterGen))
+	if iterPrompt+iterGen > 0 {
+		e.m.iterToks.Observe(float64(iterPrompt + iterGen))
+	}
+	e.steps++
+	e.publishGauges()
+	if e.onStep != nil {
+		e.onStep(StepRecord{
+			Start: now, Duration: dur, Scheduled: len(batch),
+			PrefillTokens: prefillToks, DecodeTokens: decodeToks, ContextTokens: ctxToks,
+			Preemptions: preempted, Admitted: admitted, Finished: finished,
+			Running: len(e.running), Waiting: len(e.waiting), KVUsage: e.kvUsage(),
+		})
+	}
+	return StepResult{Duration: dur, Busy: true}
+}
+
+func (e *Engine) blocksFor(tokens int) int { return (tokens + e.cfg.BlockSize - 1) / e.cfg.BlockSize }
+
+func (e *Engine) canAllocate(r *request, chunk int) bool {
+	need := e.blocksFor(r.numComputed+chunk) - r.blocks
+	return need <= e.cfg.NumGPUBlocks-e.usedBlocks
+}
+
+func (e *Engine) allocate(r *request, chunk int) {
+	need := e.blocksFor(r.numComputed+chunk) - r.blocks
+	if need > 0 {
+		r.blocks += need
+		e.usedBlocks += need
+	}
+}
+
+func (e *Engine) freeBlocks(r *request) {
+	e.usedBlocks -= r.blocks
+	r.blocks = 0
+}
+
+func (e *Engine) preempt(r *request) {
+	e.freeBlocks(r)
+	r.numComputed = 0
+	r.preemptions++
+	e.preemptions++
+	e.m.preemptions.Inc()
+	e.waiting = append(e.waiting, nil)
+	copy(e.waiting[1:], e.waiting)
+	e.waiting[0] = r
+}
+
+func (e *Engine) removeRunning(r *request) {
+	for i, x := range e.running {
+		if x == r {
+			copy(e.running[i:], e.running[i+1:])
+			e.running[len(e.running)-1] = nil
+			e.running = e.running[:len(e.running)-1]
+			return
+		}
+	}
+}
+
+func (e *Engine) removeWaiting(r *request) bool {
+	for i, x := range e.waiting {
+		if x == r {
+			copy(e.waiting[i:], e.waiting[i+1:])
+			e.waiting[len(e.waiting)-1] = nil
+			e.waiting = e.waiting[:len(e.waiting)-1]
+			return true
+		}
+	}
+	return false
+}
+
+// abort removes r wherever it is and records it as finished_reason="abort"
+// (unless the abort caveat is modelled).
+func (e *Engine) abort(r *request, now time.Time) {
+	if !e.removeWaiting(r) {
+		n := len(e.running)
+		e.removeRunning(r)
+		if len(e.running) == n {
+			return // already finished
+		}
+	}
+	e.freeBlocks(r)
+	e.finish(r, reasonAbort, now)
+}
+
+// finish records a finished request the way vLLM's output processor does.
+func (e *Engine) finish(r *request, reason string, at time.Time) {
+	e.freeBlocks(r)
+	if !r.deadline.IsZero() {
+		e.withTimeout--
+	}
+	if r.done != nil {
+		r.done <- Result{FinishReason: reason, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: at}
+	}
+	if reason == reasonAbort && e.cfg.AbortCaveat {
+		return // recent vLLM: client-disconnect aborts never reach the finished-request stats
+	}
+	e.m.success.WithLabelValues(reason).Inc()
+	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	e.m.reqPromptTokens.Observe(float64(r.promptLen))
+	e.m.reqGenTokens.Observe(float64(r.output))
+	if !r.scheduled {
+		return
+	}
+	e.m.queue.Observe(r.scheduledAt.Sub(r.arrival).Seconds())
+	if r.firstTokenAt.IsZero() {
+		return
+	}
+	e.m.prefill.Observe(r.firstTokenAt.Sub(r.scheduledAt).Seconds())
+	e.m.decode.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds())
+	e.m.inference.Observe(r.lastTokenAt.Sub(r.scheduledAt).Seconds())
+	if e.m.tpotRequest != nil && r.output > 1 {
+		e.m.tpotRequest.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds() / float64(r.output-1))
+	}
+}
+
+func (e *Engine) kvUsage() float64 {
+	return float64(e.usedBlocks) / float64(e.cfg.NumGPUBlocks)
+}
+
+func (e *Engine) publishGauges() {
+	e.m.running.Set(float64(len(e.running)))
+	e.m.waiting.Set(float64(len(e.waiting)))
+	e.m.kvUsage.Set(e.kvUsage())
+}
+
+func (e *Engine) expDuration(rate float64) time.Duration {
+	return time.Duration(e.rng.ExpFloat64() / rate * float64(time.Second))
+}
+
+// lognormalInt draws a positive integer from a lognormal with the given mean
+// and sigma of the underlying normal.
+func (e *Engine) lognormalInt(mean, sigma float64) int {
+	if mean <= 0 {
+		return 1
+	}
+	mu := math.Log(mean) - sigma*sigma/2
+	return max(1, int(math.Round(math.Exp(mu+sigma*e.rng.NormFloat64()))))
+}
+
+// Run drives the engine in real time until ctx is done: each step starts when
+// the previous one would have finished on the GPU; an idle engine sleeps until
+// the next synthetic arrival or a submitted request.
+func (e *Engine) Run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next := time.Now()
+	for {
+		now := time.Now()
+		if now.Before(next) {
+			now = next
+		}
+		res := e.Step(now)
+		next = now.Add(res.Duration)
+		timer.Reset(max(time.Until(next), 0))
+		if res.Busy {
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-e.wake:
+			next = time.Now()
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Bucket boundaries as in vllm/v1/metrics/loggers.py (current main).
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	itlBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	// e2e, queue, prefill, decode, inference
+	requestLatencyBuckets = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+	iterationTokenBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+)
+
+// build125Buckets is vLLM's build_1_2_5_buckets(max_value): 1 2 5 10 20 50 ... <= max.
+func build125Buckets(maxValue int) []float64 {
+	var out []float64
+	for exp := 1; ; exp *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			v := m * exp
+			if v > maxValue {
+				return out
+			}
+			out = append(out, float64(v))
+		}
+	}
+}
+
+// Finish reasons exported in finished_reason.
+const (
+	reasonStop   = "stop"
+	reasonLength = "length"
+	reasonAbort  = "abort"
+)
+
+// metrics holds the vLLM metric surface, already curried with model_name and engine.
+type metrics struct {
+	reg *prometheus.Registry
+
+	running, waiting, kvUsage prometheus.Gauge
+	preemptions               prometheus.Counter
+	success                   *prometheus.CounterVec // finished_reason
+	promptTokens, genTokens   prometheus.Counter
+	prefixQueries, prefixHits prometheus.Counter
+
+	ttft, itl, tpotRequest                  prometheus.Observer // tpotRequest nil in legacy mode
+	e2e, queue, prefill, decode, inference  prometheus.Observer
+	reqPromptTokens, reqGenTokens, iterToks prometheus.Observer
+}
+
+// newMetrics registers vLLM's metrics on a fresh registry.
+func newMetrics(cfg Config) *metrics {
+	reg := prometheus.NewRegistry()
+	labels := []string{"model_name", "engine"}
+	lv := prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine}
+	m := &metrics{reg: reg}
+
+	gauge := func(name, help string) prometheus.Gauge {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v.With(lv)
+	}
+	counter := func(name, help string) prometheus.Counter {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v.With(lv)
+	}
+	histogram := func(name, help string, buckets []float64) prometheus.Observer {
+		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+		reg.MustRegister(v)
+		return v.With(lv)
+	}
+
+	kvName, itlName := "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds"
+	pcQueries, pcHits := "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
+	if cfg.LegacyMetricNames {
+		kvName, itlName = "vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds"
+		pcQueries, pcHits = "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total"
+	}
+
+	m.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
+	m.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
+	m.kvUsage = gauge(kvName, "KV-cache usage. 1 means 100 percent usage.")
+	m.preemptions = counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
+	m.promptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
+	m.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
+	m.prefixQueries = counter(pcQueries, "Prefix cache queries, in terms of number of queried tokens.")
+	m.prefixHits = counter(pcHits, "Prefix cache hits, in terms of number of cached tokens.")
+
+	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.",
+	}, []string{"model_name", "engine", "finished_reason"})
+	reg.MustRegister(m.success)
+	m.success = m.success.MustCurryWith(lv)
+	reasons := []string{reasonStop, reasonLength, reasonAbort}
+	if !cfg.LegacyMetricNames {
+		reasons = append(reasons, "error")
+	}
+	for _, r := range reasons {
+		m.success.WithLabelValues(r) // vLLM pre-creates every finished_reason at 0
+	}
+
+	m.ttft = histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	m.itl = histogram(itlName, "Histogram of inter-token latency in seconds.", itlBuckets)
+	if !cfg.LegacyMetricNames {
+		m.tpotRequest = histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets)
+	}
+	m.e2e = histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
+	m.queue = histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
+	m.prefill = histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets)
+	m.decode = histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets)
+	m.inference = histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestLatencyBuckets)
+	tokBuckets := build125Buckets(cfg.MaxModelLen)
+	m.reqPromptTokens = histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokBuckets)
+	m.reqGenTokens = histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", tokBuckets)
+	m.iterToks = histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
+
+	// cache_config_info: the cache config as labels, no model_name (CacheConfig.metrics_info()).
+	info := prometheus.Labels{
+		"block_size":               strconv.Itoa(cfg.BlockSize),
+		"cache_dtype":              "auto",
+		"calculate_kv_scales":      "False",
+		"cpu_offload_gb":           "0",
+		"enable_prefix_caching":    pyBool(cfg.EnablePrefixCaching),
+		"gpu_memory_utilization":   strconv.FormatFloat(cfg.GPUMemoryUtilization, 'f', -1, 64),
+		"is_attention_free":        "False",
+		"num_cpu_blocks":           "None",
+		"num_gpu_blocks":           strconv.Itoa(cfg.NumGPUBlocks),
+		"num_gpu_blocks_override":  "None",
+		"prefix_caching_hash_algo": "sha256",
+		"sliding_window":           "None",
+		"swap_space":               "4",
+		"engine":                   cfg.Engine,
+	}
+	names := make([]string, 0, len(info))
+	for k := range info {
+		names = append(names, k)
+	}
+	ci := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"}, names)
+	reg.MustRegister(ci)
+	ci.With(info).Set(1)
+	return m
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}

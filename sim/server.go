@@ -1,0 +1,286 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Server is the HTTP face of the simulated vLLM server.
+type Server struct {
+	eng     *Engine
+	prof    *Profiler
+	log     zerolog.Logger
+	started time.Time
+	mux     *http.ServeMux
+}
+
+// NewServer wires the engine and profiler to vLLM's HTTP surface. A nil or
+// disabled profiler leaves /start_profile and /stop_profile unregistered (404).
+func NewServer(eng *Engine, prof *Profiler, log zerolog.Logger) *Server {
+	s := &Server{eng: eng, prof: prof, log: log, started: time.Now(), mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": "0.11.0+sim"})
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(eng.Registry(), promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /v1/completions", s.completions)
+	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	if prof.Enabled() {
+		eng.SetStepObserver(prof.Record)
+		s.mux.HandleFunc("POST /start_profile", s.startProfile)
+		s.mux.HandleFunc("POST /stop_profile", s.stopProfile)
+	}
+	s.mux.HandleFunc("GET /admin/scenario", s.getScenario)
+	s.mux.HandleFunc("POST /admin/scenario", s.setScenario)
+	s.mux.HandleFunc("GET /admin/profile", s.profileState)
+	s.mux.HandleFunc("GET /admin/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, eng.Stats()) })
+	return s
+}
+
+// ServeHTTP implements http.Handler, answering unknown paths like FastAPI does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		// Unknown path (or a profiler path without a profiler): FastAPI's 404.
+		if !s.knownPath(r.URL.Path) {
+			writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// knownPath reports whether some method is registered for path (so the mux
+// answers 405 rather than our 404).
+func (s *Server) knownPath(path string) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		req, err := http.NewRequest(m, path, nil)
+		if err != nil {
+			return false
+		}
+		if _, p := s.mux.Handler(req); p != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeOpenAIError(w http.ResponseWriter, code int, typ, msg string) {
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	cfg := s.eng.Config()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": cfg.ModelName, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
+			"root": cfg.ModelName, "parent": nil, "max_model_len": cfg.MaxModelLen,
+		}},
+	})
+}
+
+// approxTokens estimates a token count from text (about 4 characters a token).
+func approxTokens(text string) int { return max(1, (len(text)+3)/4) }
+
+type completionRequest struct {
+	Model     string          `json:"model"`
+	Prompt    json.RawMessage `json:"prompt"`
+	Messages  []chatMessage   `json:"messages"`
+	MaxTokens int             `json:"max_tokens"`
+	// MaxCompletionTokens is the chat API's newer spelling.
+	MaxCompletionTokens int `json:"max_completion_tokens"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, false) }
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	s.serveCompletion(w, r, true)
+}
+
+func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+	var req completionRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	cfg := s.eng.Config()
+	if req.Model != "" && req.Model != cfg.ModelName {
+		writeOpenAIError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	var prompt int
+	if chat {
+		if len(req.Messages) == 0 {
+			writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", "messages must not be empty")
+			return
+		}
+		for _, m := range req.Messages {
+			b, _ := json.Marshal(m.Content)
+			prompt += approxTokens(string(b)) + 4 // chat template overhead per message
+		}
+	} else {
+		var text string
+		var texts []string
+		switch {
+		case json.Unmarshal(req.Prompt, &text) == nil:
+		case json.Unmarshal(req.Prompt, &texts) == nil:
+			text = strings.Join(texts, "")
+		default:
+			writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", "prompt must be a string or a list of strings")
+			return
+		}
+		prompt = approxTokens(text)
+	}
+	if prompt >= cfg.MaxModelLen {
+		writeOpenAIError(w, http.StatusBadRequest, "BadRequestError",
+			fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens.", cfg.MaxModelLen, prompt))
+		return
+	}
+	maxTokens := req.MaxTokens
+	if req.MaxCompletionTokens > 0 {
+		maxTokens = req.MaxCompletionTokens
+	}
+
+	h := s.eng.Submit(time.Now(), prompt, maxTokens, 0)
+	var res Result
+	select {
+	case res = <-h.Done:
+	case <-r.Context().Done():
+		s.eng.Abort(h, time.Now()) // client disconnect
+		return
+	}
+	if d := time.Until(res.Finished); d > 0 {
+		// The engine computed the step ahead of the wall clock; answer when it ends.
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+	}
+	text := strings.TrimSpace(strings.Repeat(" lorem", res.CompletionTokens))
+	usage := map[string]int{"prompt_tokens": res.PromptTokens, "completion_tokens": res.CompletionTokens, "total_tokens": res.PromptTokens + res.CompletionTokens}
+	id := fmt.Sprintf("%s-%d", "cmpl", time.Now().UnixNano())
+	if chat {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": "chat" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": cfg.ModelName,
+			"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": res.FinishReason}},
+			"usage":   usage,
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": "text_completion", "created": time.Now().Unix(), "model": cfg.ModelName,
+		"choices": []map[string]any{{"index": 0, "text": text, "logprobs": nil, "finish_reason": res.FinishReason}},
+		"usage":   usage,
+	})
+}
+
+func (s *Server) startProfile(w http.ResponseWriter, _ *http.Request) {
+	s.prof.Start(time.Now())
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
+	// Detach from the request: the flush completes even if the client leaves.
+	if err := s.prof.Stop(context.WithoutCancel(r.Context()), time.Now()); err != nil {
+		s.log.Error().Err(err).Msg("stop_profile failed")
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) profileState(w http.ResponseWriter, _ *http.Request) {
+	if s.prof == nil {
+		writeJSON(w, http.StatusOK, ProfilerState{Traces: []string{}})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.prof.State())
+}
+
+type scenarioResponse struct {
+	Scenario Scenario `json:"scenario"`
+	Stats    Stats    `json:"stats"`
+}
+
+func (s *Server) getScenario(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, scenarioResponse{Scenario: s.eng.Scenario(), Stats: s.eng.Stats()})
+}
+
+// setScenario switches the load: body {"scenario":"overload","arrival_rate":30,"reset":true}
+// or query ?name=overload[&arrival_rate=30][&reset=false].
+func (s *Server) setScenario(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Scenario    string   `json:"scenario"`
+		Name        string   `json:"name"`
+		ArrivalRate *float64 `json:"arrival_rate"`
+		Reset       *bool    `json:"reset"`
+	}
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil && err != io.EOF {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid JSON body: " + err.Error()})
+			return
+		}
+	}
+	q := r.URL.Query()
+	name := firstNonEmpty(body.Scenario, body.Name, q.Get("name"), q.Get("scenario"))
+	if name == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "scenario name required: body {\"scenario\":\"overload\"} or ?name=overload"})
+		return
+	}
+	sc, err := LookupScenario(name)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if body.ArrivalRate != nil {
+		sc.ArrivalRate = *body.ArrivalRate
+	} else if v := q.Get("arrival_rate"); v != "" {
+		var f float64
+		if _, err := fmt.Sscan(v, &f); err != nil || f < 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "arrival_rate must be a number >= 0"})
+			return
+		}
+		sc.ArrivalRate = f
+	}
+	reset := true
+	if body.Reset != nil {
+		reset = *body.Reset
+	} else if v := q.Get("reset"); v == "false" || v == "0" {
+		reset = false
+	}
+	s.eng.SetScenario(sc, reset, time.Now())
+	s.log.Info().Str("scenario", sc.Name).Float64("arrival_rate", sc.ArrivalRate).Bool("reset", reset).Msg("scenario switched")
+	writeJSON(w, http.StatusOK, scenarioResponse{Scenario: sc, Stats: s.eng.Stats()})
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
