@@ -1,0 +1,25 @@
+package playbooks
+
+import "testing"
+
+func TestBuiltinPlaybooksLoad(t *testing.T) {
+	pbs, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pbs) != 6 {
+		t.Fatalf("want 6 built-in playbooks, got %d", len(pbs))
+	}
+	s, err := NewSet(pbs, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, alert := range []string{"VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMQueueDepthHigh"} {
+		if _, ok := s.Match(map[string]string{"alertname": alert}); !ok {
+			t.Errorf("no built-in playbook matches %s", alert)
+		}
+	}
+	if s.Triage() == nil || !s.Triage().OnDemand {
+		t.Error("the on-demand triage playbook is missing")
+	}
+}

@@ -1,0 +1,143 @@
+package playbooks
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// NA is how a missing value renders.
+const NA = "n/a"
+
+// FormatValue renders a value with its unit for people: "1.24 s", "230 ms", "93.1%", "0.42/s".
+func FormatValue(v *float64, unit string) string {
+	if v == nil {
+		return NA
+	}
+	x := *v
+	switch unit {
+	case "s":
+		return formatSeconds(x)
+	case "ratio":
+		return formatPercent(x)
+	case "per_second":
+		return trimFloat(x, 3) + "/s"
+	case "count":
+		return trimFloat(x, 1)
+	case "tokens":
+		return trimFloat(x, 0) + " tokens"
+	case "x":
+		return trimFloat(x, 2) + "x"
+	default:
+		return trimFloat(x, 3)
+	}
+}
+
+func formatSeconds(x float64) string {
+	ax := math.Abs(x)
+	switch {
+	case ax == 0:
+		return "0 s"
+	case ax < 0.001:
+		return trimFloat(x*1e6, 0) + " µs"
+	case ax < 1:
+		return trimFloat(x*1000, 0) + " ms"
+	case ax < 120:
+		return trimFloat(x, 2) + " s"
+	default:
+		return time.Duration(x * float64(time.Second)).Round(time.Second).String()
+	}
+}
+
+func formatPercent(x float64) string {
+	p := x * 100
+	switch {
+	case p != 0 && math.Abs(p) < 0.1:
+		return trimFloat(p, 3) + "%"
+	default:
+		return trimFloat(p, 1) + "%"
+	}
+}
+
+// trimFloat formats with at most prec decimals and without trailing zeros; large values keep
+// three significant digits in their integer part.
+func trimFloat(x float64, prec int) string {
+	if math.Abs(x) >= 100 {
+		prec = 0
+	} else if math.Abs(x) < 1 && prec < 3 && x != 0 && prec > 0 {
+		prec = 3
+	}
+	s := strconv.FormatFloat(x, 'f', prec, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+// templateFuncs are available in titles, summaries and actions. Each accepts a missing value
+// (nil) and renders it as n/a.
+var templateFuncs = template.FuncMap{
+	"pct":   func(v any) string { return FormatValue(toPtr(v), "ratio") },
+	"secs":  func(v any) string { return FormatValue(toPtr(v), "s") },
+	"rate":  func(v any) string { return FormatValue(toPtr(v), "per_second") },
+	"num":   func(v any) string { return FormatValue(toPtr(v), "") },
+	"count": func(v any) string { return FormatValue(toPtr(v), "count") },
+	"times": func(v any) string { return FormatValue(toPtr(v), "x") },
+	// ratio divides a by b and renders a factor ("3.2x"); n/a when either is missing or b is 0.
+	"ratio": func(a, b any) string {
+		pa, pb := toPtr(a), toPtr(b)
+		if pa == nil || pb == nil || *pb == 0 {
+			return NA
+		}
+		r := *pa / *pb
+		return FormatValue(&r, "x")
+	},
+	// has reports whether a value is present.
+	"has": func(v any) bool { return toPtr(v) != nil },
+}
+
+func toPtr(v any) *float64 {
+	switch x := v.(type) {
+	case *float64:
+		return x
+	case float64:
+		return &x
+	case int:
+		f := float64(x)
+		return &f
+	default:
+		return nil
+	}
+}
+
+// templateData is what templates see: every query value (nil when missing), every param, the
+// scope labels under .labels, and .window.
+func templateData(p *Playbook, values map[string]*float64, labels map[string]string) map[string]any {
+	d := make(map[string]any, len(p.Queries)+len(p.Params)+2)
+	for _, q := range p.Queries {
+		if v, ok := values[q.Name]; ok && v != nil {
+			d[q.Name] = v
+		} else {
+			d[q.Name] = (*float64)(nil)
+		}
+	}
+	for k, v := range p.Params {
+		d[k] = v
+	}
+	ls := make(map[string]string, len(p.Scope)+len(labels))
+	for _, name := range p.Scope {
+		ls[name] = "" // every scope label exists for templates, empty when the alert lacks it
+	}
+	for k, v := range labels {
+		ls[k] = v
+	}
+	d["labels"] = ls
+	d["window"] = fmt.Sprint(p.Window)
+	return d
+}

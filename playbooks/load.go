@@ -1,0 +1,418 @@
+package playbooks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	exprparser "github.com/expr-lang/expr/parser"
+	"github.com/prometheus/common/model"
+	promparser "github.com/prometheus/prometheus/promql/parser"
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	playbookNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	identRE        = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	labelNameRE    = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
+	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
+	// reserved names cannot be used for queries or params: they are placeholders or template data.
+	reserved = []string{"scope", "window", "window_seconds", "labels", "nil", "true", "false"}
+)
+
+// parser for validating expanded queries at load time.
+var promQL = promparser.NewParser(promparser.Options{})
+
+// Error is a playbook error with its place: "playbooks/x.yaml: verdicts[2].when: unknown name ...".
+type Error struct {
+	Source string
+	Path   string
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Source + ": " + e.Msg
+	}
+	return e.Source + ": " + e.Path + ": " + e.Msg
+}
+
+// errList collects every error of one file, so an author fixes them all in one go.
+type errList struct {
+	source string
+	errs   []error
+}
+
+func (l *errList) add(path, format string, args ...any) {
+	l.errs = append(l.errs, &Error{Source: l.source, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *errList) err() error { return errors.Join(l.errs...) }
+
+// Parse decodes and compiles one playbook. source names the file in errors.
+func Parse(source string, data []byte) (*Playbook, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, &Error{Source: source, Msg: cleanYAMLError(err).Error()}
+	}
+	return compile(source, &f)
+}
+
+func compile(source string, f *File) (*Playbook, error) {
+	el := &errList{source: source}
+	p := &Playbook{
+		Name: f.Name, Description: f.Description, Source: source, OnDemand: f.OnDemand,
+		Params: map[string]float64{}, byName: map[string]*Query{}, Labels: f.Labels,
+	}
+
+	if !playbookNameRE.MatchString(f.Name) {
+		el.add("name", "%q must be lower-case letters, digits and dashes", f.Name)
+	}
+
+	// match
+	keys := sortedKeys(f.Match)
+	for _, k := range keys {
+		m, err := parseMatcher(k, f.Match[k])
+		if err != nil {
+			el.add("match."+k, "%v", err)
+			continue
+		}
+		p.Matchers = append(p.Matchers, m)
+	}
+	if len(p.Matchers) == 0 && !f.OnDemand {
+		el.add("match", "required unless on_demand is true (which alerts does this playbook diagnose?)")
+	}
+
+	// scope
+	for i, l := range f.Scope {
+		if !labelNameRE.MatchString(l) {
+			el.add(fmt.Sprintf("scope[%d]", i), "%q is not a valid label name", l)
+		}
+	}
+	p.Scope = f.Scope
+
+	// window
+	p.Window = 5 * time.Minute
+	if f.Window != "" {
+		d, err := model.ParseDuration(f.Window)
+		if err != nil || d <= 0 {
+			el.add("window", "%q is not a duration like 5m", f.Window)
+		} else {
+			p.Window = time.Duration(d)
+		}
+	}
+
+	// params
+	names := map[string]string{} // name -> kind, to find collisions
+	for _, prm := range f.Params {
+		path := "params." + prm.Name
+		switch {
+		case !identRE.MatchString(prm.Name):
+			el.add(path, "name must be lower-case letters, digits and underscores")
+		case slices.Contains(reserved, prm.Name):
+			el.add(path, "%q is reserved", prm.Name)
+		case names[prm.Name] != "":
+			el.add(path, "defined twice")
+		default:
+			names[prm.Name] = "param"
+			p.Params[prm.Name] = prm.Value
+			p.ParamOrder = append(p.ParamOrder, prm.Name)
+		}
+	}
+
+	// queries
+	if len(f.Queries) == 0 {
+		el.add("queries", "at least one query is required")
+	}
+	for _, nq := range f.Queries {
+		path := "queries." + nq.Name
+		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
+			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, Hidden: nq.Query.Hidden, Quantile: nq.Query.Quantile}
+		switch {
+		case !identRE.MatchString(nq.Name):
+			el.add(path, "name must be lower-case letters, digits and underscores")
+			continue
+		case slices.Contains(reserved, nq.Name):
+			el.add(path, "%q is reserved", nq.Name)
+			continue
+		case names[nq.Name] != "":
+			el.add(path, "name already used by a %s", names[nq.Name])
+			continue
+		}
+		names[nq.Name] = "query"
+		if q.Expr == "" {
+			el.add(path+".expr", "empty query")
+		}
+		if !slices.Contains(units, q.Unit) {
+			el.add(path+".unit", "unknown unit %q (one of: %s)", q.Unit, strings.Join(units[1:], ", "))
+		}
+		if q.Title == "" {
+			q.Title = nq.Name
+		}
+		p.Queries = append(p.Queries, q)
+		p.byName[q.Name] = q
+	}
+	for _, q := range p.Queries {
+		path := "queries." + q.Name
+		if q.Baseline != "" {
+			if _, ok := p.byName[q.Baseline]; !ok {
+				el.add(path+".baseline", "unknown query %q", q.Baseline)
+			}
+		}
+		if q.Expr == "" {
+			continue
+		}
+		// Every placeholder must be known, and the query must parse once expanded.
+		for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
+			if m[1] != "scope" && m[1] != "window" && names[m[1]] != "param" {
+				el.add(path, "unknown placeholder $%s (known: $scope, $window and the params)", m[1])
+			}
+		}
+		sample := expand(q.Expr, `model_name="m",pod="p"`, p.Window, p.Params)
+		if _, err := promQL.ParseExpr(sample); err != nil {
+			el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
+		}
+	}
+
+	// verdicts
+	env := exprEnv(p)
+	if len(f.Verdicts) == 0 {
+		el.add("verdicts", "at least one verdict is required")
+	}
+	for i, vf := range f.Verdicts {
+		path := fmt.Sprintf("verdicts[%d]", i)
+		v := &Verdict{ID: vf.ID, When: strings.TrimSpace(vf.When), OfferProfile: vf.OfferProfile}
+		if !slices.Contains(KnownVerdicts, vf.ID) {
+			el.add(path+".id", "unknown verdict %q (one of: %s)", vf.ID, strings.Join(KnownVerdicts, ", "))
+		}
+		if v.When == "" {
+			el.add(path+".when", "a condition is required (use \"true\" for a catch-all)")
+		} else {
+			prog, err := expr.Compile(v.When, expr.Env(env), expr.AsBool())
+			if err != nil {
+				el.add(path+".when", "%s", exprError(err))
+			} else {
+				v.program = prog
+				v.needs = identifiers(v.When, p.byName)
+			}
+		}
+		var err error
+		if v.Title, err = compileTemplate(vf.Title, p); err != nil {
+			el.add(path+".title", "%v", err)
+		}
+		if vf.Title == "" {
+			el.add(path+".title", "required (the one line a person reads first)")
+		}
+		if v.Summary, err = compileTemplate(vf.Summary, p); err != nil {
+			el.add(path+".summary", "%v", err)
+		}
+		for j, a := range vf.Actions {
+			t, err := compileTemplate(a, p)
+			if err != nil {
+				el.add(fmt.Sprintf("%s.actions[%d]", path, j), "%v", err)
+			}
+			v.Actions = append(v.Actions, t)
+		}
+		p.Verdicts = append(p.Verdicts, v)
+	}
+
+	// charts
+	for i, cf := range f.Charts {
+		path := fmt.Sprintf("charts[%d]", i)
+		c := Chart{Title: cf.Title, Queries: cf.Queries, Range: time.Hour}
+		if cf.Range != "" {
+			d, err := model.ParseDuration(cf.Range)
+			if err != nil || d <= 0 {
+				el.add(path+".range", "%q is not a duration like 1h", cf.Range)
+			} else {
+				c.Range = time.Duration(d)
+			}
+		}
+		if len(cf.Queries) == 0 {
+			el.add(path+".queries", "at least one query is required")
+		}
+		for j, qn := range cf.Queries {
+			if _, ok := p.byName[qn]; !ok {
+				el.add(fmt.Sprintf("%s.queries[%d]", path, j), "unknown query %q", qn)
+			}
+		}
+		p.Charts = append(p.Charts, c)
+	}
+
+	if err := el.err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func parseMatcher(name, v string) (Matcher, error) {
+	if !labelNameRE.MatchString(name) {
+		return Matcher{}, fmt.Errorf("%q is not a valid label name", name)
+	}
+	m := Matcher{Name: name, Type: MatchEqual, Value: v}
+	switch {
+	case strings.HasPrefix(v, "=~"):
+		m.Type, m.Value = MatchRegexp, v[2:]
+	case strings.HasPrefix(v, "!~"):
+		m.Type, m.Value = MatchNotRegexp, v[2:]
+	case strings.HasPrefix(v, "!="):
+		m.Type, m.Value = MatchNotEqual, v[2:]
+	case strings.HasPrefix(v, "="):
+		m.Value = v[1:]
+	}
+	if m.Type == MatchRegexp || m.Type == MatchNotRegexp {
+		re, err := regexp.Compile("^(?:" + m.Value + ")$") // anchored, as in Prometheus
+		if err != nil {
+			return Matcher{}, fmt.Errorf("invalid regexp: %v", err)
+		}
+		m.re = re
+	}
+	return m, nil
+}
+
+// exprEnv declares every name a condition may use: queries and params are numbers. At run time
+// a missing query value is nil instead, so `x > 1` fails (the condition is false) while `x == nil`
+// and `x ?? 0` work.
+func exprEnv(p *Playbook) map[string]any {
+	env := map[string]any{"window_seconds": p.Window.Seconds()}
+	for _, q := range p.Queries {
+		env[q.Name] = 0.0
+	}
+	for k, v := range p.Params {
+		env[k] = v
+	}
+	return env
+}
+
+// identifiers returns the query names a condition reads.
+func identifiers(src string, queries map[string]*Query) []string {
+	tree, err := exprparser.Parse(src)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	ast.Find(tree.Node, func(n ast.Node) bool {
+		if id, ok := n.(*ast.IdentifierNode); ok {
+			if _, isQuery := queries[id.Value]; isQuery && !seen[id.Value] {
+				seen[id.Value] = true
+				out = append(out, id.Value)
+			}
+		}
+		return false
+	})
+	return out
+}
+
+var exprUnknownRE = regexp.MustCompile(`unknown name (\S+)`)
+
+// exprError keeps expr's first line ("unknown name queue_meen (1:1)") and quotes the name.
+func exprError(err error) string {
+	msg := firstLine(err.Error())
+	msg = exprUnknownRE.ReplaceAllString(msg, `unknown name "$1"`)
+	return msg
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// compileTemplate parses a summary/title/action template and executes it once against sample
+// data, so that an unknown name fails at load time rather than during an incident.
+func compileTemplate(src string, p *Playbook) (*template.Template, error) {
+	t, err := template.New("").Option("missingkey=error").Funcs(templateFuncs).Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "template: :"))
+	}
+	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"})
+	for _, q := range p.Queries {
+		v := 1.0
+		sample[q.Name] = &v
+	}
+	if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
+		return nil, fmt.Errorf("%s", templateErr(err))
+	}
+	// Also with every value missing: templates must render "n/a", not fail.
+	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil)); err != nil {
+		return nil, fmt.Errorf("fails when values are missing: %s", templateErr(err))
+	}
+	return t, nil
+}
+
+var mapKeyRE = regexp.MustCompile(`map has no entry for key "([^"]+)"`)
+
+func templateErr(err error) string {
+	msg := err.Error()
+	if m := mapKeyRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("unknown name %q", m[1])
+	}
+	msg = strings.TrimPrefix(msg, "template: :")
+	return msg
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// LoadFS loads every *.yaml / *.yml playbook under dir of fsys, in name order.
+func LoadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
+	var out []*Playbook
+	var errs []error
+	err := fs.WalkDir(fsys, dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			return nil
+		}
+		if strings.HasSuffix(path, "_test.yaml") || strings.HasSuffix(path, "_test.yml") || strings.Contains(path, "/testdata/") {
+			return nil // fixtures live beside playbooks
+		}
+		data, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(filepath.Join(prefix, strings.TrimPrefix(path, dir+"/")))
+		p, err := Parse(name, data)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// LoadDir loads the user's playbooks from a directory on disk.
+func LoadDir(dir string) ([]*Playbook, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("playbooks directory: %w", err)
+	}
+	return LoadFS(os.DirFS(dir), ".", dir)
+}

@@ -1,0 +1,164 @@
+package playbooks
+
+import (
+	"fmt"
+	"regexp"
+	"text/template"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+)
+
+// File is a playbook as written in YAML. Load compiles it into a Playbook.
+type File struct {
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Match       map[string]string `yaml:"match"`
+	// OnDemand marks the playbook run by `/vllm triage` and `responder triage` without --alert.
+	OnDemand bool              `yaml:"on_demand"`
+	Scope    []string          `yaml:"scope"`
+	Window   string            `yaml:"window"`
+	Params   orderedFloats     `yaml:"params"`
+	Queries  orderedQueries    `yaml:"queries"`
+	Verdicts []VerdictFile     `yaml:"verdicts"`
+	Charts   []ChartFile       `yaml:"charts"`
+	Labels   map[string]string `yaml:"labels"`
+}
+
+// QueryFile is one named query. In YAML it is either a bare PromQL string or an object.
+type QueryFile struct {
+	Expr  string `yaml:"expr"`
+	Title string `yaml:"title"`
+	// Unit formats the value: s, ratio, per_second, count, tokens, x (a factor), or empty.
+	Unit string `yaml:"unit"`
+	// Baseline names another query whose value is shown next to this one.
+	Baseline string `yaml:"baseline"`
+	// Hidden queries feed conditions but are not listed as evidence.
+	Hidden bool `yaml:"hidden"`
+	// Quantile marks a histogram_quantile: +Inf means the top bucket is saturated.
+	Quantile bool `yaml:"quantile"`
+}
+
+// VerdictFile is one rule of the ordered verdict list; the first whose condition holds wins.
+type VerdictFile struct {
+	ID           string   `yaml:"id"`
+	When         string   `yaml:"when"`
+	Title        string   `yaml:"title"`
+	Summary      string   `yaml:"summary"`
+	Actions      []string `yaml:"actions"`
+	OfferProfile bool     `yaml:"offer_profile"`
+}
+
+// ChartFile declares a chart of some of the playbook's queries over a range.
+type ChartFile struct {
+	Title   string   `yaml:"title"`
+	Queries []string `yaml:"queries"`
+	Range   string   `yaml:"range"`
+}
+
+// Playbook is a loaded, validated and compiled playbook.
+type Playbook struct {
+	Name        string
+	Description string
+	Source      string // file it came from ("builtin/ttft.yaml" or a path)
+	Builtin     bool
+	OnDemand    bool
+	Matchers    []Matcher
+	Scope       []string
+	Window      time.Duration
+	Params      map[string]float64
+	ParamOrder  []string
+	Queries     []*Query
+	Verdicts    []*Verdict
+	Charts      []Chart
+	Labels      map[string]string
+
+	byName map[string]*Query
+}
+
+// Query is a compiled named query.
+type Query struct {
+	Name     string
+	Expr     string // with $scope, $window and $param placeholders
+	Title    string
+	Unit     string
+	Baseline string
+	Hidden   bool
+	Quantile bool
+}
+
+// Verdict is a compiled verdict rule.
+type Verdict struct {
+	ID           string
+	When         string
+	Title        *template.Template
+	Summary      *template.Template
+	Actions      []*template.Template
+	OfferProfile bool
+	program      *vm.Program
+	needs        []string // query names the condition reads
+}
+
+// Chart is a compiled chart declaration.
+type Chart struct {
+	Title   string
+	Queries []string
+	Range   time.Duration
+}
+
+// MatchType is how a matcher compares a label.
+type MatchType int
+
+const (
+	MatchEqual MatchType = iota
+	MatchNotEqual
+	MatchRegexp
+	MatchNotRegexp
+)
+
+// Matcher matches one alert label. In YAML: `alertname: X` (equal), `severity: "=~warn|crit"`,
+// `"!=x"`, `"!~re"`.
+type Matcher struct {
+	Name  string
+	Type  MatchType
+	Value string
+	re    *regexp.Regexp
+}
+
+// Matches reports whether the label set satisfies m. A missing label is the empty string, as in
+// Prometheus.
+func (m Matcher) Matches(labels map[string]string) bool {
+	v := labels[m.Name]
+	switch m.Type {
+	case MatchNotEqual:
+		return v != m.Value
+	case MatchRegexp:
+		return m.re.MatchString(v)
+	case MatchNotRegexp:
+		return !m.re.MatchString(v)
+	default:
+		return v == m.Value
+	}
+}
+
+func (m Matcher) String() string {
+	op := map[MatchType]string{MatchEqual: "=", MatchNotEqual: "!=", MatchRegexp: "=~", MatchNotRegexp: "!~"}[m.Type]
+	return fmt.Sprintf("%s%s%q", m.Name, op, m.Value)
+}
+
+// Matches reports whether the playbook applies to an alert with these labels. An on-demand
+// playbook without matchers matches nothing.
+func (p *Playbook) Matches(labels map[string]string) bool {
+	if len(p.Matchers) == 0 {
+		return false
+	}
+	for _, m := range p.Matchers {
+		if !m.Matches(labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// Query returns the named query.
+func (p *Playbook) Query(name string) (*Query, bool) { q, ok := p.byName[name]; return q, ok }

@@ -1,0 +1,388 @@
+package playbooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/expr-lang/expr"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
+)
+
+// Querier runs one instant query. *PrometheusQuerier adapts the Prometheus v1 API; tests and
+// `playbooks test` use recorded results.
+type Querier interface {
+	Query(ctx context.Context, query string, ts time.Time) (model.Value, error)
+}
+
+// PrometheusQuerier runs queries through client_golang's v1 API.
+type PrometheusQuerier struct{ API v1.API }
+
+// Query implements Querier. Warnings are dropped: they do not change the value.
+func (p PrometheusQuerier) Query(ctx context.Context, q string, ts time.Time) (model.Value, error) {
+	v, _, _, err := p.API.Query(ctx, q, ts)
+	return v, err
+}
+
+// ErrPrometheusUnavailable is returned (wrapped) by Run when no query could reach Prometheus.
+// The diagnosis is still returned, degraded.
+var ErrPrometheusUnavailable = errors.New("prometheus unavailable")
+
+// Observer receives one observation per query sent to Prometheus (for the service's metrics).
+type Observer interface {
+	ObserveQuery(d time.Duration, result string)
+}
+
+// Query results for metrics: a small fixed set.
+const (
+	QueryOK          = "ok"
+	QueryEmpty       = "empty"
+	QueryError       = "error"
+	QueryTimeout     = "timeout"
+	QueryUnreachable = "unreachable"
+)
+
+// EngineOptions tunes an Engine.
+type EngineOptions struct {
+	// QueryTimeout bounds each query (default 10s).
+	QueryTimeout time.Duration
+	// CacheTTL keeps a result for identical queries arriving shortly after (default 10s; 0 uses
+	// the default, negative disables). In-flight identical queries are always shared.
+	CacheTTL time.Duration
+	// MaxConcurrent bounds queries in flight to Prometheus across all runs (default 16).
+	MaxConcurrent int
+	Observer      Observer
+	Logger        zerolog.Logger
+	Now           func() time.Time
+}
+
+// Engine runs playbooks against Prometheus.
+type Engine struct {
+	q     Querier
+	opt   EngineOptions
+	sf    singleflight.Group
+	sem   chan struct{}
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	res     result
+	fetched time.Time
+}
+
+// NewEngine returns an Engine that queries q.
+func NewEngine(q Querier, opt EngineOptions) *Engine {
+	if opt.QueryTimeout <= 0 {
+		opt.QueryTimeout = 10 * time.Second
+	}
+	if opt.CacheTTL == 0 {
+		opt.CacheTTL = 10 * time.Second
+	}
+	if opt.MaxConcurrent <= 0 {
+		opt.MaxConcurrent = 16
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Engine{q: q, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{}}
+}
+
+// result is one query's outcome.
+type result struct {
+	value   *float64
+	problem string
+	status  string // one of the Query* results
+	series  int
+}
+
+// Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
+// current time. It always returns a diagnosis; the error is non-nil (ErrPrometheusUnavailable)
+// only when no evidence could be gathered at all.
+func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string) (*Diagnosis, error) {
+	start := e.opt.Now()
+	scope, used, missingScope := ScopeMatchers(p.Scope, labels)
+	d := &Diagnosis{Playbook: p.Name, Scope: used, EvaluatedAt: start}
+	if len(missingScope) > 0 && len(p.Scope) > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("scope labels missing from the alert: %s; the evidence covers every value of them",
+			strings.Join(missingScope, ", ")))
+	}
+
+	exprs := make([]string, len(p.Queries))
+	results := make([]result, len(p.Queries))
+	var wg sync.WaitGroup
+	for i, q := range p.Queries {
+		exprs[i] = expand(q.Expr, scope, p.Window, p.Params)
+		wg.Add(1)
+		go func(i int, q *Query) {
+			defer wg.Done()
+			results[i] = e.query(ctx, exprs[i], start)
+			if r := results[i]; r.value != nil && math.IsInf(*r.value, 1) {
+				problem := "value is +Inf"
+				if q.Quantile {
+					problem = "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), so the real value is higher than any bucket can show"
+				}
+				results[i] = result{status: QueryOK, problem: problem}
+			}
+		}(i, q)
+	}
+	wg.Wait()
+
+	values := make(map[string]*float64, len(p.Queries))
+	unreachable, reached := 0, 0
+	var lastErr string
+	for i, q := range p.Queries {
+		r := results[i]
+		values[q.Name] = r.value
+		if r.status == QueryUnreachable {
+			unreachable++
+			lastErr = r.problem
+		} else {
+			reached++
+		}
+		if r.value == nil {
+			d.Missing = append(d.Missing, q.Name)
+		}
+	}
+	for i, q := range p.Queries {
+		if q.Hidden {
+			continue
+		}
+		r := results[i]
+		ev := Evidence{Name: q.Name, Title: q.Title, Value: r.value, Unit: q.Unit,
+			Text: FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem}
+		if q.Baseline != "" {
+			ev.Baseline = values[q.Baseline]
+			ev.BaselineText = FormatValue(ev.Baseline, q.Unit)
+			if ev.Baseline == nil {
+				ev.BaselineText = "no history for a baseline"
+			}
+		}
+		d.Evidence = append(d.Evidence, ev)
+	}
+
+	var runErr error
+	if reached == 0 && unreachable > 0 {
+		d.Error = "Prometheus could not be reached: " + lastErr
+		runErr = fmt.Errorf("%w: %s", ErrPrometheusUnavailable, lastErr)
+		d.Verdict = VerdictInconclusive
+		d.Title = "Prometheus unreachable: no evidence gathered"
+		d.Summary = "The alert is real, but the responder could not query Prometheus, so it cannot say why. Check Prometheus, then re-run triage."
+		d.Actions = []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}
+	} else {
+		e.decide(p, d, values, labels)
+		if unreachable > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, len(p.Queries), lastErr))
+		}
+	}
+	for _, c := range p.Charts {
+		spec := ChartSpec{Title: c.Title, Range: c.Range}
+		for _, qn := range c.Queries {
+			q := p.byName[qn]
+			spec.Series = append(spec.Series, ChartSeries{Name: q.Name, Title: q.Title, Unit: q.Unit,
+				Query: expand(q.Expr, scope, p.Window, p.Params)})
+		}
+		d.Charts = append(d.Charts, spec)
+	}
+	d.Duration = e.opt.Now().Sub(start)
+	d.DurationMS = float64(d.Duration.Microseconds()) / 1000
+	return d, runErr
+}
+
+// Decide evaluates the verdicts of p over already-known values (used by `playbooks test`).
+func (p *Playbook) Decide(values map[string]*float64, labels map[string]string) *Diagnosis {
+	d := &Diagnosis{Playbook: p.Name, Scope: labels}
+	for _, q := range p.Queries {
+		if values[q.Name] == nil {
+			d.Missing = append(d.Missing, q.Name)
+		}
+	}
+	(&Engine{}).decide(p, d, values, labels)
+	return d
+}
+
+// decide runs the ordered verdicts: the first whose condition holds wins. A condition that needs
+// a missing value is false (unless it tests for nil or uses ??), and the diagnosis says which
+// rules could not be checked.
+func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, labels map[string]string) {
+	env := exprEnv(p)
+	for _, q := range p.Queries {
+		if v := values[q.Name]; v != nil {
+			env[q.Name] = *v
+		} else {
+			env[q.Name] = nil
+		}
+	}
+	missing := map[string]bool{}
+	for _, m := range d.Missing {
+		missing[m] = true
+	}
+	var chosen *Verdict
+	for _, v := range p.Verdicts {
+		ok, err := expr.Run(v.program, env)
+		if err == nil && ok == true {
+			chosen = v
+			break
+		}
+		var needs []string
+		for _, n := range v.needs {
+			if missing[n] {
+				needs = append(needs, n)
+			}
+		}
+		if len(needs) > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("rule %s not decidable: %s missing", v.ID, strings.Join(needs, ", ")))
+		}
+	}
+	if chosen == nil {
+		d.Verdict = VerdictInconclusive
+		d.Title = "Inconclusive: no rule of the playbook explains this"
+		d.Summary = "None of the playbook's verdicts matched the evidence."
+		d.OfferProfile = true
+		return
+	}
+	data := templateData(p, values, labels)
+	d.Verdict = chosen.ID
+	d.OfferProfile = chosen.OfferProfile
+	d.Title = render(chosen.Title, data)
+	d.Summary = render(chosen.Summary, data)
+	d.Actions = make([]string, 0, len(chosen.Actions))
+	for _, a := range chosen.Actions {
+		d.Actions = append(d.Actions, render(a, data))
+	}
+}
+
+func render(t *template.Template, data map[string]any) string {
+	if t == nil {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return fmt.Sprintf("(template error: %v)", err)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// query runs one query with deduplication: an identical query in flight is shared, and a result
+// younger than CacheTTL is reused.
+func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
+	if e.opt.CacheTTL > 0 {
+		e.mu.Lock()
+		c, ok := e.cache[q]
+		e.mu.Unlock()
+		if ok && e.opt.Now().Sub(c.fetched) < e.opt.CacheTTL {
+			return c.res
+		}
+	}
+	ch := e.sf.DoChan(q, func() (any, error) {
+		// Detached from the first caller's cancellation: others may be waiting on it too.
+		qctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), e.opt.QueryTimeout,
+			fmt.Errorf("query deadline of %s exceeded", e.opt.QueryTimeout))
+		defer cancel()
+		select {
+		case e.sem <- struct{}{}:
+		case <-qctx.Done():
+			return result{status: QueryTimeout, problem: "timed out waiting for a query slot"}, nil
+		}
+		defer func() { <-e.sem }()
+		t0 := time.Now()
+		v, err := e.q.Query(qctx, q, at)
+		r := interpret(v, err, qctx)
+		if e.opt.Observer != nil {
+			e.opt.Observer.ObserveQuery(time.Since(t0), r.status)
+		}
+		if r.status == QueryOK || r.status == QueryEmpty {
+			e.mu.Lock()
+			e.cache[q] = cached{res: r, fetched: e.opt.Now()}
+			e.pruneLocked()
+			e.mu.Unlock()
+		}
+		e.opt.Logger.Debug().Str("query", q).Str("result", r.status).Dur("took", time.Since(t0)).Msg("prometheus query")
+		return r, nil
+	})
+	select {
+	case res := <-ch:
+		return res.Val.(result)
+	case <-ctx.Done():
+		return result{status: QueryTimeout, problem: "the diagnosis deadline passed before this query returned"}
+	}
+}
+
+func (e *Engine) pruneLocked() {
+	if len(e.cache) < 4096 {
+		return
+	}
+	now := e.opt.Now()
+	for k, c := range e.cache {
+		if now.Sub(c.fetched) >= e.opt.CacheTTL {
+			delete(e.cache, k)
+		}
+	}
+}
+
+// interpret turns a query answer into one number, or a reason there is none.
+func interpret(v model.Value, err error, ctx context.Context) result {
+	if err != nil {
+		var apiErr *v1.Error
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.Type == v1.ErrBadData || apiErr.Type == v1.ErrExec):
+			return result{status: QueryError, problem: "query rejected by Prometheus: " + apiErr.Msg}
+		case errors.As(err, &apiErr) && (apiErr.Type == v1.ErrTimeout || apiErr.Type == v1.ErrCanceled):
+			return result{status: QueryTimeout, problem: "Prometheus timed out: " + apiErr.Msg}
+		case ctx.Err() != nil:
+			return result{status: QueryTimeout, problem: context.Cause(ctx).Error()}
+		default:
+			return result{status: QueryUnreachable, problem: redactURL(err.Error())}
+		}
+	}
+	var samples []float64
+	switch x := v.(type) {
+	case model.Vector:
+		for _, s := range x {
+			samples = append(samples, float64(s.Value))
+		}
+	case *model.Scalar:
+		samples = append(samples, float64(x.Value))
+	case model.Matrix:
+		return result{status: QueryError, problem: "query returns a range vector; a playbook query must return one number"}
+	}
+	if len(samples) == 0 {
+		return result{status: QueryEmpty, problem: "no series"}
+	}
+	r := result{status: QueryOK, series: len(samples)}
+	val := samples[0]
+	if len(samples) > 1 {
+		sort.Float64s(samples)
+		val = samples[len(samples)-1]
+		r.problem = fmt.Sprintf("%d series; showing the largest (aggregate the query to one series)", len(samples))
+	}
+	if math.IsNaN(val) {
+		return result{status: QueryEmpty, problem: "no traffic in the window (0/0)"}
+	}
+	if math.IsInf(val, -1) {
+		return result{status: QueryEmpty, problem: "value is -Inf"}
+	}
+	r.value = &val
+	return r
+}
+
+// redactURL drops the query string from errors such as `Post "http://host/api/v1/query?...":
+// dial tcp ...`, which may carry tokens or long PromQL.
+func redactURL(msg string) string {
+	if i := strings.Index(msg, "?"); i >= 0 {
+		if j := strings.Index(msg[i:], "\""); j >= 0 {
+			msg = msg[:i] + msg[i+j:]
+		}
+	}
+	return msg
+}
