@@ -1,0 +1,255 @@
+package slacknotify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+)
+
+// errSlackTimeout is the cause of a Slack call's deadline.
+var errSlackTimeout = errors.New("slack API call timed out")
+
+// RetryableError marks a failure that may succeed later (rate limit, timeout, 5xx): the
+// notification can be handed back for a retry.
+type RetryableError struct{ Err error }
+
+func (e *RetryableError) Error() string { return e.Err.Error() }
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether err is worth retrying.
+func IsRetryable(err error) bool {
+	var r *RetryableError
+	return errors.As(err, &r)
+}
+
+// Slack error codes (ok:false) that are worth retrying.
+var retryableSlackErrors = map[string]bool{
+	"ratelimited": true, "internal_error": true, "fatal_error": true, "service_unavailable": true,
+	"request_timeout": true,
+}
+
+// API is the Slack Web API as the responder uses it: every call has a deadline, counts in the
+// metrics by method and result, treats `ok: false` as the error it is, retries HTTP 429 after
+// Retry-After (bounded), and posts to one channel at most once per post_interval.
+// Notifier and the Slack app handlers share one.
+type API struct {
+	client  *slack.Client
+	http    *http.Client
+	cfg     *Config
+	metrics *Metrics
+	log     zerolog.Logger
+	pace    pacer
+}
+
+// NewAPI builds the Slack client from cfg (SetDefaults and Validate first). httpClient may be nil.
+func NewAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client) *API {
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	opts := []slack.Option{slack.OptionHTTPClient(httpClient)}
+	if cfg.APIURL != "" {
+		u := cfg.APIURL
+		if !strings.HasSuffix(u, "/") {
+			u += "/"
+		}
+		opts = append(opts, slack.OptionAPIURL(u))
+	}
+	if cfg.AppToken.IsSet() {
+		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken.Reveal()))
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return &API{
+		client:  slack.New(cfg.BotToken.Reveal(), opts...),
+		http:    httpClient,
+		cfg:     cfg,
+		metrics: m,
+		log:     log,
+		pace:    pacer{interval: time.Duration(cfg.PostInterval), next: map[string]time.Time{}},
+	}
+}
+
+// Client returns the underlying slack-go client (Socket Mode needs it).
+func (a *API) Client() *slack.Client { return a.client }
+
+// Metrics returns the metrics the API counts in.
+func (a *API) Metrics() *Metrics { return a.metrics }
+
+// call runs fn with a deadline, pacing (when channel is set), metrics and bounded 429 retries.
+func (a *API) call(ctx context.Context, method, channel string, fn func(ctx context.Context) error) error {
+	return a.callN(ctx, method, channel, a.cfg.MaxRetries, fn)
+}
+
+func (a *API) callN(ctx context.Context, method, channel string, maxRetries int, fn func(ctx context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		if channel != "" {
+			if err := a.pace.wait(ctx, channel); err != nil {
+				return &RetryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
+			}
+		}
+		cctx, cancel := context.WithTimeoutCause(ctx, time.Duration(a.cfg.RequestTimeout), errSlackTimeout)
+		err := fn(cctx)
+		timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
+		cancel()
+		result, retryAfter, retryable := classify(err, timedOut)
+		a.metrics.APICalls.WithLabelValues(method, result).Inc()
+		if err == nil {
+			return nil
+		}
+		if result == ResultRateLimited && attempt < maxRetries && retryAfter <= time.Duration(a.cfg.MaxRetryAfter) {
+			a.log.Warn().Str("method", method).Dur("retry_after", retryAfter).Int("attempt", attempt+1).Msg("slack rate limited; waiting")
+			t := time.NewTimer(retryAfter)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return &RetryableError{Err: fmt.Errorf("%s: rate limited: %w", method, context.Cause(ctx))}
+			case <-t.C:
+			}
+			continue
+		}
+		err = fmt.Errorf("%s: %w", method, err)
+		if retryable {
+			return &RetryableError{Err: err}
+		}
+		return err
+	}
+}
+
+func classify(err error, timedOut bool) (result string, retryAfter time.Duration, retryable bool) {
+	if err == nil {
+		return ResultOK, 0, false
+	}
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return ResultRateLimited, rl.RetryAfter, true
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) {
+		return ResultError, 0, sc.Retryable()
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		if se.Err == "ratelimited" {
+			return ResultRateLimited, time.Second, true
+		}
+		return ResultError, 0, retryableSlackErrors[se.Err]
+	}
+	var ne net.Error
+	if timedOut || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return ResultTimeout, 0, true
+	}
+	if errors.Is(err, context.Canceled) {
+		return ResultError, 0, true
+	}
+	// Connection failures and the like: worth a later try.
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return ResultError, 0, true
+	}
+	return ResultError, 0, false
+}
+
+// errNotOK is returned when Slack answered without the message's timestamp: `ok: false` with no
+// error code, which slack-go does not report.
+var errNotOK = errors.New("slack answered ok: false")
+
+// Post posts a message and returns the channel id and the message's timestamp.
+func (a *API) Post(ctx context.Context, channel string, opts ...slack.MsgOption) (channelID, ts string, err error) {
+	err = a.call(ctx, MethodPostMessage, channel, func(ctx context.Context) error {
+		var e error
+		channelID, ts, e = a.client.PostMessageContext(ctx, channel, opts...)
+		if e == nil && ts == "" {
+			e = errNotOK
+		}
+		return e
+	})
+	return channelID, ts, err
+}
+
+// Update edits a message.
+func (a *API) Update(ctx context.Context, channel, ts string, opts ...slack.MsgOption) error {
+	return a.call(ctx, MethodUpdate, channel, func(ctx context.Context) error {
+		_, gotTS, _, e := a.client.UpdateMessageContext(ctx, channel, ts, opts...)
+		if e == nil && gotTS == "" {
+			e = errNotOK
+		}
+		return e
+	})
+}
+
+// Ephemeral posts a message only user sees.
+func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slack.MsgOption) error {
+	return a.call(ctx, MethodPostEphemeral, channel, func(ctx context.Context) error {
+		_, e := a.client.PostEphemeralContext(ctx, channel, user, opts...)
+		return e
+	})
+}
+
+// Upload uploads a file (files upload v2: get URL, upload, complete) into a channel or thread.
+// It is not retried on 429: the body is a stream sent once.
+func (a *API) Upload(ctx context.Context, p slack.UploadFileParameters) error {
+	return a.callN(ctx, MethodFileUpload, "", 0, func(ctx context.Context) error {
+		_, e := a.client.UploadFileContext(ctx, p)
+		return e
+	})
+}
+
+// Respond posts to an interaction's or command's response_url.
+func (a *API) Respond(ctx context.Context, responseURL string, msg *slack.WebhookMessage) error {
+	return a.call(ctx, MethodResponseURL, "", func(ctx context.Context) error {
+		return slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
+	})
+}
+
+// UsergroupMembers lists the user ids in a user group.
+func (a *API) UsergroupMembers(ctx context.Context, group string) ([]string, error) {
+	var members []string
+	err := a.call(ctx, MethodUsergroups, "", func(ctx context.Context) error {
+		var e error
+		members, e = a.client.GetUserGroupMembersContext(ctx, group)
+		return e
+	})
+	return members, err
+}
+
+// pacer spaces calls to one channel by interval.
+type pacer struct {
+	mu       sync.Mutex
+	interval time.Duration
+	next     map[string]time.Time
+}
+
+func (p *pacer) wait(ctx context.Context, channel string) error {
+	if p.interval <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	at := p.next[channel]
+	if at.Before(now) {
+		at = now
+	}
+	p.next[channel] = at.Add(p.interval)
+	p.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,218 @@
+// Package slacknotify posts diagnoses to Slack: one Block Kit message per Alertmanager group, replies
+// in its thread when something changes, an edit of the parent when the group resolves, and a chart
+// of the playbook's series uploaded into the thread.
+package slacknotify
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/secret"
+)
+
+// Config is the `slack:` section of the responder's configuration.
+type Config struct {
+	// BotToken (xoxb-...) posts messages; empty means the console notifier is used instead.
+	BotToken     secret.Secret `yaml:"bot_token"`
+	BotTokenFile string        `yaml:"bot_token_file,omitempty"`
+	// SigningSecret verifies requests to /slack/commands and /slack/interactions.
+	SigningSecret     secret.Secret `yaml:"signing_secret"`
+	SigningSecretFile string        `yaml:"signing_secret_file,omitempty"`
+	// AppToken (xapp-...) is the app-level token Socket Mode connects with.
+	AppToken     secret.Secret `yaml:"app_token"`
+	AppTokenFile string        `yaml:"app_token_file,omitempty"`
+
+	// Channel receives diagnoses: a name ("#vllm-incidents") or an id ("C0123456").
+	Channel string `yaml:"channel"`
+	// APIURL is the Slack Web API base URL; empty means Slack's own. Tests point it at a local server.
+	APIURL string `yaml:"api_url"`
+	// SocketMode receives commands and button clicks over a WebSocket (needs app_token) instead of
+	// the public HTTP endpoints.
+	SocketMode bool `yaml:"socket_mode"`
+
+	// GrafanaURLTemplate and TracesURLTemplate are Go templates for the links on a diagnosis.
+	// Fields (all already URL-query-escaped): .Model .Pod .Namespace .Alertname, .Labels (map),
+	// and the alert's time window: .From .To (RFC 3339), .FromMS .ToMS (Unix ms, Grafana),
+	// .FromUS .ToUS (Unix µs, Jaeger), .FromUnix .ToUnix (Unix seconds).
+	GrafanaURLTemplate string `yaml:"grafana_url_template,omitempty"`
+	TracesURLTemplate  string `yaml:"traces_url_template,omitempty"`
+	// TracesWindowBefore is how far before the alert's start the links' window opens.
+	TracesWindowBefore model.Duration `yaml:"traces_window_before,omitempty"`
+
+	// Who may silence alerts and capture profiles: Slack user ids (U.../W...), user group ids
+	// (S...) and channel ids (C.../G...). A user passes if any list admits them. All three empty
+	// lets everyone who can use the app.
+	AllowedUsers      []string `yaml:"allowed_users,omitempty"`
+	AllowedUsergroups []string `yaml:"allowed_usergroups,omitempty"`
+	AllowedChannels   []string `yaml:"allowed_channels,omitempty"`
+
+	// PostInterval paces posts and edits to one channel (Slack allows about one a second).
+	PostInterval model.Duration `yaml:"post_interval,omitempty"`
+	// RequestTimeout bounds every Slack API call.
+	RequestTimeout model.Duration `yaml:"request_timeout,omitempty"`
+	// MaxRetries bounds the retries of a rate-limited (HTTP 429) call; MaxRetryAfter caps the
+	// wait Slack asks for, beyond which the notification is handed back for a later retry.
+	MaxRetries    int            `yaml:"max_retries,omitempty"`
+	MaxRetryAfter model.Duration `yaml:"max_retry_after,omitempty"`
+	// StormThreshold: a group notification with more items than this becomes one summary message
+	// with a compact table and a count.
+	StormThreshold int `yaml:"storm_threshold,omitempty"`
+	// ThreadTTL is how long a group's thread is remembered (in the store) for replies and resolution.
+	ThreadTTL model.Duration `yaml:"thread_ttl,omitempty"`
+	// ParentWait is how long a replica that lost the race to create a group's parent message waits
+	// for the winner's thread before handing the notification back for retry.
+	ParentWait model.Duration `yaml:"parent_wait,omitempty"`
+	// Charts turns the chart upload on (default true); ChartTimeout bounds querying, rendering and
+	// uploading one chart.
+	Charts       *bool          `yaml:"charts,omitempty"`
+	ChartTimeout model.Duration `yaml:"chart_timeout,omitempty"`
+	// SilenceDuration is the length of the "Silence" button's silence.
+	SilenceDuration model.Duration `yaml:"silence_duration,omitempty"`
+
+	grafanaTmpl *template.Template
+	tracesTmpl  *template.Template
+}
+
+// SetDefaults fills the zero values with defaults.
+func (c *Config) SetDefaults() {
+	def := func(d *model.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = model.Duration(v)
+		}
+	}
+	def(&c.PostInterval, time.Second)
+	def(&c.RequestTimeout, 10*time.Second)
+	def(&c.MaxRetryAfter, 30*time.Second)
+	def(&c.ThreadTTL, 7*24*time.Hour)
+	def(&c.ParentWait, 15*time.Second)
+	def(&c.ChartTimeout, 30*time.Second)
+	def(&c.TracesWindowBefore, 15*time.Minute)
+	def(&c.SilenceDuration, time.Hour)
+	if c.MaxRetries == 0 {
+		c.MaxRetries = 3
+	}
+	if c.StormThreshold == 0 {
+		c.StormThreshold = 5
+	}
+	if c.Charts == nil {
+		t := true
+		c.Charts = &t
+	}
+}
+
+var (
+	userIDRe      = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	usergroupIDRe = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
+	channelIDRe   = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
+)
+
+// Enabled reports whether Slack is configured at all (a bot token is set).
+func (c *Config) Enabled() bool { return c.BotToken.IsSet() }
+
+// Interactive reports whether commands and buttons can reach the responder: over Socket Mode, or
+// over the HTTP endpoints, whose requests need the signing secret to be verified.
+func (c *Config) Interactive() bool {
+	return c.BotToken.IsSet() && (c.SocketMode || c.SigningSecret.IsSet())
+}
+
+// ChartsEnabled reports whether charts are uploaded.
+func (c *Config) ChartsEnabled() bool { return c.Charts == nil || *c.Charts }
+
+// Validate checks the fields against each other and compiles the URL templates. Each error names
+// its field. Call SetDefaults first.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+	}
+	if c.BotToken.IsSet() && strings.TrimSpace(c.Channel) == "" {
+		add("channel", "required when bot_token is set")
+	}
+	if !c.BotToken.IsSet() {
+		if c.SigningSecret.IsSet() {
+			add("bot_token", "required when signing_secret is set")
+		}
+		if c.SocketMode {
+			add("bot_token", "required when socket_mode is true")
+		}
+	}
+	if c.SocketMode {
+		if !c.AppToken.IsSet() {
+			add("app_token", "required when socket_mode is true")
+		} else if !strings.HasPrefix(c.AppToken.Reveal(), "xapp-") {
+			add("app_token", "must be an app-level token (xapp-...)")
+		}
+	}
+	if c.BotToken.IsSet() && strings.HasPrefix(c.BotToken.Reveal(), "xapp-") {
+		add("bot_token", "is an app-level token (xapp-...); put it in app_token and use the bot token (xoxb-...) here")
+	}
+	if c.APIURL != "" {
+		if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("api_url", "must be an http(s) URL")
+		}
+	}
+	var err error
+	if c.grafanaTmpl, err = parseURLTemplate("grafana", c.GrafanaURLTemplate); err != nil {
+		add("grafana_url_template", "%w", err)
+	}
+	if c.tracesTmpl, err = parseURLTemplate("traces", c.TracesURLTemplate); err != nil {
+		add("traces_url_template", "%w", err)
+	}
+	for i, u := range c.AllowedUsers {
+		if !userIDRe.MatchString(u) {
+			add(fmt.Sprintf("allowed_users[%d]", i), "%q is not a Slack user id (U... or W...)", u)
+		}
+	}
+	for i, g := range c.AllowedUsergroups {
+		if !usergroupIDRe.MatchString(g) {
+			add(fmt.Sprintf("allowed_usergroups[%d]", i), "%q is not a Slack user group id (S...)", g)
+		}
+	}
+	for i, ch := range c.AllowedChannels {
+		if !channelIDRe.MatchString(ch) {
+			add(fmt.Sprintf("allowed_channels[%d]", i), "%q is not a Slack channel id (C... or G...)", ch)
+		}
+	}
+	positive := func(field string, d model.Duration) {
+		if d <= 0 {
+			add(field, "must be positive")
+		}
+	}
+	positive("request_timeout", c.RequestTimeout)
+	positive("thread_ttl", c.ThreadTTL)
+	positive("parent_wait", c.ParentWait)
+	positive("chart_timeout", c.ChartTimeout)
+	positive("silence_duration", c.SilenceDuration)
+	if c.PostInterval < 0 {
+		add("post_interval", "must not be negative")
+	}
+	if c.MaxRetries < 0 || c.MaxRetries > 10 {
+		add("max_retries", "must be between 0 and 10")
+	}
+	if c.StormThreshold < 1 {
+		add("storm_threshold", "must be at least 1")
+	}
+	return errors.Join(errs...)
+}
+
+func parseURLTemplate(name, text string) (*template.Template, error) {
+	if text == "" {
+		return nil, nil
+	}
+	t, err := template.New(name).Option("missingkey=zero").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	// Execute once with sample data so that a reference to an unknown field fails at load.
+	if _, err := renderURL(t, sampleLinkData()); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

@@ -1,0 +1,101 @@
+package slacknotify
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Slack API methods the metrics name (a fixed set).
+const (
+	MethodPostMessage   = "chat.postMessage"
+	MethodUpdate        = "chat.update"
+	MethodPostEphemeral = "chat.postEphemeral"
+	MethodFileUpload    = "files.upload"
+	MethodUsergroups    = "usergroups.users.list"
+	MethodResponseURL   = "response_url"
+)
+
+// Results of a Slack API call.
+const (
+	ResultOK          = "ok"
+	ResultRateLimited = "rate_limited"
+	ResultError       = "error"
+	ResultTimeout     = "timeout"
+)
+
+var (
+	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL}
+	apiResults  = []string{ResultOK, ResultRateLimited, ResultError, ResultTimeout}
+	subcommands = []string{"triage", "profile", "status", "help", "invalid"}
+	actions     = []string{"rerun", "silence", "capture", "unknown"}
+	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
+)
+
+// Metrics are the Slack app's own series. Every series exists from the start, at zero.
+type Metrics struct {
+	APICalls         *prometheus.CounterVec
+	Commands         *prometheus.CounterVec
+	Interactions     *prometheus.CounterVec
+	Refusals         *prometheus.CounterVec
+	SignatureInvalid *prometheus.CounterVec
+	Charts           *prometheus.CounterVec
+	Messages         *prometheus.CounterVec
+}
+
+// NewMetrics creates the series and registers them with reg (nil: not registered, for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		APICalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_api_calls_total",
+			Help: "Slack API calls by method and result (ok, rate_limited, error, timeout).",
+		}, []string{"method", "result"}),
+		Commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_commands_total",
+			Help: "/vllm slash commands received (after signature verification), by subcommand.",
+		}, []string{"subcommand"}),
+		Interactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_interactions_total",
+			Help: "Button clicks received (after signature verification), by action.",
+		}, []string{"action"}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_refusals_total",
+			Help: "Silence and capture requests refused because the user is not allowed, by action.",
+		}, []string{"action"}),
+		SignatureInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_requests_rejected_total",
+			Help: "Requests to the Slack endpoints rejected before any processing, by reason.",
+		}, []string{"reason"}),
+		Charts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_charts_total",
+			Help: "Charts rendered and uploaded, or failed (the diagnosis is posted either way).",
+		}, []string{"result"}),
+		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_slack_messages_total",
+			Help: "Group notifications handled, by what was done: parent message, thread reply, resolution, storm summary, skipped (nothing changed).",
+		}, []string{"kind"}),
+	}
+	for _, meth := range apiMethods {
+		for _, r := range apiResults {
+			m.APICalls.WithLabelValues(meth, r)
+		}
+	}
+	for _, s := range subcommands {
+		m.Commands.WithLabelValues(s)
+	}
+	for _, a := range actions {
+		m.Interactions.WithLabelValues(a)
+	}
+	m.Refusals.WithLabelValues("silence")
+	m.Refusals.WithLabelValues("capture")
+	for _, r := range []string{"missing_headers", "expired", "invalid_signature", "not_configured", "bad_request"} {
+		m.SignatureInvalid.WithLabelValues(r)
+	}
+	m.Charts.WithLabelValues("rendered")
+	m.Charts.WithLabelValues("failed")
+	for _, k := range messageKind {
+		m.Messages.WithLabelValues(k)
+	}
+	if reg != nil {
+		reg.MustRegister(m.APICalls, m.Commands, m.Interactions, m.Refusals, m.SignatureInvalid, m.Charts, m.Messages)
+	}
+	return m
+}

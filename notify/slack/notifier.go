@@ -1,0 +1,449 @@
+package slacknotify
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+// Store key prefixes.
+const (
+	threadKeyPrefix = "slack:thread:"
+	parentKeyPrefix = "slack:parent:"
+)
+
+// errParentPending is returned when another replica holds the right to create a group's parent
+// message but its thread did not appear in time: the notification is retried later.
+var errParentPending = errors.New("another replica is creating this group's Slack message")
+
+// Options are what New needs. Config, Store and API are required.
+type Options struct {
+	Config *Config
+	Store  store.Store
+	API    *API
+	Logger zerolog.Logger
+	// Prometheus answers the charts' range queries; nil means no charts.
+	Prometheus RangeQuerier
+	// Silence shows the Silence button (an Alertmanager URL is configured).
+	Silence bool
+	// Capture shows the Capture profile button (a capturer is configured).
+	Capture bool
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Notifier posts diagnoses to Slack. It implements notify.Notifier.
+type Notifier struct {
+	cfg   *Config
+	store store.Store
+	api   *API
+	log   zerolog.Logger
+	prom  RangeQuerier
+	opts  RenderOptions
+	now   func() time.Time
+}
+
+var _ notify.Notifier = (*Notifier)(nil)
+
+// New returns a Notifier. cfg must have had SetDefaults and Validate.
+func New(o Options) (*Notifier, error) {
+	switch {
+	case o.Config == nil:
+		return nil, errors.New("slack notifier: no config")
+	case o.Store == nil:
+		return nil, errors.New("slack notifier: no store")
+	case o.API == nil:
+		return nil, errors.New("slack notifier: no API")
+	case !o.Config.BotToken.IsSet():
+		return nil, errors.New("slack notifier: bot_token is not set")
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Notifier{
+		cfg:   o.Config,
+		store: o.Store,
+		api:   o.API,
+		log:   o.Logger,
+		prom:  o.Prometheus,
+		now:   now,
+		opts: RenderOptions{
+			Buttons:      o.Config.Interactive(),
+			Capture:      o.Capture,
+			Silence:      o.Silence,
+			SilenceLabel: "Silence " + humanDuration(time.Duration(o.Config.SilenceDuration)),
+		},
+	}, nil
+}
+
+// Thread is what the store remembers of a group's Slack message.
+type Thread struct {
+	GroupKey  string `json:"group_key"`
+	Channel   string `json:"channel"`
+	TS        string `json:"ts"`
+	Alertname string `json:"alertname"`
+	Status    string `json:"status"`
+	// Verdicts maps the fingerprint of every alert shown in the thread to its last verdict, so
+	// that only news is posted.
+	Verdicts   map[string]string `json:"verdicts"`
+	StartedAt  time.Time         `json:"started_at"`
+	ResolvedAt time.Time         `json:"resolved_at,omitzero"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+	// Blocks and Text are the parent message, kept for the edit that marks it resolved.
+	Blocks json.RawMessage `json:"blocks,omitempty"`
+	Text   string          `json:"text,omitempty"`
+}
+
+func hashKey(groupKey string) string {
+	h := sha256.Sum256([]byte(groupKey))
+	return hex.EncodeToString(h[:16])
+}
+
+// ThreadKey is the store key of a group's thread.
+func ThreadKey(groupKey string) string { return threadKeyPrefix + hashKey(groupKey) }
+
+// ParentKey is the store claim that lets one replica create a group's parent message.
+func ParentKey(groupKey string) string { return parentKeyPrefix + hashKey(groupKey) }
+
+func (n *Notifier) loadThread(ctx context.Context, groupKey string) (*Thread, error) {
+	b, ok, err := n.store.Get(ctx, ThreadKey(groupKey))
+	if err != nil || !ok {
+		return nil, err
+	}
+	var t Thread
+	if err := json.Unmarshal(b, &t); err != nil {
+		n.log.Warn().Err(err).Str("group_key", groupKey).Msg("unreadable slack thread record; starting a new thread")
+		return nil, nil
+	}
+	return &t, nil
+}
+
+func (n *Notifier) saveThread(ctx context.Context, t *Thread) error {
+	t.UpdatedAt = n.now()
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return n.store.Set(ctx, ThreadKey(t.GroupKey), b, time.Duration(n.cfg.ThreadTTL))
+}
+
+// Notify posts a group notification: a parent message the first time, a thread reply when
+// something changed, an edit of the parent and a reply when the group resolves.
+func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, error) {
+	log := n.log.With().Str("group_key", nt.GroupKey).Str("status", nt.Status).Int("items", len(nt.Items)).Logger()
+	if nt.GroupKey == "" {
+		// An on-demand diagnosis: one message, no thread to remember.
+		if len(firing(nt.Items)) == 0 {
+			return false, nil
+		}
+		_, _, err := n.postParent(ctx, nt, firing(nt.Items))
+		return retry(err)
+	}
+	th, err := n.loadThread(ctx, nt.GroupKey)
+	if err != nil {
+		return true, fmt.Errorf("slack thread for group: %w", err)
+	}
+	if th != nil && th.Status != notify.StatusResolved {
+		return retry(n.followUp(ctx, log, nt, th))
+	}
+	items := firing(nt.Items)
+	if nt.Resolved() || len(items) == 0 {
+		// Nothing open to resolve or reply to, and nothing new firing.
+		log.Debug().Msg("no open slack thread for this group and nothing firing; nothing to post")
+		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
+		return false, nil
+	}
+	claimTTL := max(2*time.Duration(n.cfg.ParentWait), time.Minute)
+	won, err := n.store.Claim(ctx, ParentKey(nt.GroupKey), claimTTL)
+	if err != nil {
+		return true, fmt.Errorf("claiming the group's parent message: %w", err)
+	}
+	if !won {
+		prev := ""
+		if th != nil {
+			prev = th.TS
+		}
+		th, err := n.waitThread(ctx, nt.GroupKey, prev)
+		if err != nil {
+			return true, err
+		}
+		log.Debug().Str("thread_ts", th.TS).Msg("another replica created the parent message; replying in its thread")
+		return retry(n.followUp(ctx, log, nt, th))
+	}
+	th, blocks, err := n.postParent(ctx, nt, items)
+	if err != nil {
+		// Let a retry (here or on another replica) create the parent.
+		if uerr := n.store.Unclaim(context.WithoutCancel(ctx), ParentKey(nt.GroupKey)); uerr != nil {
+			log.Warn().Err(uerr).Msg("releasing the parent message claim")
+		}
+		return retry(err)
+	}
+	_ = blocks
+	if err := n.saveThread(ctx, th); err != nil {
+		// The message is out; a lost thread only means later news starts a new message.
+		log.Error().Err(err).Msg("saving slack thread state")
+	}
+	n.postCharts(ctx, log, th, items)
+	return false, nil
+}
+
+// retry turns an error into Notify's (retry, err).
+func retry(err error) (bool, error) {
+	if err == nil {
+		return false, nil
+	}
+	return IsRetryable(err) || errors.Is(err, store.ErrUnavailable), err
+}
+
+func firing(items []notify.Item) []notify.Item {
+	var out []notify.Item
+	for _, it := range items {
+		if it.Alert.Status != notify.StatusResolved {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// waitThread waits for the replica that won the parent claim to save the thread (one other
+// than prevTS), up to parent_wait.
+func (n *Notifier) waitThread(ctx context.Context, groupKey, prevTS string) (*Thread, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, time.Duration(n.cfg.ParentWait), errParentPending)
+	defer cancel()
+	delay := 50 * time.Millisecond
+	for {
+		th, err := n.loadThread(ctx, groupKey)
+		if err == nil && th != nil && th.TS != prevTS && th.Status != notify.StatusResolved {
+			return th, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &RetryableError{Err: context.Cause(ctx)}
+		case <-t.C:
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// postParent posts the group's first message and returns its thread record.
+func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slack.Block, error) {
+	view := *nt
+	view.Items = items
+	view.Status = notify.StatusFiring
+	blocks, text := n.parentBlocks(&view, n.opts)
+	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl())
+	if err != nil {
+		return nil, nil, err
+	}
+	kind := "parent"
+	if len(items) > n.cfg.StormThreshold {
+		kind = "storm"
+	}
+	n.api.metrics.Messages.WithLabelValues(kind).Inc()
+	raw, _ := json.Marshal(blocks)
+	th := &Thread{
+		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
+		Status: notify.StatusFiring, Verdicts: map[string]string{}, StartedAt: earliestStart(items, nt.ReceivedAt),
+		Blocks: raw, Text: text,
+	}
+	for _, it := range items {
+		th.Verdicts[fingerprint(it)] = itemVerdict(it)
+	}
+	return th, blocks, nil
+}
+
+func fingerprint(it notify.Item) string {
+	if it.Alert.Fingerprint != "" {
+		return it.Alert.Fingerprint
+	}
+	// No fingerprint (not from Alertmanager): the sorted labels stand for it.
+	return labelsText(it.Alert.Labels)
+}
+
+func earliestStart(items []notify.Item, fallback time.Time) time.Time {
+	var t time.Time
+	for _, it := range items {
+		if s := it.Alert.StartsAt; !s.IsZero() && (t.IsZero() || s.Before(t)) {
+			t = s
+		}
+	}
+	return cmp.Or(t, fallback)
+}
+
+// followUp replies in an open thread when something changed, and marks the parent resolved when
+// the group resolved.
+func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *Thread) error {
+	if nt.Resolved() {
+		return n.resolve(ctx, log, nt, th)
+	}
+	if th.Verdicts == nil {
+		th.Verdicts = map[string]string{}
+	}
+	var news []notify.Item
+	var intros []string
+	var resolved []string
+	for _, it := range nt.Items {
+		fp := fingerprint(it)
+		if it.Alert.Status == notify.StatusResolved {
+			if _, ok := th.Verdicts[fp]; ok {
+				resolved = append(resolved, fmt.Sprintf("• *%s* %s after %s", escape(it.Alert.Labels["alertname"]),
+					scopeText(pick(it.Alert.Labels, scopeOrder...)), humanDuration(it.Alert.EndsAt.Sub(it.Alert.StartsAt))))
+				delete(th.Verdicts, fp)
+			}
+			continue
+		}
+		v := itemVerdict(it)
+		old, known := th.Verdicts[fp]
+		switch {
+		case !known:
+			intros = append(intros, ":new: *New alert in this group*")
+		case old != v:
+			intros = append(intros, fmt.Sprintf(":arrows_counterclockwise: *Verdict changed*: `%s` → `%s`", escapeCode(old), escapeCode(v)))
+		default:
+			continue
+		}
+		th.Verdicts[fp] = v
+		news = append(news, it)
+	}
+	if len(news) == 0 && len(resolved) == 0 {
+		log.Debug().Msg("nothing changed in the group; no thread reply")
+		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	var blocks []slack.Block
+	var text string
+	if len(news) > n.cfg.StormThreshold {
+		view := *nt
+		view.Items = news
+		blocks, text = n.stormBlocks(&view, th.Alertname, fmt.Sprintf(":new: *%d new or changed alerts in this group*", len(news)))
+		blocks = blocks[1:] // no header in a reply
+	} else {
+		for i, it := range news {
+			if i > 0 {
+				blocks = append(blocks, slack.NewDividerBlock())
+			}
+			blocks = append(blocks, section(intros[i]))
+			blocks = append(blocks, n.itemBlocks(it, nt.ReceivedAt, n.opts, true)...)
+		}
+		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), cmp.Or(th.Alertname, "this group"))
+	}
+	if len(resolved) > 0 {
+		blocks = append(blocks, section(":large_green_circle: *Resolved*\n"+strings.Join(resolved, "\n")))
+		if text == "" {
+			text = fmt.Sprintf("%d alerts resolved", len(resolved))
+		}
+	}
+	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionBlocks(capBlocks(blocks)...),
+		slack.MsgOptionText(truncate(text, maxFallbackChars), false), slack.MsgOptionDisableLinkUnfurl()); err != nil {
+		return err
+	}
+	n.api.metrics.Messages.WithLabelValues("reply").Inc()
+	if err := n.saveThread(ctx, th); err != nil {
+		log.Error().Err(err).Msg("saving slack thread state")
+	}
+	return nil
+}
+
+// resolve edits the parent to show the group resolved and for how long, and replies in the thread.
+func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *Thread) error {
+	end := nt.ReceivedAt
+	for _, it := range nt.Items {
+		if e := it.Alert.EndsAt; !e.IsZero() && e.After(th.StartedAt) && (end.IsZero() || e.After(end) || end.Equal(nt.ReceivedAt)) {
+			end = e
+		}
+	}
+	if end.IsZero() {
+		end = n.now()
+	}
+	took := humanDuration(end.Sub(th.StartedAt))
+	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
+	blocks := resolvedParent(th, note)
+	text := "RESOLVED " + cmp.Or(th.Alertname, "alert") + " after " + took
+	if err := n.api.Update(ctx, th.Channel, th.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
+		return err
+	}
+	th.Status = notify.StatusResolved
+	th.ResolvedAt = end
+	if err := n.saveThread(ctx, th); err != nil {
+		log.Error().Err(err).Msg("saving slack thread state")
+	}
+	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionText(
+		fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took), false)); err != nil {
+		// The parent already says resolved; a missing reply is not worth a retry that would
+		// edit it again.
+		log.Warn().Err(err).Msg("posting the resolution reply")
+	}
+	n.api.metrics.Messages.WithLabelValues("resolved").Inc()
+	return nil
+}
+
+// resolvedParent is the parent message as it reads once resolved: a resolved header, no buttons,
+// and a line that says when and after how long.
+func resolvedParent(th *Thread, note string) []slack.Block {
+	var old slack.Blocks
+	if len(th.Blocks) > 0 {
+		if err := json.Unmarshal(th.Blocks, &old); err != nil {
+			old = slack.Blocks{}
+		}
+	}
+	blocks := []slack.Block{slack.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, th.Alertname, 0), maxHeaderChars)), section(note)}
+	for i, b := range old.BlockSet {
+		if i == 0 && b.BlockType() == slack.MBTHeader {
+			continue
+		}
+		if b.BlockType() == slack.MBTAction {
+			continue
+		}
+		blocks = append(blocks, b)
+	}
+	return capBlocks(blocks)
+}
+
+// Incident is a group the Slack app posted recently (for `/vllm status`).
+type Incident struct {
+	Alertname  string
+	Status     string
+	Channel    string
+	TS         string
+	StartedAt  time.Time
+	ResolvedAt time.Time
+	Alerts     int
+}
+
+// RecentIncidents lists the threads the store remembers, newest first.
+func (n *Notifier) RecentIncidents(ctx context.Context, limit int) ([]Incident, error) {
+	recs, err := n.store.List(ctx, threadKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []Incident
+	for _, b := range recs {
+		var t Thread
+		if json.Unmarshal(b, &t) != nil {
+			continue
+		}
+		out = append(out, Incident{Alertname: t.Alertname, Status: t.Status, Channel: t.Channel, TS: t.TS,
+			StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)})
+	}
+	slices.SortFunc(out, func(a, b Incident) int { return b.StartedAt.Compare(a.StartedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

@@ -1,0 +1,550 @@
+package slacknotify
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/alertmanager/template"
+	"github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+// Slack's limits (https://api.slack.com/reference/block-kit/blocks).
+const (
+	maxBlocks        = 50
+	maxHeaderChars   = 150
+	maxSectionChars  = 3000
+	maxContextItems  = 10
+	maxButtonValue   = 2000
+	maxFallbackChars = 3000
+	maxEvidenceLine  = 600
+	// maxEvidenceSections bounds how many sections the evidence of one diagnosis may fill.
+	maxEvidenceSections = 2
+)
+
+// Button action ids, shared with the interaction handler.
+const (
+	ActionRerun   = "vllm_rerun"
+	ActionSilence = "vllm_silence"
+	ActionCapture = "vllm_capture"
+)
+
+// ButtonValue is what a diagnosis button carries back to the interaction handler: the alert's
+// labels (or the triage scope), so the click needs no state on the server.
+type ButtonValue struct {
+	Labels map[string]string `json:"l"`
+}
+
+// EncodeButtonValue returns the value for a button, and false when it does not fit Slack's limit.
+func EncodeButtonValue(v ButtonValue) (string, bool) {
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > maxButtonValue {
+		return "", false
+	}
+	return string(b), true
+}
+
+// DecodeButtonValue parses a button's value.
+func DecodeButtonValue(s string) (ButtonValue, error) {
+	var v ButtonValue
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return v, fmt.Errorf("button value: %w", err)
+	}
+	return v, nil
+}
+
+// RenderOptions says which parts of a diagnosis message are shown.
+type RenderOptions struct {
+	// Buttons shows Re-run triage and Silence (the app receives interactions).
+	Buttons bool
+	// Capture shows Capture profile when the diagnosis offers it (a capturer is configured).
+	Capture bool
+	// Silence shows the Silence button (an Alertmanager is configured).
+	Silence bool
+	// SilenceLabel is the silence button's text, "Silence 1h".
+	SilenceLabel string
+}
+
+var verdictEmoji = map[string]string{
+	playbooks.VerdictCapacityPastKnee: ":chart_with_upwards_trend:",
+	playbooks.VerdictKVPreemption:     ":recycle:",
+	playbooks.VerdictKVPressure:       ":warning:",
+	playbooks.VerdictPrefillBound:     ":inbox_tray:",
+	playbooks.VerdictDecodeBound:      ":outbox_tray:",
+	playbooks.VerdictClientAborts:     ":no_entry_sign:",
+	playbooks.VerdictInconclusive:     ":grey_question:",
+	playbooks.VerdictHealthy:          ":white_check_mark:",
+	playbooks.VerdictNoData:           ":ghost:",
+}
+
+// escape makes text safe for mrkdwn: Slack reads &, < and > as control characters.
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// escapeCode is escape for text inside `code`, where a backtick would end the span.
+func escapeCode(s string) string { return escape(strings.ReplaceAll(s, "`", "'")) }
+
+// truncate cuts s to at most n runes, marking the cut with an ellipsis.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, truncate(s, maxSectionChars), false, false)
+}
+
+func plain(s string, n int) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, truncate(s, n), true, false)
+}
+
+func section(s string) slack.Block { return slack.NewSectionBlock(mrkdwn(s), nil, nil) }
+
+func contextBlock(parts ...string) slack.Block {
+	var els []slack.MixedElement
+	for _, p := range parts {
+		if p == "" || len(els) == maxContextItems {
+			continue
+		}
+		els = append(els, mrkdwn(p))
+	}
+	return slack.NewContextBlock("", els...)
+}
+
+func statusHeader(status, alertname string, count int) string {
+	icon, word := ":red_circle:", "FIRING"
+	if status == notify.StatusResolved {
+		icon, word = ":large_green_circle:", "RESOLVED"
+	}
+	name := cmp.Or(alertname, "alert")
+	if count > 1 {
+		return fmt.Sprintf("%s %s: %s (%d alerts)", icon, word, name, count)
+	}
+	return fmt.Sprintf("%s %s: %s", icon, word, name)
+}
+
+// formatValue prints an evidence number with its unit when the playbook gave no text.
+func formatValue(v float64, unit string) string {
+	switch unit {
+	case "ratio", "percent":
+		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+	case "":
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 4, 64) + " " + unit
+	}
+}
+
+func evidenceLine(e playbooks.Evidence) string {
+	name := cmp.Or(e.Title, e.Name)
+	var b strings.Builder
+	b.WriteString("• ")
+	b.WriteString(escape(name))
+	b.WriteString(": ")
+	switch {
+	case e.Value == nil:
+		b.WriteString("_no data_")
+		if e.Problem != "" {
+			b.WriteString(" (" + escape(e.Problem) + ")")
+		}
+	default:
+		b.WriteString("*" + escape(cmp.Or(e.Text, formatValue(*e.Value, e.Unit))) + "*")
+		if e.Problem != "" {
+			b.WriteString(" :warning: " + escape(e.Problem))
+		}
+	}
+	switch {
+	case e.BaselineText != "":
+		b.WriteString(" (baseline " + escape(e.BaselineText) + ")")
+	case e.Baseline != nil:
+		b.WriteString(" (baseline " + formatValue(*e.Baseline, e.Unit) + ")")
+	}
+	return truncate(b.String(), maxEvidenceLine)
+}
+
+// evidenceBlocks packs the evidence lines into at most maxEvidenceSections sections and says how
+// many lines did not fit.
+func evidenceBlocks(ev []playbooks.Evidence) []slack.Block {
+	if len(ev) == 0 {
+		return nil
+	}
+	var blocks []slack.Block
+	cur := "*Evidence*"
+	shown := 0
+	const note = 120 // room kept for the trimming note
+	for i, e := range ev {
+		line := evidenceLine(e)
+		if len(cur)+1+len(line) > maxSectionChars-note {
+			if len(blocks)+1 == maxEvidenceSections {
+				cur += fmt.Sprintf("\n_…%d more evidence lines not shown; `responder triage --output json` lists them all._", len(ev)-i)
+				break
+			}
+			blocks = append(blocks, section(cur))
+			cur = ""
+		}
+		if cur != "" {
+			cur += "\n"
+		}
+		cur += line
+		shown++
+	}
+	_ = shown
+	return append(blocks, section(cur))
+}
+
+func actionsText(actions []string) string {
+	if len(actions) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("*Recommended actions*")
+	for i, a := range actions {
+		fmt.Fprintf(&b, "\n%d. %s", i+1, escape(a))
+	}
+	return b.String()
+}
+
+var scopeOrder = []string{"model_name", "pod", "namespace"}
+
+func scopeText(scope map[string]string) string {
+	var parts []string
+	names := map[string]string{"model_name": "model", "pod": "pod", "namespace": "namespace"}
+	for _, k := range scopeOrder {
+		if v := scope[k]; v != "" {
+			parts = append(parts, names[k]+" `"+escapeCode(v)+"`")
+		}
+	}
+	var rest []string
+	for k := range scope {
+		if names[k] == "" && scope[k] != "" {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		parts = append(parts, escape(k)+" `"+escapeCode(scope[k])+"`")
+	}
+	if len(parts) == 0 {
+		return "scope: all vLLM series"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// DiagnosisBlocks renders one diagnosis: verdict, summary, evidence, actions, scope and problems.
+// It is used for alert messages (with links and buttons added by the caller) and for
+// on-demand triage answers.
+func DiagnosisBlocks(d *playbooks.Diagnosis) []slack.Block {
+	var blocks []slack.Block
+	title := cmp.Or(d.Title, d.Verdict)
+	head := fmt.Sprintf("%s *%s*  `%s`", cmp.Or(verdictEmoji[d.Verdict], ":mag:"), escape(title), escapeCode(d.Verdict))
+	if d.Summary != "" {
+		head += "\n" + escape(d.Summary)
+	}
+	blocks = append(blocks, section(head))
+	blocks = append(blocks, evidenceBlocks(d.Evidence)...)
+	if t := actionsText(d.Actions); t != "" {
+		blocks = append(blocks, section(t))
+	}
+	var problems []string
+	if d.Error != "" {
+		problems = append(problems, ":warning: Degraded: "+escape(d.Error))
+	}
+	if len(d.Missing) > 0 {
+		problems = append(problems, ":warning: Missing: "+escape(strings.Join(d.Missing, ", ")))
+	}
+	for _, n := range d.Notes {
+		problems = append(problems, ":information_source: "+escape(n))
+	}
+	meta := scopeText(d.Scope)
+	if d.Playbook != "" {
+		meta += " · playbook `" + escapeCode(d.Playbook) + "`"
+	}
+	if !d.EvaluatedAt.IsZero() {
+		meta += " · evaluated " + d.EvaluatedAt.UTC().Format("15:04:05 UTC")
+	}
+	blocks = append(blocks, contextBlock(meta))
+	if len(problems) > 0 {
+		blocks = append(blocks, contextBlock(problems...))
+	}
+	return blocks
+}
+
+// alertWindow is the time range the links and the chart look at for one alert.
+func (n *Notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time.Time) {
+	from := a.StartsAt.Add(-time.Duration(n.cfg.TracesWindowBefore))
+	to := now
+	if !a.EndsAt.IsZero() && a.EndsAt.Before(now) && a.Status == notify.StatusResolved {
+		to = a.EndsAt
+	}
+	if a.StartsAt.IsZero() {
+		from = now.Add(-time.Hour)
+	}
+	return from, to
+}
+
+// linksText is the row of links for one alert: where it fired, Grafana, runbook, traces.
+func (n *Notifier) linksText(a template.Alert, labels map[string]string, now time.Time) string {
+	from, to := n.alertWindow(a, now)
+	data := newLinkData(labels, from, to)
+	var links []string
+	add := func(u, name string) {
+		if u != "" {
+			links = append(links, "<"+escape(u)+"|"+name+">")
+		}
+	}
+	add(a.GeneratorURL, "Alert query")
+	if u, err := renderURL(n.cfg.grafanaTmpl, data); err == nil {
+		add(u, "Grafana")
+	}
+	add(a.Annotations["runbook_url"], "Runbook")
+	if u, err := renderURL(n.cfg.tracesTmpl, data); err == nil {
+		add(u, "Traces of slow requests")
+	}
+	return strings.Join(links, " · ")
+}
+
+func (n *Notifier) buttons(item notify.Item, opts RenderOptions) slack.Block {
+	if !opts.Buttons {
+		return nil
+	}
+	labels := item.Alert.Labels
+	if len(labels) == 0 && item.Diagnosis != nil {
+		labels = item.Diagnosis.Scope
+	}
+	val, ok := EncodeButtonValue(ButtonValue{Labels: labels})
+	if !ok {
+		return nil
+	}
+	var els []slack.BlockElement
+	if item.Diagnosis != nil {
+		els = append(els, slack.NewButtonBlockElement(ActionRerun, val, plain("Re-run triage", 75)))
+	}
+	if opts.Silence && item.Alert.Fingerprint != "" {
+		b := slack.NewButtonBlockElement(ActionSilence, val, plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
+		els = append(els, b)
+	}
+	if opts.Capture && item.Diagnosis != nil && item.Diagnosis.OfferProfile && labels["pod"] != "" {
+		b := slack.NewButtonBlockElement(ActionCapture, val, plain("Capture profile", 75))
+		b.Style = slack.StylePrimary
+		els = append(els, b)
+	}
+	if len(els) == 0 {
+		return nil
+	}
+	return slack.NewActionBlock("", els...)
+}
+
+// itemBlocks renders one alert with its diagnosis, links and buttons.
+func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts RenderOptions, withName bool) []slack.Block {
+	var blocks []slack.Block
+	a := item.Alert
+	if withName {
+		blocks = append(blocks, section(fmt.Sprintf("*%s* %s", escape(a.Labels["alertname"]), scopeText(pick(a.Labels, scopeOrder...)))))
+	}
+	switch {
+	case item.Diagnosis != nil:
+		blocks = append(blocks, DiagnosisBlocks(item.Diagnosis)...)
+	case a.Status == notify.StatusResolved:
+		blocks = append(blocks, section(fmt.Sprintf(":large_green_circle: Resolved after %s", humanDuration(a.EndsAt.Sub(a.StartsAt)))))
+	default:
+		text := ":grey_question: *No playbook matches this alert*"
+		if s := cmp.Or(a.Annotations["summary"], a.Annotations["description"]); s != "" {
+			text += "\n" + escape(s)
+		}
+		blocks = append(blocks, section(text), contextBlock(labelsText(a.Labels)))
+	}
+	if l := n.linksText(a, a.Labels, now); l != "" {
+		blocks = append(blocks, contextBlock(l))
+	}
+	if a.Status != notify.StatusResolved {
+		if b := n.buttons(item, opts); b != nil {
+			blocks = append(blocks, b)
+		}
+	}
+	return blocks
+}
+
+func pick(m map[string]string, keys ...string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func labelsText(labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, escape(k)+"=`"+escapeCode(labels[k])+"`")
+	}
+	return strings.Join(parts, " ")
+}
+
+// humanDuration prints a duration the way an engineer says it: 42s, 23m, 1h 5m, 2d 3h.
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 24*time.Hour:
+		h := int(d.Hours())
+		return fmt.Sprintf("%dh %dm", h, int(d.Minutes())-60*h)
+	default:
+		days := int(d.Hours()) / 24
+		return fmt.Sprintf("%dd %dh", days, int(d.Hours())-24*days)
+	}
+}
+
+func groupAlertname(nt *notify.Notification) string {
+	if v := nt.GroupLabels["alertname"]; v != "" {
+		return v
+	}
+	if v := nt.CommonLabels["alertname"]; v != "" {
+		return v
+	}
+	for _, it := range nt.Items {
+		if v := it.Alert.Labels["alertname"]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// capBlocks keeps a message within Slack's 50 blocks, ending with a note when it had to cut.
+func capBlocks(blocks []slack.Block) []slack.Block {
+	if len(blocks) <= maxBlocks {
+		return blocks
+	}
+	cut := len(blocks) - (maxBlocks - 1)
+	out := slices.Clone(blocks[:maxBlocks-1])
+	return append(out, contextBlock(fmt.Sprintf("_…%d more blocks not shown (Slack allows %d per message)._", cut, maxBlocks)))
+}
+
+// parentBlocks renders the group's first message: one diagnosis per alert, or a storm summary.
+func (n *Notifier) parentBlocks(nt *notify.Notification, opts RenderOptions) ([]slack.Block, string) {
+	now := nt.ReceivedAt
+	name := groupAlertname(nt)
+	if len(nt.Items) > n.cfg.StormThreshold {
+		return n.stormBlocks(nt, name, "")
+	}
+	blocks := []slack.Block{slack.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
+	for i, it := range nt.Items {
+		if i > 0 {
+			blocks = append(blocks, slack.NewDividerBlock())
+		}
+		blocks = append(blocks, n.itemBlocks(it, now, opts, len(nt.Items) > 1)...)
+	}
+	if nt.TruncatedAlerts > 0 {
+		blocks = append(blocks, contextBlock(fmt.Sprintf(":information_source: Alertmanager left %d alerts of this group out of the payload.", nt.TruncatedAlerts)))
+	}
+	return capBlocks(blocks), fallbackText(nt, name)
+}
+
+// fallbackText is the message's text: notifications, screen readers and clients without blocks.
+func fallbackText(nt *notify.Notification, name string) string {
+	s := strings.ToUpper(cmp.Or(nt.Status, notify.StatusFiring)) + " " + cmp.Or(name, "alert")
+	if len(nt.Items) == 1 && nt.Items[0].Diagnosis != nil {
+		d := nt.Items[0].Diagnosis
+		s += ": " + cmp.Or(d.Title, d.Verdict)
+		if d.Summary != "" {
+			s += ". " + d.Summary
+		}
+	} else if len(nt.Items) > 1 {
+		s += fmt.Sprintf(": %d alerts", len(nt.Items))
+	}
+	return truncate(s, maxFallbackChars)
+}
+
+// stormBlocks summarises a group with many alerts in one message: a count per verdict and a
+// compact table, trimmed to fit.
+func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]slack.Block, string) {
+	counts := map[string]int{}
+	for _, it := range nt.Items {
+		counts[itemVerdict(it)]++
+	}
+	verdicts := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(counts[b]-counts[a], strings.Compare(a, b))
+	})
+	var sum []string
+	for _, v := range verdicts {
+		sum = append(sum, fmt.Sprintf("%d × `%s`", counts[v], escapeCode(v)))
+	}
+	blocks := []slack.Block{slack.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
+	head := fmt.Sprintf(":rotating_light: *Alert storm: %d alerts in this group.* Summarised in one message instead of one per alert.\n%s", len(nt.Items), strings.Join(sum, " · "))
+	if intro != "" {
+		head = intro + "\n" + head
+	}
+	blocks = append(blocks, section(head))
+
+	rows := make([]notify.Item, len(nt.Items))
+	copy(rows, nt.Items)
+	slices.SortStableFunc(rows, func(a, b notify.Item) int {
+		return cmp.Or(strings.Compare(itemVerdict(a), itemVerdict(b)),
+			strings.Compare(a.Alert.Labels["model_name"], b.Alert.Labels["model_name"]),
+			strings.Compare(a.Alert.Labels["pod"], b.Alert.Labels["pod"]))
+	})
+	const w1, w2, w3 = 24, 28, 18
+	line := func(verdict, model, pod string) string {
+		return fmt.Sprintf("%-*s %-*s %s", w3, truncate(verdict, w3), w1, truncate(model, w1), truncate(pod, w2))
+	}
+	table := []string{line("verdict", "model", "pod")}
+	size := len(table[0])
+	shown := 0
+	for _, it := range rows {
+		l := line(itemVerdict(it), cmp.Or(it.Alert.Labels["model_name"], "-"), cmp.Or(it.Alert.Labels["pod"], it.Alert.Labels["instance"], "-"))
+		if size+len(l)+200 > maxSectionChars {
+			break
+		}
+		table = append(table, l)
+		size += len(l) + 1
+		shown++
+	}
+	text := "```\n" + escape(strings.Join(table, "\n")) + "\n```"
+	if shown < len(rows) {
+		text += fmt.Sprintf("\n_…and %d more alerts not listed._", len(rows)-shown)
+	}
+	blocks = append(blocks, section(text))
+	var links []string
+	if nt.ExternalURL != "" {
+		links = append(links, "<"+escape(nt.ExternalURL)+"|Alertmanager>")
+	}
+	if len(nt.Items) > 0 {
+		if l := n.linksText(nt.Items[0].Alert, nt.CommonLabels, nt.ReceivedAt); l != "" {
+			links = append(links, l)
+		}
+	}
+	links = append(links, "Per-alert detail: `/vllm triage <model> <pod>`")
+	blocks = append(blocks, contextBlock(links...))
+	return capBlocks(blocks), fallbackText(nt, name)
+}
+
+func itemVerdict(it notify.Item) string {
+	switch {
+	case it.Diagnosis != nil:
+		return it.Diagnosis.Verdict
+	case it.Alert.Status == notify.StatusResolved:
+		return "resolved"
+	default:
+		return "unmatched"
+	}
+}
