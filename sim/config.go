@@ -137,8 +137,8 @@ var Scenarios = map[string]Scenario{
 	},
 	"wide-batch": {
 		Name: "wide-batch", Description: "many concurrent requests with long outputs below capacity: the running batch widens, ITL and decode time rise",
-		ArrivalRate: 3.0, PromptMean: 400, PromptSigma: 0.3, OutputMean: 500, OutputSigma: 0.3, MaxTokens: 1024,
-		PrefixHitRate: 0.2, Burst: 150,
+		ArrivalRate: 2.8, PromptMean: 400, PromptSigma: 0.3, OutputMean: 500, OutputSigma: 0.3, MaxTokens: 1024,
+		PrefixHitRate: 0.2, Burst: 130,
 	},
 	"client-timeouts": {
 		Name: "client-timeouts", Description: "mild load, but 40% of clients give up after 0.5-2.5 s: aborts rise while latency stays normal",

@@ -19,7 +19,12 @@ type vclock struct {
 	t   *testing.T
 	e   *Engine
 	now time.Time
+
+	// time integrals of the gauges since the last resetIntegrals, for Little's law
+	waitingArea, runningArea, area float64
 }
+
+func (v *vclock) resetIntegrals() { v.waitingArea, v.runningArea, v.area = 0, 0, 0 }
 
 func newVirtual(t *testing.T, cfg Config, scenario string) *vclock {
 	t.Helper()
@@ -48,6 +53,11 @@ func (v *vclock) run(d time.Duration) {
 	end := v.now.Add(d)
 	for v.now.Before(end) {
 		res := v.e.Step(v.now)
+		st := v.e.Stats()
+		d := res.Duration.Seconds()
+		v.waitingArea += float64(st.Waiting) * d
+		v.runningArea += float64(st.Running) * d
+		v.area += d
 		v.now = v.now.Add(res.Duration)
 	}
 }
