@@ -117,7 +117,7 @@ func (p *Profiler) Stop(ctx context.Context, now time.Time) error {
 	}
 	var written []string
 	for rank := 0; rank < p.ranks; rank++ {
-		name := filepath.Join(p.dir, fmt.Sprintf("%s_rank%d.%d.pt.trace.json.gz", host, rank, now.UnixMilli()))
+		name := filepath.Join(p.dir, fmt.Sprintf("%s_rank%d.%d.pt.trace.json.gz", host, rank, now.UnixNano()))
 		if err := writeTrace(name, rank, started, steps); err != nil {
 			return err
 		}
