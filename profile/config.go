@@ -1,0 +1,162 @@
+package profile
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/secret"
+)
+
+// Config is the `profile:` section of the responder's configuration.
+type Config struct {
+	// Enabled turns chat-ops and CLI captures on. Off, every capture is refused; the janitor
+	// still runs, so a capture recorded before the switch is still stopped.
+	Enabled bool `yaml:"enabled"`
+	// URLTemplate renders a pod's vLLM base URL from the labels of its vLLM series in Prometheus:
+	// {{.instance}}, {{.pod}}, {{.namespace}}. Only what Prometheus scrapes can be profiled, so a
+	// chat user cannot point the responder at an arbitrary host.
+	URLTemplate string `yaml:"url_template"`
+	// AllowedNetworks, when set, are the only networks (CIDRs) the responder connects to for
+	// profiling, checked on the resolved address of every connection.
+	AllowedNetworks []string `yaml:"allowed_networks"`
+	// BearerToken is sent as "Authorization: Bearer ..." for gateways in front of vLLM (vLLM
+	// itself does not guard the profiler endpoints). BearerTokenFile is its file twin.
+	BearerToken     secret.Secret `yaml:"bearer_token"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	// DefaultDuration is the profiling window when the request names none; MaxDuration bounds
+	// what a request may ask for.
+	DefaultDuration model.Duration `yaml:"default_duration"`
+	MaxDuration     model.Duration `yaml:"max_duration"`
+	// StartTimeout bounds POST /start_profile; StopTimeout bounds POST /stop_profile, which
+	// returns only once the traces are flushed (minutes on big models).
+	StartTimeout model.Duration `yaml:"start_timeout"`
+	StopTimeout  model.Duration `yaml:"stop_timeout"`
+	// Cooldown is the time after a capture during which the same pod cannot be profiled again.
+	Cooldown model.Duration `yaml:"cooldown"`
+	// LockTTL is the TTL of a pod's lock, refreshed while the capture runs: the longest a pod
+	// stays locked after the responder holding it died.
+	LockTTL model.Duration `yaml:"lock_ttl"`
+	// JanitorInterval is how often each replica looks for captures past their deadline (whose
+	// responder died) and stops their profiler.
+	JanitorInterval model.Duration `yaml:"janitor_interval"`
+	// TraceDirHint tells the report's reader where the traces are; same template data as
+	// URLTemplate.
+	TraceDirHint string `yaml:"trace_dir_hint"`
+
+	// Compiled by Validate.
+	urlTmpl   *template.Template
+	traceTmpl *template.Template
+	networks  []netip.Prefix
+}
+
+// Defaults.
+const (
+	DefaultURLTemplate  = "http://{{.instance}}"
+	DefaultTraceDirHint = "the torch_profiler_dir of the vLLM server on pod {{.pod}} (its --profiler-config), one *.pt.trace.json.gz per worker rank; open them in Perfetto"
+)
+
+// SetDefaults fills the fields that are unset. Call it before decoding, so that a value set
+// explicitly (cooldown: 0s) wins.
+func (c *Config) SetDefaults() {
+	setDur := func(d *model.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = model.Duration(v)
+		}
+	}
+	if c.URLTemplate == "" {
+		c.URLTemplate = DefaultURLTemplate
+	}
+	if c.TraceDirHint == "" {
+		c.TraceDirHint = DefaultTraceDirHint
+	}
+	setDur(&c.DefaultDuration, 10*time.Second)
+	setDur(&c.MaxDuration, time.Minute)
+	setDur(&c.StartTimeout, 10*time.Second)
+	setDur(&c.StopTimeout, 15*time.Minute)
+	setDur(&c.Cooldown, 10*time.Minute)
+	setDur(&c.LockTTL, time.Minute)
+	setDur(&c.JanitorInterval, 30*time.Second)
+}
+
+// templateData is what URLTemplate and TraceDirHint see.
+func templateData(instance, pod, namespace string) map[string]string {
+	return map[string]string{"instance": instance, "pod": pod, "namespace": namespace}
+}
+
+// Validate checks the fields against each other and compiles the templates and networks. Each
+// error names its field (profile.<key>).
+func (c *Config) Validate() error {
+	pos := func(name string, d model.Duration) error {
+		if d <= 0 {
+			return fmt.Errorf("profile.%s: must be positive, got %s", name, d)
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		d    model.Duration
+	}{
+		{"default_duration", c.DefaultDuration}, {"max_duration", c.MaxDuration},
+		{"start_timeout", c.StartTimeout}, {"stop_timeout", c.StopTimeout},
+		{"lock_ttl", c.LockTTL}, {"janitor_interval", c.JanitorInterval},
+	} {
+		if err := pos(f.name, f.d); err != nil {
+			return err
+		}
+	}
+	if c.Cooldown < 0 {
+		return fmt.Errorf("profile.cooldown: must not be negative, got %s", c.Cooldown)
+	}
+	if c.DefaultDuration > c.MaxDuration {
+		return fmt.Errorf("profile.default_duration: %s exceeds profile.max_duration %s", c.DefaultDuration, c.MaxDuration)
+	}
+	if c.LockTTL < model.Duration(time.Second) {
+		return fmt.Errorf("profile.lock_ttl: must be at least 1s (it is refreshed every third of it), got %s", c.LockTTL)
+	}
+
+	t, err := template.New("url_template").Option("missingkey=error").Parse(c.URLTemplate)
+	if err != nil {
+		return fmt.Errorf("profile.url_template: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
+		return fmt.Errorf("profile.url_template: %w", err)
+	}
+	if u, err := url.Parse(buf.String()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("profile.url_template: must render an http(s) URL with a host, got %q", buf.String())
+	}
+	th, err := template.New("trace_dir_hint").Option("missingkey=error").Parse(c.TraceDirHint)
+	if err != nil {
+		return fmt.Errorf("profile.trace_dir_hint: %w", err)
+	}
+	if err := th.Execute(&bytes.Buffer{}, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
+		return fmt.Errorf("profile.trace_dir_hint: %w", err)
+	}
+
+	nets := make([]netip.Prefix, 0, len(c.AllowedNetworks))
+	for i, s := range c.AllowedNetworks {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("profile.allowed_networks[%d]: %q is not a CIDR (10.0.0.0/8, fd00::/8)", i, s)
+		}
+		nets = append(nets, p.Masked())
+	}
+	c.urlTmpl, c.traceTmpl, c.networks = t, th, nets
+	return nil
+}
+
+func (c *Config) compiled() bool { return c.urlTmpl != nil }
+
+func (c *Config) render(t *template.Template, instance, pod, namespace string) (string, error) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, templateData(instance, pod, namespace)); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}

@@ -1,0 +1,81 @@
+package profile
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of one capture: the audit trail (who asked, when, for how long) and where
+// the traces are.
+type Report struct {
+	ID          string
+	Pod         string
+	Namespace   string
+	Endpoint    string
+	RequestedBy string
+	Source      string
+	Replica     string
+	RequestedAt time.Time
+	// StartedAt is when /start_profile answered; zero when profiling never started.
+	StartedAt time.Time
+	// Window is what was asked for; Profiled the time between start and stop.
+	Window   time.Duration
+	Profiled time.Duration
+	// StopTook is how long /stop_profile took (the trace flush).
+	StopTook time.Duration
+	// TraceDir says where the traces are.
+	TraceDir string
+	// Result is one of the Result* constants; Err says why when it is not ResultOK.
+	Result string
+	Err    error
+	// Notes are things the reader should know (the window was cut short, the store was down).
+	Notes []string
+}
+
+// String is the report for humans (terminal, Slack).
+func (r *Report) String() string {
+	var b strings.Builder
+	pod := podName(r.Namespace, r.Pod)
+	switch r.Result {
+	case ResultOK:
+		fmt.Fprintf(&b, "Profile of pod %s captured.\n", pod)
+	case ResultStopTimeout:
+		fmt.Fprintf(&b, "Profile of pod %s: stop_profile did not finish in time.\n", pod)
+	default:
+		fmt.Fprintf(&b, "Profile of pod %s failed (%s).\n", pod, r.Result)
+	}
+	if r.Err != nil {
+		fmt.Fprintf(&b, "  error: %v\n", r.Err)
+	}
+	fmt.Fprintf(&b, "  requested by %s", orUnknown(r.RequestedBy))
+	if r.Source != "" {
+		fmt.Fprintf(&b, " via %s", r.Source)
+	}
+	fmt.Fprintf(&b, " at %s (capture %s, replica %s)\n", r.RequestedAt.UTC().Format(time.RFC3339), r.ID, r.Replica)
+	if r.Endpoint != "" {
+		fmt.Fprintf(&b, "  endpoint: %s\n", r.Endpoint)
+	}
+	if r.StartedAt.IsZero() {
+		fmt.Fprintf(&b, "  window: %s requested; profiling did not start\n", r.Window)
+	} else {
+		fmt.Fprintf(&b, "  window: %s requested, profiled %s from %s\n", r.Window, r.Profiled.Round(time.Millisecond), r.StartedAt.UTC().Format(time.RFC3339))
+	}
+	if r.StopTook > 0 {
+		fmt.Fprintf(&b, "  stop_profile took %s\n", r.StopTook.Round(time.Millisecond))
+	}
+	if r.Result == ResultOK && r.TraceDir != "" {
+		fmt.Fprintf(&b, "  traces: %s\n", r.TraceDir)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	return b.String()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
