@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/common/model"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -45,6 +44,13 @@ type chartPanel struct {
 	title string
 	unit  string
 	lines []chartLine
+}
+
+// lineColors avoids red, which marks the alert's start.
+var lineColors = []color.Color{
+	color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 255, G: 127, B: 14, A: 255},
+	color.RGBA{R: 44, G: 160, B: 44, A: 255}, color.RGBA{R: 148, G: 103, B: 189, A: 255},
+	color.RGBA{R: 140, G: 86, B: 75, A: 255}, color.RGBA{R: 127, G: 127, B: 127, A: 255},
 }
 
 // chartSteps is how many points a chart asks Prometheus for.
@@ -142,7 +148,7 @@ func renderChartPNG(title string, panels []chartPanel, from, to, marker time.Tim
 			if err != nil {
 				return nil, fmt.Errorf("panel %q: %w", pn.title, err)
 			}
-			ln.Color = plotutil.Color(j)
+			ln.Color = lineColors[j%len(lineColors)]
 			ln.Width = vg.Points(2.5)
 			p.Add(ln)
 			if l.label != "" {

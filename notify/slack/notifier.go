@@ -184,7 +184,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		log.Debug().Str("thread_ts", th.TS).Msg("another replica created the parent message; replying in its thread")
 		return retry(n.followUp(ctx, log, nt, th))
 	}
-	th, blocks, err := n.postParent(ctx, nt, items)
+	th, _, err = n.postParent(ctx, nt, items)
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
 		if uerr := n.store.Unclaim(context.WithoutCancel(ctx), ParentKey(nt.GroupKey)); uerr != nil {
@@ -192,7 +192,6 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		}
 		return retry(err)
 	}
-	_ = blocks
 	if err := n.saveThread(ctx, th); err != nil {
 		// The message is out; a lost thread only means later news starts a new message.
 		log.Error().Err(err).Msg("saving slack thread state")
@@ -382,6 +381,10 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	th.ResolvedAt = end
 	if err := n.saveThread(ctx, th); err != nil {
 		log.Error().Err(err).Msg("saving slack thread state")
+	}
+	// The next firing of this group is a new incident with a parent message of its own.
+	if err := n.store.Unclaim(ctx, ParentKey(th.GroupKey)); err != nil {
+		log.Warn().Err(err).Msg("releasing the parent message claim")
 	}
 	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionText(
 		fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took), false)); err != nil {

@@ -167,10 +167,10 @@ func evidenceLine(e playbooks.Evidence) string {
 		}
 	}
 	switch {
-	case e.BaselineText != "":
-		b.WriteString(" (baseline " + escape(e.BaselineText) + ")")
 	case e.Baseline != nil:
-		b.WriteString(" (baseline " + formatValue(*e.Baseline, e.Unit) + ")")
+		b.WriteString(" (baseline " + escape(cmp.Or(e.BaselineText, formatValue(*e.Baseline, e.Unit))) + ")")
+	case e.BaselineText != "":
+		b.WriteString(" (" + escape(e.BaselineText) + ")")
 	}
 	return truncate(b.String(), maxEvidenceLine)
 }
@@ -408,7 +408,10 @@ func humanDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	case d < 24*time.Hour:
 		h := int(d.Hours())
-		return fmt.Sprintf("%dh %dm", h, int(d.Minutes())-60*h)
+		if m := int(d.Minutes()) - 60*h; m > 0 {
+			return fmt.Sprintf("%dh %dm", h, m)
+		}
+		return fmt.Sprintf("%dh", h)
 	default:
 		days := int(d.Hours()) / 24
 		return fmt.Sprintf("%dd %dh", days, int(d.Hours())-24*days)

@@ -1,0 +1,219 @@
+package slacknotify
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/alertmanager/template"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/notify/slack/internal/fakeslack"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+var (
+	t0      = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	startTS = t0.Add(-10 * time.Minute)
+)
+
+func testConfig(apiURL string) *Config {
+	c := &Config{
+		BotToken:           "xoxb-test-token",
+		SigningSecret:      "signing-secret",
+		Channel:            "#vllm-incidents",
+		APIURL:             apiURL,
+		GrafanaURLTemplate: "https://grafana.example/d/vllm/vllm?var-model={{.Model}}&var-pod={{.Pod}}&from={{.FromMS}}&to={{.ToMS}}",
+		TracesURLTemplate:  "https://jaeger.example/search?service=vllm&tags=%7B%22model_name%22%3A%22{{.Model}}%22%7D&start={{.FromUS}}&end={{.ToUS}}&minDuration=2s",
+	}
+	c.SetDefaults()
+	c.PostInterval = model.Duration(time.Millisecond)
+	c.ParentWait = model.Duration(10 * time.Second)
+	if err := c.Validate(); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+type harness struct {
+	slack *fakeslack.Server
+	cfg   *Config
+	store store.Store
+	api   *API
+	n     *Notifier
+	m     *Metrics
+}
+
+func newHarness(t *testing.T, st store.Store, prom RangeQuerier, allowed ...string) *harness {
+	t.Helper()
+	fs := fakeslack.New(t, allowed...)
+	cfg := testConfig(fs.APIURL())
+	if st == nil {
+		st = store.NewMemory()
+	}
+	m := NewMetrics(nil)
+	api := NewAPI(cfg, m, zerolog.New(zerolog.NewTestWriter(t)), nil)
+	n, err := New(Options{Config: cfg, Store: st, API: api, Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Prometheus: prom, Silence: true, Capture: true, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{slack: fs, cfg: cfg, store: st, api: api, n: n, m: m}
+}
+
+func f(v float64) *float64 { return &v }
+
+func alert(pod, status string) template.Alert {
+	a := template.Alert{
+		Status: status,
+		Labels: template.KV{"alertname": "VLLMTimeToFirstTokenP99High", "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+			"namespace": "inference", "pod": pod, "severity": "page"},
+		Annotations:  template.KV{"runbook_url": "https://runbooks.example/vllm/ttft", "summary": "TTFT p99 above 10s"},
+		StartsAt:     startTS,
+		GeneratorURL: "http://prometheus.example/graph?g0.expr=vllm_ttft",
+		Fingerprint:  "fp-" + pod,
+	}
+	if status == notify.StatusResolved {
+		a.EndsAt = t0.Add(25 * time.Minute)
+	}
+	return a
+}
+
+// diagnosisFor is a realistic diagnosis for each verdict.
+func diagnosisFor(verdict, pod string) *playbooks.Diagnosis {
+	d := &playbooks.Diagnosis{
+		Playbook: "ttft-p99-high", Verdict: verdict,
+		Scope:       map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "inference", "pod": pod},
+		EvaluatedAt: t0, DurationMS: 231,
+		Charts: []playbooks.ChartSpec{{Title: "TTFT p99 and queue depth", Range: time.Hour, Series: []playbooks.ChartSeries{
+			{Name: "ttft_p99", Title: "TTFT p99", Unit: "s", Query: `histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{pod="` + pod + `"}[5m])))`},
+			{Name: "waiting", Title: "Queue depth", Unit: "requests", Query: `sum(vllm:num_requests_waiting{pod="` + pod + `"})`},
+		}}},
+	}
+	ev := func(name, title, text, unit string, v float64, base *float64, baseText string) playbooks.Evidence {
+		return playbooks.Evidence{Name: name, Title: title, Text: text, Unit: unit, Value: f(v), Baseline: base, BaselineText: baseText, Query: name + "{...}"}
+	}
+	switch verdict {
+	case playbooks.VerdictCapacityPastKnee:
+		d.Title, d.Summary = "Capacity, past the knee", "Queue 84 deep and growing; queueing is 91% of TTFT; running batch pinned at 256; no preemptions."
+		d.Actions = []string{"Add replicas or shed load", "This is not a bug: the engine is saturated"}
+		d.Evidence = []playbooks.Evidence{
+			ev("ttft_p99", "TTFT p99", "14.2 s", "s", 14.2, f(0.9), "0.9 s a day ago"),
+			ev("waiting", "Queue depth", "84 requests", "requests", 84, nil, ""),
+			ev("queue_share", "Queue share of TTFT", "91%", "ratio", 0.91, nil, ""),
+			ev("running", "Running batch", "256 of max 256", "requests", 256, nil, ""),
+			ev("preemptions", "Preemptions", "0/s", "1/s", 0, nil, ""),
+		}
+	case playbooks.VerdictKVPreemption:
+		d.Title, d.Summary = "KV preemption", "KV cache 98% full, 2.4 preemptions/s."
+		d.Actions = []string{"Lower --max-num-seqs or --max-model-len", "Raise --gpu-memory-utilization", "Add capacity"}
+		d.Evidence = []playbooks.Evidence{ev("kv_usage", "KV cache usage", "98%", "ratio", 0.98, f(0.6), "60% a day ago"), ev("preemptions", "Preemptions", "2.4/s", "1/s", 2.4, nil, "")}
+	case playbooks.VerdictKVPressure:
+		d.Title, d.Summary = "KV pressure, preemption imminent", "KV cache 95% full, no preemptions yet."
+		d.Actions = []string{"Lower --max-num-seqs", "Add capacity before preemption starts"}
+		d.Evidence = []playbooks.Evidence{ev("kv_usage", "KV cache usage", "95%", "ratio", 0.95, nil, "")}
+	case playbooks.VerdictPrefillBound:
+		d.Title, d.Summary = "Prefill-bound", "Prefill time is 78% of the TTFT rise; prompts doubled in length; queue short."
+		d.Actions = []string{"Check the clients' prompt lengths", "Enable prefix caching", "Tune --max-num-batched-tokens"}
+		d.Evidence = []playbooks.Evidence{ev("prefill_mean", "Prefill time (mean)", "1.8 s", "s", 1.8, f(0.4), "0.4 s a day ago"), ev("prompt_p50", "Prompt tokens p50", "3,900 tokens", "tokens", 3900, f(1800), "")}
+	case playbooks.VerdictDecodeBound:
+		d.Title, d.Summary = "Decode-bound", "ITL p99 rose to 180 ms with the running batch at 210 (was 90)."
+		d.Actions = []string{"Lower --max-num-seqs", "Spread load across replicas"}
+		d.Evidence = []playbooks.Evidence{ev("itl_p99", "ITL p99", "180 ms", "s", 0.18, f(0.05), "50 ms a day ago"), ev("running", "Running batch", "210", "requests", 210, f(90), "")}
+	case playbooks.VerdictClientAborts:
+		d.Title, d.Summary = "Client aborts", "12% of requests aborted while latency is normal."
+		d.Actions = []string{"Check client and load-balancer timeouts"}
+		d.Evidence = []playbooks.Evidence{ev("abort_share", "Abort share", "12%", "ratio", 0.12, f(0.01), "1% a day ago")}
+	case playbooks.VerdictInconclusive:
+		d.Title, d.Summary = "Inconclusive", "The alert is real but no rule explains it."
+		d.Actions = []string{"Capture a bounded profile", "Look at sampled traces of slow requests"}
+		d.OfferProfile = true
+		d.Evidence = []playbooks.Evidence{ev("ttft_p99", "TTFT p99", "11.0 s", "s", 11, nil, "no baseline: series younger than 1d"),
+			{Name: "prefill_mean", Title: "Prefill time (mean)", Query: "x", Problem: "no series"}}
+		d.Missing = []string{"prefill_mean"}
+	case playbooks.VerdictHealthy:
+		d.Title, d.Summary = "Healthy", "Nothing wrong: queue empty, KV cache 40% full, TTFT p99 0.4 s."
+		d.Evidence = []playbooks.Evidence{ev("ttft_p99", "TTFT p99", "0.4 s", "s", 0.4, nil, "")}
+		d.Charts = nil
+	case playbooks.VerdictNoData:
+		d.Title, d.Summary = "No data", "Prometheus has no vLLM series for this scope."
+		d.Actions = []string{"Check the scrape config and the label values", "Check the metric names against your vLLM version"}
+		d.Evidence = []playbooks.Evidence{{Name: "waiting", Title: "Queue depth", Query: "sum(vllm:num_requests_waiting)", Problem: "no series"}}
+		d.Missing = []string{"waiting", "ttft_p99"}
+		d.Notes = []string{"vllm:gpu_cache_usage_perc and vllm:kv_cache_usage_perc both absent"}
+		d.Charts = nil
+	}
+	return d
+}
+
+func firingNotification(group string, items ...notify.Item) *notify.Notification {
+	return &notify.Notification{
+		GroupKey: group, Status: notify.StatusFiring, Receiver: "vllm-responder",
+		ExternalURL:  "http://alertmanager.example",
+		GroupLabels:  map[string]string{"alertname": "VLLMTimeToFirstTokenP99High"},
+		CommonLabels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "model_name": "meta-llama/Llama-3.1-8B-Instruct"},
+		Items:        items, Source: notify.SourceAlertmanager, ReceivedAt: t0,
+	}
+}
+
+func item(verdict, pod string) notify.Item {
+	return notify.Item{Alert: alert(pod, notify.StatusFiring), Diagnosis: diagnosisFor(verdict, pod)}
+}
+
+// fakeProm answers range queries with a ramp, or fails.
+type fakeProm struct{ err error }
+
+func (p fakeProm) QueryRange(_ context.Context, q string, r v1.Range, _ ...v1.Option) (model.Value, v1.Warnings, error) {
+	if p.err != nil {
+		return nil, nil, p.err
+	}
+	var vals []model.SamplePair
+	i := 0
+	for ts := r.Start; !ts.After(r.End); ts = ts.Add(r.Step) {
+		vals = append(vals, model.SamplePair{Timestamp: model.TimeFromUnixNano(ts.UnixNano()), Value: model.SampleValue(float64(i%60) * 0.3)})
+		i++
+	}
+	return model.Matrix{{Metric: model.Metric{"pod": "vllm-0"}, Values: vals}}, nil, nil
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from the rendered blocks (run go test -update and review the diff):\n%s", path, got)
+	}
+}
+
+func timeParse(s string) (time.Duration, error) { return time.ParseDuration(s) }
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}

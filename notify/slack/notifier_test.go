@@ -1,0 +1,275 @@
+package slacknotify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/notify/slack/internal/fakeslack"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+var allMessaging = []string{"chat.postMessage", "chat.update", "files.getUploadURLExternal", "upload", "files.completeUploadExternal"}
+
+func notifyOK(t *testing.T, n *Notifier, nt *notify.Notification) {
+	t.Helper()
+	retry, err := n.Notify(context.Background(), nt)
+	if err != nil || retry {
+		t.Fatalf("Notify: retry=%v err=%v", retry, err)
+	}
+}
+
+func TestAGroupsLifeIsOneParentRepliesOnlyOnNewsAndAResolvedEdit(t *testing.T) {
+	h := newHarness(t, nil, fakeProm{}, allMessaging...)
+	group := `{}:{alertname="VLLMTimeToFirstTokenP99High"}`
+
+	// First notification: the parent message, then the chart in its thread.
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")))
+	posts := h.slack.Calls("chat.postMessage")
+	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "" || posts[0].Form.Get("channel") != "#vllm-incidents" {
+		t.Fatalf("want one parent post to the channel, got %+v", posts)
+	}
+	parentTS := "1700000000.000001"
+	done := h.slack.Calls("files.completeUploadExternal")
+	if len(done) != 1 || done[0].Form.Get("thread_ts") != parentTS || done[0].Form.Get("channel_id") != "C0INCIDENT" {
+		t.Fatalf("chart not uploaded into the thread: %+v", done)
+	}
+	if up := h.slack.Calls("upload"); len(up) != 1 || !strings.Contains(string(up[0].Body), "\x89PNG") {
+		t.Fatal("the uploaded file is not a PNG")
+	}
+	if got := counterValue(h.m.Charts.WithLabelValues("rendered")); got != 1 {
+		t.Errorf("charts rendered = %v", got)
+	}
+
+	// The same alert with the same verdict again: nothing to say.
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")))
+	if n := len(h.slack.Calls("chat.postMessage")); n != 1 {
+		t.Fatalf("an unchanged re-notification posted (%d posts)", n)
+	}
+
+	// A new alert in the group and a changed verdict: one reply each, in the thread.
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-1")))
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictKVPreemption, "vllm-0")))
+	posts = h.slack.Calls("chat.postMessage")
+	if len(posts) != 3 {
+		t.Fatalf("want 3 posts, got %d", len(posts))
+	}
+	for i, want := range []string{"New alert in this group", "Verdict changed*: `capacity-past-knee` → `kv-preemption`"} {
+		p := posts[i+1]
+		if p.Form.Get("thread_ts") != parentTS || p.Form.Get("channel") != "C0INCIDENT" {
+			t.Errorf("reply %d not in the thread: %v", i, p.Form)
+		}
+		if !strings.Contains(p.Form.Get("blocks"), want) {
+			t.Errorf("reply %d lacks %q: %s", i, want, p.Form.Get("blocks"))
+		}
+	}
+
+	// The group resolves: the parent is edited (no buttons, says for how long) and the thread hears it.
+	res := firingNotification(group, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}, notify.Item{Alert: alert("vllm-1", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+	up := h.slack.Calls("chat.update")
+	if len(up) != 1 || up[0].Form.Get("ts") != parentTS {
+		t.Fatalf("want one chat.update of the parent, got %+v", up)
+	}
+	b := up[0].Form.Get("blocks")
+	for _, want := range []string{"RESOLVED: VLLMTimeToFirstTokenP99High", "after 35m", "Capacity, past the knee"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("resolved parent lacks %q: %s", want, b)
+		}
+	}
+	if strings.Contains(b, ActionSilence) {
+		t.Error("resolved parent still has buttons")
+	}
+	posts = h.slack.Calls("chat.postMessage")
+	if last := posts[len(posts)-1]; last.Form.Get("thread_ts") != parentTS || !strings.Contains(last.Form.Get("text"), "resolved after 35m") {
+		t.Errorf("no resolution reply in the thread: %v", last.Form)
+	}
+
+	// It fires again later: a new incident, a new parent message.
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictKVPressure, "vllm-0")))
+	posts = h.slack.Calls("chat.postMessage")
+	if last := posts[len(posts)-1]; last.Form.Get("thread_ts") != "" {
+		t.Errorf("a new incident replied in the old thread: %v", last.Form)
+	}
+	inc, err := h.n.RecentIncidents(context.Background(), 5)
+	if err != nil || len(inc) != 1 || inc[0].Status != notify.StatusFiring {
+		t.Errorf("RecentIncidents = %+v, %v", inc, err)
+	}
+}
+
+func TestAResolutionWithoutAThreadPostsNothing(t *testing.T) {
+	h := newHarness(t, nil, nil) // any Slack call fails the test
+	res := firingNotification("g", notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+}
+
+func TestAChartFailureNeverBlocksThePost(t *testing.T) {
+	h := newHarness(t, nil, fakeProm{err: errors.New("prometheus down")}, "chat.postMessage")
+	notifyOK(t, h.n, firingNotification("g", item(playbooks.VerdictCapacityPastKnee, "vllm-0")))
+	if n := len(h.slack.Calls("chat.postMessage")); n != 1 {
+		t.Fatalf("%d posts", n)
+	}
+	if got := counterValue(h.m.Charts.WithLabelValues("failed")); got != 1 {
+		t.Errorf("charts failed = %v", got)
+	}
+}
+
+func TestAnUploadFailureIsCountedAndThePostStands(t *testing.T) {
+	h := newHarness(t, nil, fakeProm{}, "chat.postMessage")
+	h.slack.Handle("files.getUploadURLExternal", func(fakeslack.Call) fakeslack.Response {
+		return fakeslack.Response{Body: map[string]any{"ok": false, "error": "missing_scope"}}
+	})
+	notifyOK(t, h.n, firingNotification("g", item(playbooks.VerdictCapacityPastKnee, "vllm-0")))
+	if got := counterValue(h.m.Charts.WithLabelValues("failed")); got != 1 {
+		t.Errorf("charts failed = %v", got)
+	}
+	if got := counterValue(h.m.APICalls.WithLabelValues(MethodFileUpload, ResultError)); got != 1 {
+		t.Errorf("files.upload errors = %v", got)
+	}
+}
+
+func TestRateLimitedPostsAreRetriedAfterRetryAfter(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	var mu sync.Mutex
+	calls := 0
+	h.slack.Handle("chat.postMessage", func(fakeslack.Call) fakeslack.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls <= 2 {
+			return fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "0"}, Body: map[string]any{"ok": false, "error": "ratelimited"}}
+		}
+		return fakeslack.Response{Body: map[string]any{"ok": true, "channel": "C1", "ts": "1.2"}}
+	})
+	notifyOK(t, h.n, firingNotification("g", item(playbooks.VerdictHealthy, "vllm-0")))
+	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultRateLimited)); got != 2 {
+		t.Errorf("rate_limited = %v", got)
+	}
+	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultOK)); got != 1 {
+		t.Errorf("ok = %v", got)
+	}
+}
+
+func TestFailuresMapToRetryOrNot(t *testing.T) {
+	cases := []struct {
+		name      string
+		resp      fakeslack.Response
+		wantRetry bool
+		result    string
+	}{
+		{"a 429 asking for longer than max_retry_after is handed back", fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, true, ResultRateLimited},
+		{"ok:false with an error is a permanent failure", fakeslack.Response{Body: map[string]any{"ok": false, "error": "channel_not_found"}}, false, ResultError},
+		{"ok:false without an error is still a failure", fakeslack.Response{Body: map[string]any{"ok": false}}, false, ResultError},
+		{"a 503 is worth a retry", fakeslack.Response{Status: 503, Body: "busy"}, true, ResultError},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			h.slack.Handle("chat.postMessage", func(fakeslack.Call) fakeslack.Response { return c.resp })
+			retry, err := h.n.Notify(context.Background(), firingNotification("g", item(playbooks.VerdictHealthy, "vllm-0")))
+			if err == nil || retry != c.wantRetry {
+				t.Fatalf("retry=%v err=%v, want retry=%v and an error", retry, err, c.wantRetry)
+			}
+			if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, c.result)); got != 1 {
+				t.Errorf("%s = %v", c.result, got)
+			}
+			// The claim was released, so a retry can create the parent.
+			if ok, _ := h.store.Claim(context.Background(), ParentKey("g"), time.Minute); !ok {
+				t.Error("parent claim still held after a failed post")
+			}
+		})
+	}
+}
+
+func TestAPIDeadlineIsATimeout(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cfg.RequestTimeout = 1e6 // 1ms
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h.slack.Handle("chat.postMessage", func(fakeslack.Call) fakeslack.Response {
+		<-release
+		return fakeslack.Response{Body: map[string]any{"ok": true, "ts": "1.1"}}
+	})
+	_, _, err := h.api.Post(context.Background(), "#c")
+	if !IsRetryable(err) {
+		t.Fatalf("err = %v, want a retryable timeout", err)
+	}
+	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultTimeout)); got != 1 {
+		t.Errorf("timeout = %v", got)
+	}
+}
+
+func TestPostsToOneChannelArePaced(t *testing.T) {
+	p := pacer{interval: 30 * time.Millisecond, next: map[string]time.Time{}}
+	start := time.Now()
+	for range 4 {
+		if err := p.wait(context.Background(), "#c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el < 90*time.Millisecond {
+		t.Errorf("4 posts took %s, want at least 3 intervals", el)
+	}
+	other := time.Now()
+	_ = p.wait(context.Background(), "#other")
+	if time.Since(other) > 20*time.Millisecond {
+		t.Error("another channel waited for the first one's pace")
+	}
+}
+
+// Two responders sharing a real Redis, each handed a different alert of the same group at the
+// same moment (the dispatcher's per-alert claim splits them): exactly one parent message, and
+// the other alert lands in its thread.
+func TestTwoRespondersSharingRedisPostOneParentPerGroup(t *testing.T) {
+	addr := testenv.RedisAddr(t)
+	prefix := fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
+	newStore := func() store.Store {
+		s, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a := newHarness(t, newStore(), nil, "chat.postMessage")
+	b := newHarness(t, newStore(), nil)
+	// Both notifiers talk to the same fake Slack.
+	b.cfg.APIURL = a.cfg.APIURL
+	b.api = NewAPI(b.cfg, b.m, a.api.log, nil)
+	b.n.api = b.api
+
+	for round := range 5 {
+		group := fmt.Sprintf(`{}:{alertname="A",round="%d"}`, round)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, h := range []*harness{a, b} {
+			wg.Go(func() {
+				_, errs[i] = h.n.Notify(context.Background(), firingNotification(group, item(playbooks.VerdictKVPressure, fmt.Sprintf("vllm-%d", i))))
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var parents, replies int
+	for _, c := range a.slack.Calls("chat.postMessage") {
+		if c.Form.Get("thread_ts") == "" {
+			parents++
+		} else {
+			replies++
+		}
+	}
+	if parents != 5 || replies != 5 {
+		t.Errorf("5 groups, 2 alerts each: got %d parents and %d replies, want 5 and 5", parents, replies)
+	}
+}

@@ -1,0 +1,195 @@
+package slacknotify
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	for _, v := range playbooks.KnownVerdicts {
+		t.Run(v, func(t *testing.T) {
+			nt := firingNotification(`{}:{alertname="VLLMTimeToFirstTokenP99High"}`, item(v, "vllm-0"))
+			blocks, text := h.n.parentBlocks(nt, h.n.opts)
+			checkLimits(t, blocks)
+			out, err := json.MarshalIndent(map[string]any{"text": text, "blocks": blocks}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "golden/"+v+".json", append(out, '\n'))
+		})
+	}
+}
+
+// checkLimits asserts Slack's documented limits on a message.
+func checkLimits(t *testing.T, blocks []slack.Block) {
+	t.Helper()
+	if len(blocks) > maxBlocks {
+		t.Errorf("%d blocks, Slack allows %d", len(blocks), maxBlocks)
+	}
+	raw, _ := json.Marshal(blocks)
+	var generic []map[string]any
+	_ = json.Unmarshal(raw, &generic)
+	for i, b := range generic {
+		if txt, ok := b["text"].(map[string]any); ok {
+			s, _ := txt["text"].(string)
+			limit := maxSectionChars
+			if b["type"] == "header" {
+				limit = maxHeaderChars
+			}
+			if n := utf8.RuneCountInString(s); n > limit {
+				t.Errorf("block %d (%s): text of %d characters, limit %d", i, b["type"], n, limit)
+			}
+		}
+		if els, ok := b["elements"].([]any); ok {
+			for _, e := range els {
+				em, _ := e.(map[string]any)
+				if v, _ := em["value"].(string); len(v) > maxButtonValue {
+					t.Errorf("block %d: button value of %d bytes", i, len(v))
+				}
+			}
+			if b["type"] == "context" && len(els) > maxContextItems {
+				t.Errorf("block %d: context with %d elements", i, len(els))
+			}
+		}
+	}
+}
+
+func TestLongEvidenceIsTrimmedWithANoteAndStaysWithinSlackLimits(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	it := item(playbooks.VerdictCapacityPastKnee, "vllm-0")
+	for i := range 300 {
+		it.Diagnosis.Evidence = append(it.Diagnosis.Evidence, playbooks.Evidence{
+			Name: fmt.Sprintf("series_%d", i), Title: strings.Repeat("long title ", 20), Value: f(float64(i)), Unit: "s", Text: fmt.Sprintf("%d s", i),
+		})
+	}
+	it.Diagnosis.Summary = strings.Repeat("very long summary ", 400)
+	blocks, _ := h.n.parentBlocks(firingNotification("g", it), h.n.opts)
+	checkLimits(t, blocks)
+	raw, _ := json.Marshal(blocks)
+	if !strings.Contains(string(raw), "more evidence lines not shown") {
+		t.Errorf("no trimming note in %s", raw)
+	}
+}
+
+func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	var items []notify.Item
+	for i := range 120 {
+		v := playbooks.VerdictCapacityPastKnee
+		if i%3 == 0 {
+			v = playbooks.VerdictKVPressure
+		}
+		items = append(items, item(v, fmt.Sprintf("vllm-%03d", i)))
+	}
+	blocks, text := h.n.parentBlocks(firingNotification("g", items...), h.n.opts)
+	checkLimits(t, blocks)
+	raw, _ := json.Marshal(blocks)
+	for _, want := range []string{"Alert storm: 120 alerts", "80 × `capacity-past-knee`", "40 × `kv-pressure`", "more alerts not listed", "vllm-001"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("storm message lacks %q:\n%s", want, raw)
+		}
+	}
+	if strings.Contains(string(raw), ActionSilence) {
+		t.Error("storm message has per-alert buttons")
+	}
+	if !strings.Contains(text, "120 alerts") {
+		t.Errorf("fallback text %q", text)
+	}
+}
+
+func TestLabelValuesCannotInjectSlackMarkup(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	it := item(playbooks.VerdictHealthy, "<!channel>")
+	it.Diagnosis.Summary = "<https://evil.example|click> & more"
+	blocks, _ := h.n.parentBlocks(firingNotification("g", it), h.n.opts)
+	raw, _ := json.Marshal(blocks)
+	for _, bad := range []string{"<!channel>", "<https://evil.example|click>"} {
+		if strings.Contains(string(raw), bad) {
+			t.Errorf("unescaped %q in %s", bad, raw)
+		}
+	}
+}
+
+func TestButtonsFollowTheConfiguration(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	cases := []struct {
+		name    string
+		verdict string
+		opts    RenderOptions
+		want    []string
+	}{
+		{"inconclusive with a capturer offers capture", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence, ActionCapture}},
+		{"inconclusive without a capturer does not", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true}, []string{ActionRerun, ActionSilence}},
+		{"a verdict without offer_profile has no capture button", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence}},
+		{"no Alertmanager, no silence", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true}, []string{ActionRerun}},
+		{"no interactivity, no buttons", playbooks.VerdictInconclusive, RenderOptions{Silence: true, Capture: true}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			blocks := h.n.itemBlocks(item(c.verdict, "vllm-0"), t0, c.opts, false)
+			var got []string
+			for _, b := range blocks {
+				if ab, ok := b.(*slack.ActionBlock); ok {
+					for _, e := range ab.Elements.ElementSet {
+						got = append(got, e.(*slack.ButtonBlockElement).ActionID)
+					}
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("buttons %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestButtonValueRoundTripsTheAlertLabels(t *testing.T) {
+	in := ButtonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}}
+	s, ok := EncodeButtonValue(in)
+	if !ok {
+		t.Fatal("did not fit")
+	}
+	out, err := DecodeButtonValue(s)
+	if err != nil || out.Labels["pod"] != "p-1" || out.Labels["alertname"] != "A" {
+		t.Errorf("got %+v, %v", out, err)
+	}
+	if _, ok := EncodeButtonValue(ButtonValue{Labels: map[string]string{"x": strings.Repeat("y", 3000)}}); ok {
+		t.Error("a value over 2000 bytes was accepted")
+	}
+}
+
+func TestLinksAreFilledWithTheModelAndTheAlertWindow(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	a := alert("vllm-0", notify.StatusFiring)
+	got := h.n.linksText(a, a.Labels, t0)
+	for _, want := range []string{
+		"<http://prometheus.example/graph?g0.expr=vllm_ttft|Alert query>",
+		"var-model=meta-llama%2FLlama-3.1-8B-Instruct",
+		fmt.Sprintf("from=%d", startTS.Add(-15*60e9).UnixMilli()),
+		fmt.Sprintf("to=%d", t0.UnixMilli()),
+		"|Runbook>",
+		fmt.Sprintf("start=%d&amp;end=%d", startTS.Add(-15*60e9).UnixMicro(), t0.UnixMicro()),
+		"|Traces of slow requests>",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("links lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[string]string{"42s": "42s", "23m10s": "23m", "1h5m": "1h 5m", "1h": "1h", "51h": "2d 3h", "-5s": "0s"} {
+		dur, _ := timeParse(d)
+		if got := humanDuration(dur); got != want {
+			t.Errorf("humanDuration(%s) = %s, want %s", d, got, want)
+		}
+	}
+}
