@@ -1,0 +1,30 @@
+# vllm-responder. `make demo` runs the main job; `make test` runs every test.
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build test demo check fmt vet clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/responder ./cmd/responder
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/vllm-sim ./cmd/vllm-sim
+
+test:
+	scripts/test.sh
+
+demo: build
+	scripts/demo.sh
+
+check: build
+	bin/responder check --config config.example.yaml
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/handlers"
+	"github.com/vllm-responder/vllm-responder/metrics"
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/notify/console"
+	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/profile"
+)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "configuration file (required)")
+	listen := fs.String("listen", "", "listen address (overrides listen)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "responder serve: --config is required")
+		return 2
+	}
+	c, err := cfgpkg.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *listen != "" {
+		c.Listen = *listen
+	}
+	log := newLogger(c.Log, stderr)
+	if err := serve(ctx, c, log, stdout); err != nil {
+		log.Error().Err(err).Msg("responder stopped")
+		return 1
+	}
+	return 0
+}
+
+// rangeQuerier adapts the v1 API (which also returns Infos) to the chart renderer's interface.
+type rangeQuerier struct{ api v1.API }
+
+func (r rangeQuerier) QueryRange(ctx context.Context, q string, rng v1.Range, opts ...v1.Option) (model.Value, v1.Warnings, error) {
+	v, w, _, err := r.api.QueryRange(ctx, q, rng, opts...)
+	return v, w, err
+}
+
+// serve wires the service and runs it until ctx ends, then drains.
+func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.Writer) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+
+	set, err := loadPlaybooks(c)
+	if err != nil {
+		return err
+	}
+	promAPI, err := newPrometheusAPI(c)
+	if err != nil {
+		return err
+	}
+	engine := newEngine(c, promAPI, m, log)
+	st, storeKind, err := newStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	// The notifier: Slack when a bot token is set, the console otherwise.
+	var base notify.Notifier = console.New(stdout)
+	notifierKind := "console"
+	var slackAPI *slacknotify.API
+	if c.Slack.Enabled() {
+		slackAPI = slacknotify.NewAPI(&c.Slack, slacknotify.NewMetrics(reg), log, nil)
+		sn, err := slacknotify.New(slacknotify.Options{Config: &c.Slack, Store: st, API: slackAPI, Logger: log,
+			Prometheus: rangeQuerier{promAPI}, Silence: c.Alertmanager.URL != "", Capture: c.Profile.Enabled})
+		if err != nil {
+			return err
+		}
+		base, notifierKind = sn, "slack"
+	}
+	notifier := &notify.Retrying{Notifier: base, Logger: log, Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}
+
+	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
+		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),
+		RunTimeout: time.Duration(c.Dispatch.RunTimeout), NotifyTimeout: time.Duration(c.Dispatch.NotifyTimeout),
+		Logger: log, Metrics: m,
+	})
+	d.Start()
+
+	// Profile captures and their janitor (which stops captures whose responder died).
+	var capt *profile.Service
+	if c.Profile.Enabled {
+		capt, err = profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Metrics: profile.NewMetrics(reg), Logger: log})
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := capt.RunJanitor(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error().Err(err).Msg("profile janitor stopped")
+			}
+		}()
+	}
+
+	routes := handlers.Routes{
+		Webhook: &handlers.Webhook{Acceptor: d, Metrics: m, Logger: log, MaxBodyBytes: c.Webhook.MaxBodyBytes,
+			Auth: handlers.WebhookAuth{BearerToken: c.Webhook.BearerToken.Reveal(), Username: c.Webhook.BasicAuth.Username,
+				Password: c.Webhook.BasicAuth.Password.Reveal()}},
+		Gatherer: reg,
+		Logger:   log,
+		Ready: []handlers.Check{
+			{Name: "prometheus", Required: false, Func: func(ctx context.Context) error { _, err := promAPI.Buildinfo(ctx); return err }},
+			{Name: "store", Required: storeKind == "redis", Func: st.Ping},
+		},
+	}
+	if err := mountSlack(ctx, c, &routes, slackAPI, d, capt, st, log); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := handlers.NewServer(c.Listen, handlers.Logging(log, handlers.NewMux(routes)))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info().Str("listen", ln.Addr().String()).Str("prometheus", c.Prometheus.URL).Str("notifier", notifierKind).
+		Str("store", storeKind).Int("playbooks", len(set.All())).Str("version", version).Msg("responder serving")
+	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
+		_ = f.Sync()
+	}
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	// Drain: new webhooks get 503 (Alertmanager retries elsewhere or later) while accepted work
+	// finishes within the drain deadline; then the HTTP server stops.
+	log.Info().Msg("shutting down: draining accepted work")
+	drain, cancel := context.WithTimeout(context.Background(), time.Duration(c.Dispatch.DrainTimeout))
+	defer cancel()
+	derr := d.Shutdown(drain)
+	if capt != nil {
+		_ = capt.Shutdown(drain)
+	}
+	if err := srv.Shutdown(drain); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn().Err(err).Msg("http shutdown")
+	}
+	if derr != nil {
+		return derr
+	}
+	log.Info().Msg("drained; bye")
+	return nil
+}

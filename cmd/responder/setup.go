@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+	"github.com/rs/zerolog"
+
+	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+// newLogger builds the zerolog logger the config asks for.
+func newLogger(c cfgpkg.LogConfig, w io.Writer) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(c.Level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	if c.Format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// loadPlaybooks loads the built-ins, the user's directory and extra directories, applying the
+// config's overrides.
+func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error) {
+	builtin, err := playbooks.Builtin()
+	if err != nil {
+		return nil, fmt.Errorf("built-in playbooks: %w", err)
+	}
+	var user []*playbooks.Playbook
+	dirs := extraDirs
+	if c.Playbooks.Dir != "" {
+		dirs = append([]string{c.Playbooks.Dir}, dirs...)
+	}
+	for _, dir := range dirs {
+		pbs, err := playbooks.LoadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		user = append(user, pbs...)
+	}
+	if w := time.Duration(c.Playbooks.Window); w > 0 {
+		for _, p := range append(builtin, user...) {
+			p.Window = w
+		}
+	}
+	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Triage: c.Playbooks.Triage})
+}
+
+// newPrometheusAPI returns the v1 API client for the configured Prometheus.
+func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
+	var rt http.RoundTripper = api.DefaultRoundTripper
+	if tok := c.Prometheus.BearerToken; tok.IsSet() {
+		rt = config.NewAuthorizationCredentialsRoundTripper("Bearer", config.NewInlineSecret(tok.Reveal()), rt)
+	}
+	client, err := api.NewClient(api.Config{Address: c.Prometheus.URL, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus.url: %w", err)
+	}
+	return v1.NewAPI(client), nil
+}
+
+// newEngine returns the playbook engine on the configured Prometheus.
+func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog.Logger) *playbooks.Engine {
+	return playbooks.NewEngine(playbooks.PrometheusQuerier{API: api}, playbooks.EngineOptions{
+		QueryTimeout:  time.Duration(c.Prometheus.QueryTimeout),
+		CacheTTL:      time.Duration(c.Prometheus.CacheTTL),
+		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
+		Observer:      obs,
+		Logger:        log,
+	})
+}
+
+// newStore returns the Redis store when redis.url is set, the in-memory one otherwise.
+func newStore(c *cfgpkg.Config) (store.Store, string, error) {
+	if c.Redis.URL == "" {
+		return store.NewMemory(), "memory", nil
+	}
+	s, err := store.NewRedis(c.Redis.URL, c.Redis.Password.Reveal(), c.Redis.KeyPrefix)
+	if err != nil {
+		return nil, "", err
+	}
+	return s, "redis", nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/notify/console"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+// labelFlags collects repeated --label k=v.
+type labelFlags map[string]string
+
+func (l labelFlags) String() string { return fmt.Sprint(map[string]string(l)) }
+
+func (l labelFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not k=v", s)
+	}
+	l[k] = v
+	return nil
+}
+
+// triageOutput is the JSON contract of `triage --output json` (DESIGN.md).
+type triageOutput struct {
+	*playbooks.Diagnosis
+}
+
+func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("triage", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "configuration file (required)")
+	promURL := fs.String("prometheus", "", "Prometheus URL (overrides prometheus.url)")
+	alert := fs.String("alert", "", "alert name: run the playbook that matches it (default: on-demand triage)")
+	output := fs.String("output", "text", "output format: text or json")
+	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the whole diagnosis")
+	labels := labelFlags{}
+	fs.Var(labels, "label", "alert label k=v, repeatable (model_name=..., pod=..., namespace=...)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "responder triage: "+format+"\n", a...)
+		return 1
+	}
+	if *output != "text" && *output != "json" {
+		return fail("--output must be text or json, not %q", *output)
+	}
+	if *cfgPath == "" {
+		return fail("--config is required")
+	}
+	c, err := cfgpkg.Load(*cfgPath)
+	if err != nil {
+		return fail("%s", oneLine(err))
+	}
+	if *promURL != "" {
+		c.Prometheus.URL = *promURL
+		if err := c.Validate(); err != nil {
+			return fail("%s", oneLine(err))
+		}
+	}
+	set, err := loadPlaybooks(c)
+	if err != nil {
+		return fail("%s", oneLine(err))
+	}
+	api, err := newPrometheusAPI(c)
+	if err != nil {
+		return fail("%s", oneLine(err))
+	}
+	if *alert != "" {
+		labels["alertname"] = *alert
+	}
+	engine := newEngine(c, api, nil, zerolog.Nop())
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	d, err := dispatch.Triage(ctx, set, engine, labels)
+	if errors.Is(err, playbooks.ErrPrometheusUnavailable) {
+		return fail("Prometheus at %s unreachable: %s", c.Prometheus.URL, strings.TrimPrefix(d.Error, "Prometheus could not be reached: "))
+	}
+	if err != nil {
+		return fail("%s", oneLine(err))
+	}
+	if *output == "json" {
+		if d.Actions == nil {
+			d.Actions = []string{}
+		}
+		if d.Evidence == nil {
+			d.Evidence = []playbooks.Evidence{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(triageOutput{d}); err != nil {
+			return fail("%v", err)
+		}
+		return 0
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "playbook: %s\n", d.Playbook)
+	console.WriteDiagnosis(&b, d, "")
+	fmt.Fprint(stdout, b.String())
+	return 0
+}
+
+// oneLine joins a multi-error into one line for the CLI contract.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }

@@ -1,0 +1,376 @@
+// Package config loads the responder's YAML configuration: defaults first, then a strict decode
+// (unknown keys are errors), ${VAR} expansion, secrets from *_file twins, and validation of fields
+// against each other. Every error names its place: "config.yaml: prometheus.url: ...".
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/internal/secret"
+	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/profile"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Listen is the address `responder serve` listens on.
+	Listen       string             `yaml:"listen"`
+	Log          LogConfig          `yaml:"log"`
+	Prometheus   PrometheusConfig   `yaml:"prometheus"`
+	Alertmanager AlertmanagerConfig `yaml:"alertmanager"`
+	Webhook      WebhookConfig      `yaml:"webhook"`
+	Slack        slacknotify.Config `yaml:"slack"`
+	Redis        RedisConfig        `yaml:"redis"`
+	Playbooks    PlaybooksConfig    `yaml:"playbooks"`
+	Dispatch     DispatchConfig     `yaml:"dispatch"`
+	Profile      profile.Config     `yaml:"profile"`
+}
+
+// LogConfig sets the log level and format.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // json (default) or console
+}
+
+// PrometheusConfig is where evidence comes from.
+type PrometheusConfig struct {
+	URL             string         `yaml:"url"`
+	BearerToken     secret.Secret  `yaml:"bearer_token"`
+	BearerTokenFile string         `yaml:"bearer_token_file"`
+	QueryTimeout    model.Duration `yaml:"query_timeout"`
+	// CacheTTL shares the result of an identical query for this long (alert storms).
+	CacheTTL model.Duration `yaml:"cache_ttl"`
+	// MaxConcurrentQueries bounds queries in flight to Prometheus.
+	MaxConcurrentQueries int `yaml:"max_concurrent_queries"`
+}
+
+// AlertmanagerConfig is used for silences.
+type AlertmanagerConfig struct {
+	URL string `yaml:"url"`
+}
+
+// WebhookConfig protects POST /alertmanager.
+type WebhookConfig struct {
+	// BearerToken, when set, must be sent as "Authorization: Bearer ..." (Alertmanager's
+	// http_config.authorization). Empty means no auth.
+	BearerToken     secret.Secret `yaml:"bearer_token"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	// BasicAuth is the alternative (http_config.basic_auth).
+	BasicAuth struct {
+		Username     string        `yaml:"username"`
+		Password     secret.Secret `yaml:"password"`
+		PasswordFile string        `yaml:"password_file"`
+	} `yaml:"basic_auth"`
+	// MaxBodyBytes bounds a webhook body (default 1 MiB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// RedisConfig selects the shared store. Empty URL: in-memory store (single replica).
+type RedisConfig struct {
+	URL          string        `yaml:"url"`
+	Password     secret.Secret `yaml:"password"`
+	PasswordFile string        `yaml:"password_file"`
+	// KeyPrefix namespaces every key (default "vllm-responder:").
+	KeyPrefix string `yaml:"key_prefix"`
+}
+
+// PlaybooksConfig adds the user's playbooks and overrides thresholds.
+type PlaybooksConfig struct {
+	// Dir holds the user's own playbooks (*.yaml); one named like a built-in replaces it.
+	Dir string `yaml:"dir"`
+	// Params overrides playbook params: playbook name -> param -> value.
+	Params map[string]map[string]float64 `yaml:"params"`
+	// Window, when set, replaces every playbook's window (short windows for demos and tests).
+	Window model.Duration `yaml:"window"`
+	// Triage names the on-demand playbook (default "triage").
+	Triage string `yaml:"triage"`
+}
+
+// DispatchConfig sizes the background work.
+type DispatchConfig struct {
+	Workers   int `yaml:"workers"`
+	QueueSize int `yaml:"queue_size"`
+	// DedupWindow: a firing alert already diagnosed (same group, fingerprint, startsAt) is not
+	// diagnosed again within it, however often Alertmanager re-sends the group.
+	DedupWindow model.Duration `yaml:"dedup_window"`
+	// RunTimeout bounds one diagnosis (all queries of a playbook).
+	RunTimeout model.Duration `yaml:"run_timeout"`
+	// NotifyTimeout bounds one notification, retries included.
+	NotifyTimeout model.Duration `yaml:"notify_timeout"`
+	// DrainTimeout is how long shutdown waits for accepted work to finish.
+	DrainTimeout model.Duration `yaml:"drain_timeout"`
+}
+
+// Default returns a configuration with every default set.
+func Default() *Config {
+	c := &Config{
+		Listen:     ":8080",
+		Log:        LogConfig{Level: "info", Format: "json"},
+		Prometheus: PrometheusConfig{URL: "http://localhost:9090", QueryTimeout: model.Duration(10 * time.Second), CacheTTL: model.Duration(10 * time.Second), MaxConcurrentQueries: 16},
+		Webhook:    WebhookConfig{MaxBodyBytes: 1 << 20},
+		Redis:      RedisConfig{KeyPrefix: "vllm-responder:"},
+		Playbooks:  PlaybooksConfig{Triage: "triage"},
+		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: model.Duration(4 * time.Hour),
+			RunTimeout: model.Duration(30 * time.Second), NotifyTimeout: model.Duration(60 * time.Second), DrainTimeout: model.Duration(30 * time.Second)},
+	}
+	c.Slack.SetDefaults()
+	c.Profile.SetDefaults()
+	return c
+}
+
+// Load reads, decodes and validates a configuration file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates configuration bytes; source names them in errors.
+func Parse(source string, data []byte) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %s", source, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if err := expandEnv(&root); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	expanded, err := yaml.Marshal(&root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
+		return nil, fmt.Errorf("%s: %s", source, cleanErr(err))
+	}
+	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, prefixErrors(source, err)
+	}
+	return c, nil
+}
+
+func errEOF(err error) error {
+	if err != nil && err.Error() == "EOF" {
+		return err
+	}
+	return errors.New("not eof")
+}
+
+var fieldNotFoundRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+func cleanErr(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	msg = fieldNotFoundRE.ReplaceAllString(msg, `unknown key "$1"`)
+	msg = regexp.MustCompile(` into \S+`).ReplaceAllString(msg, "")
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		parts = append(parts, strings.TrimSpace(l))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func prefixErrors(source string, err error) error {
+	var parts []error
+	for _, line := range strings.Split(err.Error(), "\n") {
+		parts = append(parts, fmt.Errorf("%s: %s", source, line))
+	}
+	return errors.Join(parts...)
+}
+
+var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar value (not in keys) after
+// parsing, so a value from the environment can never change the YAML structure. An unset
+// variable expands to its default, or to empty (an empty secret means "not configured").
+func expandEnv(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			_ = expandEnv(c)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			_ = expandEnv(n.Content[i+1])
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		n.Value = envRE.ReplaceAllStringFunc(n.Value, func(m string) string {
+			sub := envRE.FindStringSubmatch(m)
+			if v, ok := os.LookupEnv(sub[1]); ok && v != "" {
+				return v
+			}
+			return sub[3]
+		})
+		// Let the encoder choose a quoting that keeps the value one scalar, and the decoder
+		// resolve it for the field's type (a port number, a token).
+		n.Tag, n.Style = "", 0
+	}
+	return nil
+}
+
+var secretType = reflect.TypeOf(secret.Secret(""))
+
+// readSecretFiles fills every Secret field from its *_file twin, walking the whole struct.
+func readSecretFiles(v reflect.Value, path string) error {
+	t := v.Type()
+	var errs []error
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		fv := v.Field(i)
+		tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		p := tag
+		if path != "" {
+			p = path + "." + tag
+		}
+		switch {
+		case f.Type == secretType:
+			twin := findField(v, tag+"_file")
+			if !twin.IsValid() || twin.String() == "" {
+				continue
+			}
+			if fv.String() != "" {
+				errs = append(errs, fmt.Errorf("%s: set either %s or %s_file, not both", p, tag, tag))
+				continue
+			}
+			b, err := os.ReadFile(twin.String())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s_file: %w", p, err))
+				continue
+			}
+			fv.SetString(strings.TrimRight(string(b), "\r\n"))
+		case f.Type.Kind() == reflect.Struct && f.Type.PkgPath() != "time" && !strings.HasPrefix(f.Type.PkgPath(), "github.com/prometheus"):
+			if err := readSecretFiles(fv, p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func findField(v reflect.Value, tag string) reflect.Value {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0] == tag && t.Field(i).Type.Kind() == reflect.String {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
+}
+
+// Validate checks fields and their relations; each error names its key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Listen == "" {
+		add("listen: required")
+	}
+	if err := checkURL(c.Prometheus.URL, true); err != nil {
+		add("prometheus.url: %v", err)
+	}
+	if err := checkURL(c.Alertmanager.URL, false); err != nil {
+		add("alertmanager.url: %v", err)
+	}
+	if c.Webhook.BearerToken.IsSet() && c.Webhook.BasicAuth.Username != "" {
+		add("webhook: set bearer_token or basic_auth, not both")
+	}
+	if c.Webhook.BasicAuth.Username != "" && !c.Webhook.BasicAuth.Password.IsSet() {
+		add("webhook.basic_auth.password: required with a username")
+	}
+	if c.Webhook.MaxBodyBytes <= 0 {
+		add("webhook.max_body_bytes: must be positive")
+	}
+	if c.Redis.URL != "" {
+		u, err := url.Parse(c.Redis.URL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			add("redis.url: must look like redis://host:6379/0 (the value is not shown: it may hold a password)")
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		add("log.format: %q is not one of json, console", c.Log.Format)
+	}
+	if c.Dispatch.Workers <= 0 {
+		add("dispatch.workers: must be positive")
+	}
+	if c.Dispatch.QueueSize <= 0 {
+		add("dispatch.queue_size: must be positive")
+	}
+	if c.Prometheus.QueryTimeout <= 0 {
+		add("prometheus.query_timeout: must be positive")
+	}
+	if c.Dispatch.RunTimeout < c.Prometheus.QueryTimeout {
+		add("dispatch.run_timeout: must be at least prometheus.query_timeout (%s)", c.Prometheus.QueryTimeout)
+	}
+	if err := c.Slack.Validate(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			add("slack.%s", line)
+		}
+	}
+	if err := c.Profile.Validate(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			add("profile.%s", line)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(s string, required bool) error {
+	if s == "" {
+		if required {
+			return errors.New("required")
+		}
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an http:// or https:// URL")
+	}
+	return nil
+}
+
+// Redacted renders the configuration as YAML with every secret shown as <secret> and the Redis
+// URL's password removed: what `responder check` prints.
+func (c *Config) Redacted() string {
+	cp := *c
+	if cp.Redis.URL != "" {
+		if u, err := url.Parse(cp.Redis.URL); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			}
+			cp.Redis.URL = u.String()
+		}
+	}
+	b, err := yaml.Marshal(&cp)
+	if err != nil {
+		return fmt.Sprintf("(cannot render config: %v)", err)
+	}
+	return string(b)
+}

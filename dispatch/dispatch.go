@@ -1,0 +1,334 @@
+// Package dispatch turns accepted Alertmanager notifications into diagnoses: it deduplicates
+// re-sent alerts through the store, queues work in a bounded queue, runs playbooks in workers and
+// hands the result to the notifier. Work outlives the HTTP request that brought it.
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/alertmanager/template"
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/metrics"
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+// Errors Accept returns; the webhook turns them into 503 with Retry-After.
+var (
+	ErrQueueFull    = errors.New("work queue full")
+	ErrShuttingDown = errors.New("shutting down")
+)
+
+// Options configures a Dispatcher.
+type Options struct {
+	Workers       int
+	QueueSize     int
+	DedupWindow   time.Duration
+	RunTimeout    time.Duration
+	NotifyTimeout time.Duration
+	Logger        zerolog.Logger
+	Metrics       *metrics.Responder
+}
+
+// Dispatcher is the queue and workers between the webhook and the notifier.
+type Dispatcher struct {
+	set      *playbooks.Set
+	engine   *playbooks.Engine
+	notifier notify.Notifier
+	store    store.Store
+	opt      Options
+	log      zerolog.Logger
+	m        *metrics.Responder
+
+	mu      sync.RWMutex
+	closed  bool
+	queue   chan *job
+	wg      sync.WaitGroup
+	started bool
+}
+
+type job struct {
+	n      *notify.Notification
+	claims []string
+}
+
+// New returns a Dispatcher; call Start to run its workers.
+func New(set *playbooks.Set, engine *playbooks.Engine, n notify.Notifier, st store.Store, o Options) *Dispatcher {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 256
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = 30 * time.Second
+	}
+	if o.NotifyTimeout <= 0 {
+		o.NotifyTimeout = time.Minute
+	}
+	d := &Dispatcher{set: set, engine: engine, notifier: n, store: st, opt: o, log: o.Logger, m: o.Metrics,
+		queue: make(chan *job, o.QueueSize)}
+	if d.m != nil {
+		d.m.QueueCapacity.Set(float64(o.QueueSize))
+	}
+	return d
+}
+
+// Start runs the workers. They stop once Shutdown has drained the queue.
+func (d *Dispatcher) Start() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return
+	}
+	d.started = true
+	for i := 0; i < d.opt.Workers; i++ {
+		d.wg.Add(1)
+		go d.worker()
+	}
+}
+
+// Shutdown stops accepting work and waits for accepted work to finish, or for ctx.
+func (d *Dispatcher) Shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.closed {
+		d.closed = true
+		close(d.queue)
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("drain: %d notification(s) still queued: %w", len(d.queue), ctx.Err())
+	}
+}
+
+// Message is Alertmanager's webhook payload (version 4): template.Data plus the envelope.
+type Message struct {
+	*template.Data
+	Version         string `json:"version"`
+	GroupKey        string `json:"groupKey"`
+	TruncatedAlerts uint64 `json:"truncatedAlerts"`
+}
+
+// Accepted says what Accept did with a message.
+type Accepted struct {
+	New        int // alerts queued for diagnosis or resolution
+	Duplicates int // alerts already handled within the dedup window
+}
+
+// Accept deduplicates a webhook message and queues what is new. It never blocks: a full queue
+// returns ErrQueueFull (and drops its claims so Alertmanager's retry is accepted). ctx is only
+// used for the store.
+func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.Time) (Accepted, error) {
+	var acc Accepted
+	n := &notify.Notification{
+		GroupKey: msg.GroupKey, Status: msg.Status, Receiver: msg.Receiver, ExternalURL: msg.ExternalURL,
+		GroupLabels: msg.GroupLabels, CommonLabels: msg.CommonLabels, CommonAnnotations: msg.CommonAnnotations,
+		TruncatedAlerts: msg.TruncatedAlerts, Source: notify.SourceAlertmanager, ReceivedAt: receivedAt,
+	}
+	var claims []string
+	for _, a := range msg.Alerts {
+		key := dedupKey(msg.GroupKey, a)
+		ok, err := d.store.Claim(ctx, key, d.opt.DedupWindow)
+		if err != nil {
+			// The store is down: diagnose anyway (a duplicate post beats a lost alert).
+			d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
+			ok = true
+			key = ""
+		}
+		if !ok {
+			acc.Duplicates++
+			d.count("duplicate")
+			continue
+		}
+		if key != "" {
+			claims = append(claims, key)
+		}
+		n.Items = append(n.Items, notify.Item{Alert: a})
+	}
+	acc.New = len(n.Items)
+	if acc.New == 0 {
+		return acc, nil
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		d.unclaim(claims)
+		return Accepted{}, ErrShuttingDown
+	}
+	select {
+	case d.queue <- &job{n: n, claims: claims}:
+		if d.m != nil {
+			d.m.QueueDepth.Set(float64(len(d.queue)))
+		}
+		return acc, nil
+	default:
+		d.unclaim(claims)
+		return Accepted{}, ErrQueueFull
+	}
+}
+
+func (d *Dispatcher) unclaim(keys []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		if err := d.store.Unclaim(ctx, k); err != nil {
+			d.log.Warn().Err(err).Msg("could not drop dedup claim")
+		}
+	}
+}
+
+// dedupKey identifies one state of one alert in one group: a firing alert is diagnosed once per
+// startsAt, a resolution passed on once.
+func dedupKey(groupKey string, a template.Alert) string {
+	fp := a.Fingerprint
+	if fp == "" {
+		fp = labelsHash(a.Labels)
+	}
+	h := sha256.Sum256([]byte(groupKey))
+	status := a.Status
+	if status == "" {
+		status = notify.StatusFiring
+	}
+	return fmt.Sprintf("dedup:%s:%s:%s:%d", hex.EncodeToString(h[:8]), status, fp, a.StartsAt.UnixMilli())
+}
+
+func labelsHash(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s\xff%s\xff", k, m[k])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+func (d *Dispatcher) count(outcome string) {
+	if d.m != nil {
+		d.m.AlertsReceived.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (d *Dispatcher) worker() {
+	defer d.wg.Done()
+	for j := range d.queue {
+		if d.m != nil {
+			d.m.QueueDepth.Set(float64(len(d.queue)))
+		}
+		d.process(j)
+	}
+}
+
+// process diagnoses every firing item of a job and notifies. It runs detached from any request.
+func (d *Dispatcher) process(j *job) {
+	n := j.n
+	var wg sync.WaitGroup
+	for i := range n.Items {
+		it := &n.Items[i]
+		if it.Alert.Status == notify.StatusResolved || (it.Alert.Status == "" && n.Status == notify.StatusResolved) {
+			d.count("resolved")
+			continue
+		}
+		pb, ok := d.set.Match(it.Alert.Labels)
+		if !ok {
+			it.Unmatched = true
+			d.count("unmatched")
+			d.log.Info().Str("alertname", it.Alert.Labels["alertname"]).Str("group_key", n.GroupKey).Msg("no playbook matches alert")
+			continue
+		}
+		d.count("diagnosed")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			it.Diagnosis = d.run(pb, it.Alert.Labels)
+		}()
+	}
+	wg.Wait()
+
+	if !worthNotifying(n) {
+		return
+	}
+	ctx, cancel := context.WithTimeoutCause(context.Background(), d.opt.NotifyTimeout, errors.New("notify deadline exceeded"))
+	defer cancel()
+	if d.m != nil {
+		d.m.TimeToDiagnosis.Observe(time.Since(n.ReceivedAt).Seconds())
+	}
+	if _, err := d.notifier.Notify(ctx, n); err != nil {
+		d.log.Error().Err(err).Str("group_key", n.GroupKey).Msg("notification failed")
+	}
+}
+
+// worthNotifying: a firing notification whose alerts no playbook knows is logged, not posted.
+func worthNotifying(n *notify.Notification) bool {
+	for _, it := range n.Items {
+		if !it.Unmatched {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Dispatcher) run(pb *playbooks.Playbook, labels map[string]string) *playbooks.Diagnosis {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), d.opt.RunTimeout, errors.New("diagnosis deadline exceeded"))
+	defer cancel()
+	diag, err := d.engine.Run(ctx, pb, labels)
+	if err != nil {
+		d.log.Warn().Err(err).Str("playbook", pb.Name).Msg("diagnosis degraded")
+	}
+	if d.m != nil {
+		d.m.PlaybookRuns.WithLabelValues(diag.Verdict).Inc()
+		d.m.RunDuration.Observe(diag.Duration.Seconds())
+	}
+	d.log.Info().Str("playbook", pb.Name).Str("verdict", diag.Verdict).Strs("missing", diag.Missing).
+		Float64("duration_ms", diag.DurationMS).Str("scope", scopeString(diag.Scope)).Msg("diagnosis")
+	return diag
+}
+
+func scopeString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// Triage runs a playbook on demand: the alert's playbook when labels carry an alertname a
+// playbook matches, the on-demand triage playbook otherwise.
+func (d *Dispatcher) Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
+	return Triage(ctx, d.set, d.engine, labels)
+}
+
+// Triage is Dispatcher.Triage without a dispatcher (the CLI).
+func Triage(ctx context.Context, set *playbooks.Set, engine *playbooks.Engine, labels map[string]string) (*playbooks.Diagnosis, error) {
+	pb := set.Triage()
+	if name := labels["alertname"]; name != "" {
+		p, ok := set.Match(labels)
+		if !ok {
+			return nil, fmt.Errorf("no playbook matches alert %q (known: %s)", name, strings.Join(set.AlertNames(), ", "))
+		}
+		pb = p
+	}
+	return engine.Run(ctx, pb, labels)
+}

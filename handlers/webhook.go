@@ -1,0 +1,177 @@
+// Package handlers holds the responder's HTTP endpoints: the Alertmanager webhook, health and
+// readiness, its own /metrics, and the mounting of the Slack endpoints; with body limits, auth
+// and request logging.
+package handlers
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/metrics"
+)
+
+// Acceptor takes a decoded webhook message (the dispatcher).
+type Acceptor interface {
+	Accept(ctx context.Context, msg *dispatch.Message, receivedAt time.Time) (dispatch.Accepted, error)
+}
+
+// WebhookAuth is the credential Alertmanager must present; all empty means none.
+type WebhookAuth struct {
+	BearerToken string
+	Username    string
+	Password    string
+}
+
+// Webhook serves POST /alertmanager. It answers by Alertmanager's retry rules: 200 once
+// accepted, 4xx for a payload that can never be good, 503 with Retry-After when a retry helps.
+type Webhook struct {
+	Acceptor     Acceptor
+	Auth         WebhookAuth
+	MaxBodyBytes int64
+	Metrics      *metrics.Responder
+	Logger       zerolog.Logger
+	// RetryAfter is sent with 503 (default 10s).
+	RetryAfter time.Duration
+}
+
+// webhookResponse is the JSON body of every answer, so a person with curl sees what happened.
+type webhookResponse struct {
+	Status     string `json:"status"`
+	Accepted   int    `json:"accepted,omitempty"`
+	Duplicates int    `json:"duplicates,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
+	log := h.Logger.With().Str("remote_addr", r.RemoteAddr).Logger()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.answer(w, http.StatusMethodNotAllowed, "bad_request", webhookResponse{Status: "error", Error: "use POST"})
+		return
+	}
+	if !h.authorized(r) {
+		log.Warn().Msg("webhook request without valid credentials")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="vllm-responder"`)
+		h.answer(w, http.StatusUnauthorized, "unauthorized", webhookResponse{Status: "error", Error: "missing or invalid credentials"})
+		return
+	}
+	limit := h.MaxBodyBytes
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			log.Warn().Int64("limit_bytes", limit).Msg("webhook body too large")
+			h.answer(w, http.StatusRequestEntityTooLarge, "too_large", webhookResponse{Status: "error",
+				Error: fmt.Sprintf("body larger than %d bytes (webhook.max_body_bytes; or set max_alerts in Alertmanager's webhook_config)", limit)})
+			return
+		}
+		h.answer(w, http.StatusBadRequest, "bad_request", webhookResponse{Status: "error", Error: "could not read body"})
+		return
+	}
+	msg, err := DecodeMessage(body)
+	if err != nil {
+		log.Warn().Err(err).Int("body_bytes", len(body)).Msg("malformed webhook")
+		h.answer(w, http.StatusBadRequest, "bad_request", webhookResponse{Status: "error", Error: err.Error()})
+		return
+	}
+	// The work outlives this request: it must not be tied to r.Context(). The store call
+	// for deduplication gets its own short deadline.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
+	defer cancel()
+	acc, err := h.Acceptor.Accept(ctx, msg, received)
+	switch {
+	case errors.Is(err, dispatch.ErrQueueFull), errors.Is(err, dispatch.ErrShuttingDown):
+		result := "queue_full"
+		if errors.Is(err, dispatch.ErrShuttingDown) {
+			result = "shutting_down"
+		}
+		retry := h.RetryAfter
+		if retry <= 0 {
+			retry = 10 * time.Second
+		}
+		w.Header().Set("Retry-After", fmt.Sprint(int(retry.Seconds())))
+		log.Warn().Str("group_key", msg.GroupKey).Str("result", result).Msg("webhook refused for now; Alertmanager will retry")
+		h.answer(w, http.StatusServiceUnavailable, result, webhookResponse{Status: "error", Error: err.Error()})
+		return
+	case err != nil:
+		h.answer(w, http.StatusInternalServerError, "bad_request", webhookResponse{Status: "error", Error: "internal error"})
+		return
+	}
+	result := "accepted"
+	if acc.New == 0 && acc.Duplicates > 0 {
+		result = "duplicate"
+	}
+	log.Info().Str("group_key", msg.GroupKey).Str("status", msg.Status).Int("alerts", len(msg.Alerts)).
+		Int("accepted", acc.New).Int("duplicates", acc.Duplicates).Msg("webhook accepted")
+	h.answer(w, http.StatusOK, result, webhookResponse{Status: "ok", Accepted: acc.New, Duplicates: acc.Duplicates})
+}
+
+func (h *Webhook) answer(w http.ResponseWriter, code int, result string, body webhookResponse) {
+	if h.Metrics != nil {
+		h.Metrics.WebhookRequests.WithLabelValues(result).Inc()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (h *Webhook) authorized(r *http.Request) bool {
+	switch {
+	case h.Auth.BearerToken != "":
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.Auth.BearerToken)) == 1
+	case h.Auth.Username != "":
+		u, p, ok := r.BasicAuth()
+		return ok && subtle.ConstantTimeCompare([]byte(u), []byte(h.Auth.Username)) == 1 &&
+			subtle.ConstantTimeCompare([]byte(p), []byte(h.Auth.Password)) == 1
+	default:
+		return true
+	}
+}
+
+// DecodeMessage decodes and checks an Alertmanager webhook body (version "4").
+func DecodeMessage(body []byte) (*dispatch.Message, error) {
+	var msg dispatch.Message
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if err := dec.Decode(&msg); err != nil {
+		return nil, fmt.Errorf("malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("malformed JSON: trailing data after the message")
+	}
+	switch {
+	case msg.Version == "":
+		return nil, errors.New(`missing "version": not an Alertmanager webhook payload`)
+	case msg.Version != "4":
+		return nil, fmt.Errorf("unsupported webhook version %q (this responder speaks version 4)", msg.Version)
+	case msg.Data == nil:
+		return nil, errors.New("empty message")
+	case msg.Status != "firing" && msg.Status != "resolved":
+		return nil, fmt.Errorf(`status %q is neither "firing" nor "resolved"`, msg.Status)
+	case len(msg.Alerts) == 0:
+		return nil, errors.New("no alerts in the message")
+	}
+	for i, a := range msg.Alerts {
+		if a.Labels["alertname"] == "" {
+			return nil, fmt.Errorf("alerts[%d]: no alertname label", i)
+		}
+		if a.Status != "" && a.Status != "firing" && a.Status != "resolved" {
+			return nil, fmt.Errorf("alerts[%d]: status %q is neither firing nor resolved", i, a.Status)
+		}
+	}
+	return &msg, nil
+}

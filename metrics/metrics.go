@@ -1,0 +1,91 @@
+// Package metrics holds the responder's own Prometheus metrics. The registry is injected, every
+// series is created up front (so it exists at 0), and label values come from small fixed sets.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+// Fixed label values.
+var (
+	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down"}
+	NotificationResults = []string{"ok", "retried", "failed", "skipped"}
+	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved"}
+	QueryResults        = []string{playbooks.QueryOK, playbooks.QueryEmpty, playbooks.QueryError, playbooks.QueryTimeout, playbooks.QueryUnreachable}
+)
+
+// Responder is the set of metrics of the webhook, the dispatcher and the playbook engine.
+type Responder struct {
+	WebhookRequests *prometheus.CounterVec
+	AlertsReceived  *prometheus.CounterVec
+	PlaybookRuns    *prometheus.CounterVec
+	RunDuration     prometheus.Histogram
+	QueryDuration   *prometheus.HistogramVec
+	QueueDepth      prometheus.Gauge
+	QueueCapacity   prometheus.Gauge
+	Notifications   *prometheus.CounterVec
+	TimeToDiagnosis prometheus.Histogram
+}
+
+// New registers the metrics on reg.
+func New(reg prometheus.Registerer) *Responder {
+	m := &Responder{
+		WebhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_webhook_requests_total", Help: "Alertmanager webhook requests by result.",
+		}, []string{"result"}),
+		AlertsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_alerts_received_total", Help: "Alerts received from Alertmanager, by what became of them.",
+		}, []string{"outcome"}),
+		PlaybookRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_playbook_runs_total", Help: "Playbook runs by verdict.",
+		}, []string{"verdict"}),
+		RunDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "vllm_responder_playbook_run_duration_seconds", Help: "Time to run one playbook (all its queries).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}),
+		QueryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "vllm_responder_prometheus_query_duration_seconds", Help: "Prometheus query latency by result.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"result"}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vllm_responder_queue_depth", Help: "Notifications accepted and waiting for a worker.",
+		}),
+		QueueCapacity: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vllm_responder_queue_capacity", Help: "Size of the work queue.",
+		}),
+		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_notifications_total", Help: "Notifications sent, by result.",
+		}, []string{"result"}),
+		TimeToDiagnosis: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "vllm_responder_time_to_diagnosis_seconds", Help: "From webhook received to notifier called.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+	}
+	reg.MustRegister(m.WebhookRequests, m.AlertsReceived, m.PlaybookRuns, m.RunDuration, m.QueryDuration,
+		m.QueueDepth, m.QueueCapacity, m.Notifications, m.TimeToDiagnosis)
+	for _, r := range WebhookResults {
+		m.WebhookRequests.WithLabelValues(r)
+	}
+	for _, o := range AlertOutcomes {
+		m.AlertsReceived.WithLabelValues(o)
+	}
+	for _, v := range playbooks.KnownVerdicts {
+		m.PlaybookRuns.WithLabelValues(v)
+	}
+	for _, r := range QueryResults {
+		m.QueryDuration.WithLabelValues(r)
+	}
+	for _, r := range NotificationResults {
+		m.Notifications.WithLabelValues(r)
+	}
+	return m
+}
+
+// ObserveQuery implements playbooks.Observer.
+func (m *Responder) ObserveQuery(d time.Duration, result string) {
+	m.QueryDuration.WithLabelValues(result).Observe(d.Seconds())
+}

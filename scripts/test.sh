@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's test command (make test): installs what is missing, starts a shared redis-server on
+# a loopback port of its own, runs vet, the rule tests and every Go test with -race, and stops it.
+# Tests that need their own Prometheus or Alertmanager (per-test data and config) start them
+# through internal/testenv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+tmp=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 16379)
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$tmp" --daemonize yes --pidfile "$tmp/redis.pid" >/dev/null
+cleanup() { [ -f "$tmp/redis.pid" ] && kill "$(cat "$tmp/redis.pid")" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+export REDIS_ADDR="127.0.0.1:$port"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
+echo "== go vet"
+go vet ./...
+echo "== alert rules (promtool)"
+deploy/prometheus/test.sh
+echo "== built-in playbook fixtures"
+go run ./cmd/responder playbooks test playbooks/tests
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
