@@ -13,8 +13,8 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
