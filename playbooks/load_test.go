@@ -1,0 +1,130 @@
+package playbooks
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every playbook error names its file and place, so an author can fix it without guessing.
+func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
+	cases := map[string]string{
+		"unknown-name.yaml":           `testdata/bad/unknown-name.yaml: verdicts[1].when: unknown name "queue_meen"`,
+		"unknown-query-in-chart.yaml": `testdata/bad/unknown-query-in-chart.yaml: charts[0].queries[0]: unknown query "waitin"`,
+		"unknown-key.yaml":            `testdata/bad/unknown-key.yaml: queries.waiting: line 4: unknown key "unitt"`,
+		"bad-promql.yaml":             `testdata/bad/bad-promql.yaml: queries.waiting: invalid PromQL`,
+		"unknown-verdict.yaml":        `testdata/bad/unknown-verdict.yaml: verdicts[0].id: unknown verdict "all-good"`,
+		"template-typo.yaml":          `testdata/bad/template-typo.yaml: verdicts[0].summary: unknown name "waitng"`,
+		"unknown-placeholder.yaml":    `testdata/bad/unknown-placeholder.yaml: queries.waiting: unknown placeholder $windw`,
+		"no-match.yaml":               `testdata/bad/no-match.yaml: match: required unless on_demand is true`,
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join("testdata/bad", file)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(path, data)
+			if err == nil {
+				t.Fatalf("loaded without error; want %q", want)
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error\n  %s\nwant it to contain\n  %s", err, want)
+			}
+		})
+	}
+}
+
+func TestUserPlaybookOverridesBuiltinByNameAndParamsOverrideThresholds(t *testing.T) {
+	builtin, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := Parse("mine/ttft.yaml", []byte(`
+name: ttft-p99-high
+match: {alertname: VLLMTimeToFirstTokenP99High, team: "=~infra|ml"}
+params: {limit: 1}
+queries:
+  waiting: sum(vllm:num_requests_waiting{$scope})
+verdicts:
+  - {id: capacity-past-knee, when: waiting > limit, title: "mine"}
+  - {id: inconclusive, when: "true", title: "mine too"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(builtin, []*Playbook{mine}, SetOptions{Params: map[string]map[string]float64{"ttft-p99-high": {"limit": 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := set.Match(map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "team": "ml"})
+	if !ok || p.Source != "mine/ttft.yaml" {
+		t.Fatalf("user playbook did not replace the built-in: %+v", p)
+	}
+	if _, ok := set.Match(map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "team": "web"}); ok {
+		t.Fatal("regexp matcher should not match team=web (anchored)")
+	}
+	v := 5.0
+	if d := p.Decide(map[string]*float64{"waiting": &v}, nil); d.Verdict != VerdictInconclusive {
+		t.Fatalf("param override ignored: 5 > limit(10) gave %s", d.Verdict)
+	}
+
+	_, err = NewSet(builtin, nil, SetOptions{Params: map[string]map[string]float64{"ttft-p99-high": {"kv_ful": 0.95}}})
+	if err == nil || !strings.Contains(err.Error(), `playbooks.params.ttft-p99-high.kv_ful: playbook ttft-p99-high has no param "kv_ful"`) {
+		t.Fatalf("a param typo must be an error, got %v", err)
+	}
+}
+
+func TestFixturesPassAndAFailingFixtureShowsADiff(t *testing.T) {
+	builtin, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(builtin, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := LoadFixtures("tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("want fixtures for every built-in playbook, got %d files", len(files))
+	}
+	seen := map[string]map[string]bool{}
+	for _, r := range RunFixtures(set, files) {
+		if r.Diff != "" {
+			t.Errorf("%s: %s:\n%s", r.File, r.Name, r.Diff)
+		}
+	}
+	for _, f := range files {
+		for _, fx := range f.Tests {
+			pb := fx.Playbook
+			if pb == "" {
+				p, _ := set.Match(fx.Alert)
+				pb = p.Name
+			}
+			if seen[pb] == nil {
+				seen[pb] = map[string]bool{}
+			}
+			seen[pb][fx.Expect.Verdict] = true
+		}
+	}
+	// Every verdict a built-in playbook can give has a fixture.
+	for _, p := range set.All() {
+		for _, v := range p.Verdicts {
+			if !seen[p.Name][v.ID] {
+				t.Errorf("playbook %s: no fixture expects verdict %s", p.Name, v.ID)
+			}
+		}
+	}
+
+	bad := map[string]*FixtureFile{"x_test.yaml": {Tests: []Fixture{{Name: "wrong", Playbook: "triage",
+		Values: map[string]*float64{}, Expect: FixtureExpect{Verdict: VerdictHealthy}}}}}
+	res := RunFixtures(set, bad)
+	if len(res) != 1 || !strings.Contains(res[0].Diff, "-expected: healthy") || !strings.Contains(res[0].Diff, "+got:      no-data") {
+		t.Fatalf("a failing fixture must show a diff, got %+v", res)
+	}
+}
