@@ -3,7 +3,6 @@ package profile
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
-	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/sim"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -210,9 +208,6 @@ func reportChan() (chan *Report, func(*Report)) {
 	ch := make(chan *Report, 4)
 	return ch, func(r *Report) { ch <- r }
 }
-
-var _ = net.JoinHostPort
-var _ = testenv.WaitFor
 
 func zerologTo(w *strings.Builder) zerolog.Logger {
 	return zerolog.New(&lockedWriter{w: w})

@@ -106,8 +106,8 @@ func (s *Service) reap(ctx context.Context, r Record) {
 			s.releaseLock(lock, log)
 		}()
 		cur, ok, err := s.getRecord(ctx, key)
-		if err != nil || !ok || cur.ID != r.ID {
-			return // finished or replaced meanwhile
+		if err != nil || !ok || cur.ID != r.ID || time.Now().Before(cur.Deadline) {
+			return // finished, replaced or moved on meanwhile
 		}
 	case errors.As(err, &locked) && locked.Holder.ID == r.ID:
 	case errors.As(err, &locked):

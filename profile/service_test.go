@@ -3,7 +3,6 @@ package profile
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -339,9 +338,11 @@ func TestInterruptingACaptureCutsTheWindowButStillStops(t *testing.T) {
 	vllm := startSim(t, 0)
 	s := newService(t, testConfig(), newProm(t, map[string]string{"llm/vllm-0": vllm.Addr}), store.NewMemory(), "r1")
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		testenv.WaitFor(t, 5*time.Second, "profiling to start", func() bool { return vllm.Prof.State().Active })
-		cancel()
+	go func() { // cancel once profiling runs (polling: WaitFor may not fail the test from here)
+		defer cancel()
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !vllm.Prof.State().Active; {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}()
 	rep, err := s.Capture(ctx, Request{Pod: "vllm-0", Duration: 30 * time.Second})
 	if err != nil || rep.Profiled > 10*time.Second {
@@ -403,5 +404,3 @@ func TestMetricsExistAtZero(t *testing.T) {
 		}
 	}
 }
-
-var _ = os.Getenv
