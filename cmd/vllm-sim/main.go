@@ -63,11 +63,13 @@
 //	                 waiting grows ~40/s, queue time and TTFT p99 grow without bound (p99 > 10 s within
 //	                 30 s), prefill and ITL flat, KV ~30%, no preemption, generation tokens/s plateau
 //	kv-pressure      a burst of 170 long requests (prompt ~1200, output ~1200) then 0.8 req/s:
-//	                 KV usage >= 0.99 within 15 s, preemptions ~0.5-0.9/s, ITL and e2e inflate
+//	                 KV usage >= 0.99 within 15 s, preemptions ~0.6-0.9/s from 15 s on, ITL and e2e inflate;
+//	                 new arrivals starve (few first tokens, few finishes), waiting ~50-130
 //	long-prompts     0.6 req/s with ~5000-token prompts: prefill time ~6x healthy, TTFT p99 ~0.3-0.5 s,
 //	                 queue near zero
-//	wide-batch       a burst of 150 then 3 req/s of requests with ~500-token outputs, just below capacity:
-//	                 running ~200+, ITL mean ~6x and p99 ~4x healthy, decode time up, no preemption
+//	wide-batch       a burst of 130 then 2.8 req/s of requests with ~500-token outputs, near decode capacity:
+//	                 running ~160-200, ITL mean ~5x and p99 ~3.5x healthy, decode time up, TTFT p99 < 0.5 s,
+//	                 no queue (queue mean ~0.8 s for the first minute while the burst drains), no preemption
 //	client-timeouts  healthy-like load but 40% of clients give up after 0.5-2.5 s: abort share ~30%,
 //	                 e2e latency normal
 package main
