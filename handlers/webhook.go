@@ -146,12 +146,8 @@ func (h *Webhook) authorized(r *http.Request) bool {
 // DecodeMessage decodes and checks an Alertmanager webhook body (version "4").
 func DecodeMessage(body []byte) (*dispatch.Message, error) {
 	var msg dispatch.Message
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	if err := dec.Decode(&msg); err != nil {
+	if err := json.Unmarshal(body, &msg); err != nil { // also refuses trailing data
 		return nil, fmt.Errorf("malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("malformed JSON: trailing data after the message")
 	}
 	switch {
 	case msg.Version == "":

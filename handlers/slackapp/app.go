@@ -1,0 +1,399 @@
+// Package slackapp serves the Slack app: the /vllm slash command (POST /slack/commands) and the
+// diagnosis buttons (POST /slack/interactions), over HTTP with signed requests or over Socket Mode.
+// Every HTTP request's signature is verified before anything else; commands are acknowledged at
+// once and their result follows through response_url.
+package slackapp
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/silence"
+)
+
+// Triager runs a playbook on demand. labels are like an alert's (model_name, pod); with alertname
+// set, the alert's own playbook runs again (Re-run triage), otherwise the on-demand triage.
+type Triager interface {
+	Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error)
+}
+
+// Capturer starts bounded profile captures. An error returned at once is a refusal (lock busy,
+// cooldown, unknown pod, store down) and its message is shown to the user; done is called later
+// with the report (or the failure) to post. d == 0 means the capturer's default duration.
+type Capturer interface {
+	StartCapture(ctx context.Context, pod string, d time.Duration, requestedBy string, done func(report string, err error)) error
+	// Running lists the captures in progress, one line each.
+	Running(ctx context.Context) ([]string, error)
+}
+
+// Silencer creates Alertmanager silences; *silence.Client implements it.
+type Silencer interface {
+	Create(ctx context.Context, s silence.Silence) (string, error)
+	URL(id string) string
+}
+
+// Incidents lists recent incidents; *slacknotify.Notifier implements it.
+type Incidents interface {
+	RecentIncidents(ctx context.Context, limit int) ([]slacknotify.Incident, error)
+}
+
+// Options are what New needs. Config, API and Triager are required; the rest may be nil.
+type Options struct {
+	Config    *slacknotify.Config
+	API       *slacknotify.API
+	Triager   Triager
+	Capturer  Capturer
+	Silencer  Silencer
+	Incidents Incidents
+	Logger    zerolog.Logger
+	// WorkTimeout bounds the work behind one command or click (default 2m).
+	WorkTimeout time.Duration
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// App is the Slack app's request handling, shared by the HTTP endpoints and Socket Mode.
+type App struct {
+	cfg     *slacknotify.Config
+	api     *slacknotify.API
+	metrics *slacknotify.Metrics
+	triager Triager
+	capture Capturer
+	silence Silencer
+	inc     Incidents
+	log     zerolog.Logger
+	timeout time.Duration
+	now     func() time.Time
+	auth    *authorizer
+
+	// Work outlives the request: it runs under ctx, not r.Context(), and Close waits for it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns the app. Call Close on shutdown.
+func New(o Options) (*App, error) {
+	switch {
+	case o.Config == nil:
+		return nil, errors.New("slack app: no config")
+	case o.API == nil:
+		return nil, errors.New("slack app: no Slack API")
+	case o.Triager == nil:
+		return nil, errors.New("slack app: no triager")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &App{
+		cfg: o.Config, api: o.API, metrics: o.API.Metrics(), triager: o.Triager, capture: o.Capturer,
+		silence: o.Silencer, inc: o.Incidents, log: o.Logger,
+		timeout: cmp.Or(o.WorkTimeout, 2*time.Minute), now: o.Now,
+		ctx: ctx, cancel: cancel,
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	a.auth = newAuthorizer(o.Config, o.API, a.now)
+	return a, nil
+}
+
+// Close cancels the work in flight and waits for it, until ctx ends.
+func (a *App) Close(ctx context.Context) error {
+	a.cancel()
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Wait waits for the work in flight to finish (tests).
+func (a *App) Wait() { a.wg.Wait() }
+
+// goWork runs fn in the background under the app's context with the work deadline.
+func (a *App) goWork(what string, fn func(ctx context.Context)) {
+	a.wg.Go(func() {
+		ctx, cancel := context.WithTimeoutCause(a.ctx, a.timeout, fmt.Errorf("%s took longer than %s", what, a.timeout))
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				a.log.Error().Str("work", what).Interface("panic", r).Msg("slack app work panicked")
+			}
+		}()
+		fn(ctx)
+	})
+}
+
+// maxBody bounds what the endpoints read: Slack's payloads are a few kilobytes.
+const maxBody = 1 << 20
+
+// verify reads the body and checks Slack's signature (v0 HMAC-SHA256 of "v0:timestamp:body" with
+// the signing secret, within five minutes, compared in constant time). It answers the request
+// itself when the check fails.
+func (a *App) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	reject := func(status int, reason, msg string) ([]byte, bool) {
+		a.metrics.SignatureInvalid.WithLabelValues(reason).Inc()
+		a.log.Warn().Str("reason", reason).Str("remote_addr", r.RemoteAddr).Str("path", r.URL.Path).Msg("slack request rejected")
+		http.Error(w, msg, status)
+		return nil, false
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return reject(http.StatusMethodNotAllowed, "bad_request", "POST only")
+	}
+	if !a.cfg.SigningSecret.IsSet() {
+		return reject(http.StatusServiceUnavailable, "not_configured", "slack signing_secret is not configured")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return reject(http.StatusRequestEntityTooLarge, "bad_request", "body too large or unreadable")
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret.Reveal())
+	switch {
+	case errors.Is(err, slack.ErrMissingHeaders):
+		return reject(http.StatusUnauthorized, "missing_headers", "missing Slack signature headers")
+	case errors.Is(err, slack.ErrExpiredTimestamp):
+		return reject(http.StatusUnauthorized, "expired", "request timestamp outside the 5-minute window")
+	case err != nil:
+		return reject(http.StatusUnauthorized, "invalid_signature", "invalid Slack signature")
+	}
+	if _, err := sv.Write(body); err != nil || sv.Ensure() != nil {
+		return reject(http.StatusUnauthorized, "invalid_signature", "invalid Slack signature")
+	}
+	return body, true
+}
+
+// CommandsHandler serves POST /slack/commands.
+func (a *App) CommandsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := a.verify(w, r)
+		if !ok {
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			a.metrics.SignatureInvalid.WithLabelValues("bad_request").Inc()
+			http.Error(w, "malformed form body", http.StatusBadRequest)
+			return
+		}
+		cmd := slack.SlashCommand{
+			TeamID: form.Get("team_id"), ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"),
+			UserID: form.Get("user_id"), UserName: form.Get("user_name"), Command: form.Get("command"),
+			Text: form.Get("text"), ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
+		}
+		writeJSON(w, a.HandleCommand(cmd))
+	})
+}
+
+// InteractionsHandler serves POST /slack/interactions.
+func (a *App) InteractionsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := a.verify(w, r)
+		if !ok {
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		var cb slack.InteractionCallback
+		if err == nil {
+			err = json.Unmarshal([]byte(form.Get("payload")), &cb)
+		}
+		if err != nil {
+			a.metrics.SignatureInvalid.WithLabelValues("bad_request").Inc()
+			http.Error(w, "malformed interaction payload", http.StatusBadRequest)
+			return
+		}
+		a.HandleInteraction(cb)
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func ephemeral(text string) *slack.Msg {
+	return &slack.Msg{ResponseType: slack.ResponseTypeEphemeral, Text: text}
+}
+
+// HandleCommand answers a /vllm command at once (well inside Slack's 3 seconds) and starts the
+// work whose result follows through response_url.
+func (a *App) HandleCommand(cmd slack.SlashCommand) *slack.Msg {
+	c, err := ParseCommand(cmd.Text)
+	log := a.log.With().Str("user_id", cmd.UserID).Str("channel_id", cmd.ChannelID).Logger()
+	if err != nil {
+		a.metrics.Commands.WithLabelValues("invalid").Inc()
+		log.Info().Err(err).Msg("slack command refused")
+		return ephemeral(":warning: " + err.Error() + "\n" + Usage)
+	}
+	a.metrics.Commands.WithLabelValues(c.Sub).Inc()
+	log.Info().Str("subcommand", c.Sub).Str("command", c.String()).Msg("slack command")
+	switch c.Sub {
+	case SubTriage:
+		a.goWork("triage", func(ctx context.Context) { a.runTriage(ctx, log, cmd, c) })
+		return ephemeral(fmt.Sprintf(":mag: Running triage for %s…", scopeWords(c.Labels())))
+	case SubProfile:
+		if a.capture == nil {
+			return ephemeral(":no_entry: Profile capture is not configured on this responder.")
+		}
+		a.goWork("profile", func(ctx context.Context) { a.runProfile(ctx, log, cmd, c) })
+		return ephemeral(fmt.Sprintf(":hourglass_flowing_sand: Asking for a profile of pod `%s`…", c.Pod))
+	case SubStatus:
+		a.goWork("status", func(ctx context.Context) { a.runStatus(ctx, log, cmd) })
+		return ephemeral(":hourglass_flowing_sand: Gathering status…")
+	default:
+		return ephemeral(Usage)
+	}
+}
+
+func scopeWords(l map[string]string) string {
+	var parts []string
+	if v := l["model_name"]; v != "" {
+		parts = append(parts, "model `"+v+"`")
+	}
+	if v := l["pod"]; v != "" {
+		parts = append(parts, "pod `"+v+"`")
+	}
+	if len(parts) == 0 {
+		return "all models"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// respond posts to a response_url, logging a failure (there is no one else to tell).
+func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL string, msg *slack.WebhookMessage) {
+	if responseURL == "" {
+		log.Warn().Msg("no response_url to answer on")
+		return
+	}
+	if err := a.api.Respond(ctx, responseURL, msg); err != nil {
+		log.Error().Err(err).Msg("answering on response_url")
+	}
+}
+
+func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand, c Command) {
+	d, err := a.triager.Triage(ctx, c.Labels())
+	if err != nil {
+		log.Error().Err(err).Msg("on-demand triage failed")
+		a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
+			Text: ":x: Triage failed: " + oneLine(err)})
+		return
+	}
+	blocks := append([]slack.Block{slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType,
+		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, slacknotify.DiagnosisBlocks(d)...)
+	if b := a.diagnosisButtons(d); b != nil {
+		blocks = append(blocks, b)
+	}
+	a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeInChannel,
+		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(c.Labels()), cmp.Or(d.Title, d.Verdict)), Blocks: &slack.Blocks{BlockSet: blocks}})
+}
+
+// diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one.
+func (a *App) diagnosisButtons(d *playbooks.Diagnosis) slack.Block {
+	if a.capture == nil || !d.OfferProfile || d.Scope["pod"] == "" {
+		return nil
+	}
+	v, ok := slacknotify.EncodeButtonValue(slacknotify.ButtonValue{Labels: d.Scope})
+	if !ok {
+		return nil
+	}
+	return slack.NewActionBlock("", slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
+		slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false)))
+}
+
+// oneLine is an error for a user: its first line, shortened; never a stack trace.
+func oneLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func requestedBy(userID, userName string) string {
+	if userName != "" {
+		return fmt.Sprintf("slack:%s (%s)", userName, userID)
+	}
+	return "slack:" + userID
+}
+
+func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand, c Command) {
+	reply := func(text string, inChannel bool) {
+		rt := slack.ResponseTypeEphemeral
+		if inChannel {
+			rt = slack.ResponseTypeInChannel
+		}
+		a.respond(a.ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: rt, Text: text})
+	}
+	if ok, why := a.auth.allowed(ctx, cmd.UserID, cmd.ChannelID); !ok {
+		a.metrics.Refusals.WithLabelValues("capture").Inc()
+		reply(":no_entry: You may not capture profiles: "+why, false)
+		return
+	}
+	err := a.capture.StartCapture(ctx, c.Pod, c.Duration, requestedBy(cmd.UserID, cmd.UserName), func(report string, err error) {
+		if err != nil {
+			reply(fmt.Sprintf(":x: Profile of pod `%s` failed: %s", c.Pod, oneLine(err)), true)
+			return
+		}
+		reply(fmt.Sprintf(":white_check_mark: Profile of pod `%s` requested by <@%s>:\n%s", c.Pod, cmd.UserID, report), true)
+	})
+	if err != nil {
+		reply(":no_entry: Capture refused: "+oneLine(err), false)
+		return
+	}
+	reply(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows here.", cmd.UserID, c.Pod), true)
+}
+
+func (a *App) runStatus(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand) {
+	var b strings.Builder
+	b.WriteString("*Profile captures running*\n")
+	switch {
+	case a.capture == nil:
+		b.WriteString("_capture is not configured_\n")
+	default:
+		running, err := a.capture.Running(ctx)
+		switch {
+		case err != nil:
+			b.WriteString(":warning: could not list captures: " + oneLine(err) + "\n")
+		case len(running) == 0:
+			b.WriteString("none\n")
+		default:
+			for _, r := range running {
+				b.WriteString("• " + r + "\n")
+			}
+		}
+	}
+	b.WriteString("*Recent incidents*\n")
+	if a.inc == nil {
+		b.WriteString("_not available_\n")
+	} else if incs, err := a.inc.RecentIncidents(ctx, 10); err != nil {
+		b.WriteString(":warning: could not list incidents: " + oneLine(err) + "\n")
+	} else if len(incs) == 0 {
+		b.WriteString("none\n")
+	} else {
+		for _, in := range incs {
+			state := ":red_circle: firing since " + in.StartedAt.UTC().Format("Jan 2 15:04 UTC")
+			if !in.ResolvedAt.IsZero() {
+				state = ":large_green_circle: resolved " + in.ResolvedAt.UTC().Format("Jan 2 15:04 UTC")
+			}
+			fmt.Fprintf(&b, "• *%s* %s (%d alerts)\n", cmp.Or(in.Alertname, "alert"), state, in.Alerts)
+		}
+	}
+	a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: b.String()})
+}

@@ -1,0 +1,84 @@
+package slackapp
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCommand(t *testing.T) {
+	cases := []struct {
+		text    string
+		want    Command
+		wantErr string
+	}{
+		{"", Command{Sub: SubHelp}, ""},
+		{"help", Command{Sub: SubHelp}, ""},
+		{"  TRIAGE  ", Command{Sub: SubTriage}, ""},
+		{"triage meta-llama/Llama-3.1-8B-Instruct", Command{Sub: SubTriage, Model: "meta-llama/Llama-3.1-8B-Instruct"}, ""},
+		{"triage qwen2.5:7b vllm-qwen-7d9f-abc12", Command{Sub: SubTriage, Model: "qwen2.5:7b", Pod: "vllm-qwen-7d9f-abc12"}, ""},
+		{"triage - vllm-0", Command{Sub: SubTriage, Pod: "vllm-0"}, ""},
+		{"profile vllm-0", Command{Sub: SubProfile, Pod: "vllm-0"}, ""},
+		{"profile vllm-0 30s", Command{Sub: SubProfile, Pod: "vllm-0", Duration: 30 * time.Second}, ""},
+		{"profile vllm-0 20", Command{Sub: SubProfile, Pod: "vllm-0", Duration: 20 * time.Second}, ""},
+		{"status", Command{Sub: SubStatus}, ""},
+		{`triage m"}[5m])`, Command{}, "not a model name"},
+		{`triage llama {pod=~".*"}`, Command{}, "not a Kubernetes pod name"},
+		{"triage a b c", Command{}, "takes at most"},
+		{"triage llama Vllm_0", Command{}, "not a Kubernetes pod name"},
+		{"triage &lt;script&gt;", Command{}, "not a model name"},
+		{"profile", Command{}, "takes a pod"},
+		{"profile vllm-0 forever", Command{}, "not a duration"},
+		{"profile vllm-0 1h", Command{}, "between 1s and 5m0s"},
+		{"profile vllm-0 -5s", Command{}, "between"},
+		{"status now", Command{}, "takes no arguments"},
+		{"rm -rf /", Command{}, "unknown subcommand `rm`"},
+		{strings.Repeat("a", 600), Command{}, "too long"},
+	}
+	for _, c := range cases {
+		t.Run(c.text, func(t *testing.T) {
+			got, err := ParseCommand(c.text)
+			if c.wantErr != "" {
+				if err == nil || !IsUsageError(err) || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want a usage error containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+}
+
+// FuzzParseCommand checks that no input panics, that what is accepted is within the charset that
+// may reach PromQL, and that an accepted command reads back the same.
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{"triage", "triage m p", "profile p 10s", "status", "help", "triage - p", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := ParseCommand(text)
+		if err != nil {
+			if !IsUsageError(err) {
+				t.Fatalf("%q: non-usage error %v", text, err)
+			}
+			if strings.ContainsAny(err.Error(), "<>&") {
+				t.Fatalf("%q: error echoes markup: %v", text, err)
+			}
+			return
+		}
+		if c.Model != "" && !ValidModel(c.Model) || c.Pod != "" && !ValidPod(c.Pod) {
+			t.Fatalf("%q: accepted invalid scope %+v", text, c)
+		}
+		for _, v := range c.Labels() {
+			if strings.ContainsAny(v, "\"\\{}()[]=~!, \n") {
+				t.Fatalf("%q: label value %q could break PromQL", text, v)
+			}
+		}
+		again, err := ParseCommand(c.String())
+		if err != nil || again != c {
+			t.Fatalf("%q: %+v reads back as %+v, %v", text, c, again, err)
+		}
+	})
+}

@@ -1,0 +1,154 @@
+package slackapp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/silence"
+)
+
+// click is one button press with where it happened.
+type click struct {
+	action   string
+	labels   map[string]string
+	userID   string
+	userName string
+	channel  string
+	threadTS string
+}
+
+// HandleInteraction starts the work behind a button click; the click itself is acknowledged by
+// the caller at once.
+func (a *App) HandleInteraction(cb slack.InteractionCallback) {
+	if cb.Type != slack.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+		a.metrics.Interactions.WithLabelValues("unknown").Inc()
+		return
+	}
+	act := cb.ActionCallback.BlockActions[0]
+	c := click{
+		action: act.ActionID, userID: cb.User.ID, userName: cmpOr(cb.User.Name, cb.User.Username),
+		channel: cmpOr(cb.Channel.ID, cb.Container.ChannelID),
+		// Reply in the thread the button is in: the message's own thread, or the message as parent.
+		threadTS: cmpOr(cb.Message.ThreadTimestamp, cmpOr(cb.Message.Timestamp, cb.Container.MessageTs)),
+	}
+	log := a.log.With().Str("action", c.action).Str("user_id", c.userID).Str("channel_id", c.channel).Logger()
+	v, err := slacknotify.DecodeButtonValue(act.Value)
+	if err != nil {
+		a.metrics.Interactions.WithLabelValues("unknown").Inc()
+		log.Warn().Err(err).Msg("unreadable button value")
+		return
+	}
+	c.labels = v.Labels
+	switch c.action {
+	case slacknotify.ActionRerun:
+		a.metrics.Interactions.WithLabelValues("rerun").Inc()
+		a.goWork("rerun", func(ctx context.Context) { a.rerun(ctx, log, c) })
+	case slacknotify.ActionSilence:
+		a.metrics.Interactions.WithLabelValues("silence").Inc()
+		a.goWork("silence", func(ctx context.Context) { a.silenceAlert(ctx, log, c) })
+	case slacknotify.ActionCapture:
+		a.metrics.Interactions.WithLabelValues("capture").Inc()
+		a.goWork("capture", func(ctx context.Context) { a.captureFromButton(ctx, log, c) })
+	default:
+		a.metrics.Interactions.WithLabelValues("unknown").Inc()
+		log.Warn().Msg("unknown button")
+	}
+}
+
+// inThread posts a reply in the button's thread.
+func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ...slack.MsgOption) {
+	opts = append(opts, slack.MsgOptionDisableLinkUnfurl())
+	if c.threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(c.threadTS))
+	}
+	if _, _, err := a.api.Post(ctx, c.channel, opts...); err != nil {
+		log.Error().Err(err).Msg("replying in the thread")
+	}
+}
+
+// tell shows a message to the clicking user only.
+func (a *App) tell(ctx context.Context, log zerolog.Logger, c click, text string) {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if c.threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(c.threadTS))
+	}
+	if err := a.api.Ephemeral(ctx, c.channel, c.userID, opts...); err != nil {
+		log.Error().Err(err).Msg("telling the user")
+	}
+}
+
+func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
+	d, err := a.triager.Triage(ctx, c.labels)
+	if err != nil {
+		log.Error().Err(err).Msg("re-run triage failed")
+		a.tell(ctx, log, c, ":x: Re-run failed: "+oneLine(err))
+		return
+	}
+	blocks := append([]slack.Block{slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType,
+		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, slacknotify.DiagnosisBlocks(d)...)
+	if b := a.diagnosisButtons(d); b != nil {
+		blocks = append(blocks, b)
+	}
+	a.inThread(ctx, log, c, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText("Re-run: "+cmpOr(d.Title, d.Verdict), false))
+}
+
+func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
+	if a.silence == nil {
+		a.tell(ctx, log, c, ":no_entry: Silencing is not configured on this responder (alertmanager.url).")
+		return
+	}
+	if ok, why := a.auth.allowed(ctx, c.userID, c.channel); !ok {
+		a.metrics.Refusals.WithLabelValues("silence").Inc()
+		a.tell(ctx, log, c, ":no_entry: You may not silence alerts: "+why)
+		return
+	}
+	d := time.Duration(a.cfg.SilenceDuration)
+	by := requestedBy(c.userID, c.userName)
+	id, err := a.silence.Create(ctx, silence.ForLabels(c.labels, a.now(), d, by,
+		fmt.Sprintf("Silenced from Slack by %s for %s", by, d)))
+	if err != nil {
+		log.Error().Err(err).Msg("creating silence")
+		a.tell(ctx, log, c, ":x: Could not create the silence: "+oneLine(err))
+		return
+	}
+	log.Info().Str("silence_id", id).Msg("silence created from slack")
+	a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":mute: <@%s> silenced `%s` for %s (<%s|silence %s>).",
+		c.userID, c.labels["alertname"], d, a.silence.URL(id), id), false))
+}
+
+func (a *App) captureFromButton(ctx context.Context, log zerolog.Logger, c click) {
+	if a.capture == nil {
+		a.tell(ctx, log, c, ":no_entry: Profile capture is not configured on this responder.")
+		return
+	}
+	pod := c.labels["pod"]
+	if !ValidPod(pod) {
+		a.tell(ctx, log, c, ":no_entry: This diagnosis names no pod to profile; use `/vllm profile <pod>`.")
+		return
+	}
+	if ok, why := a.auth.allowed(ctx, c.userID, c.channel); !ok {
+		a.metrics.Refusals.WithLabelValues("capture").Inc()
+		a.tell(ctx, log, c, ":no_entry: You may not capture profiles: "+why)
+		return
+	}
+	err := a.capture.StartCapture(ctx, pod, 0, requestedBy(c.userID, c.userName), func(report string, err error) {
+		// Called when the capture ends, long after this click's context.
+		ctx, cancel := context.WithTimeoutCause(a.ctx, time.Minute, fmt.Errorf("posting the capture report timed out"))
+		defer cancel()
+		if err != nil {
+			a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":x: Profile of pod `%s` failed: %s", pod, oneLine(err)), false))
+			return
+		}
+		a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":white_check_mark: Profile of pod `%s` requested by <@%s>:\n%s", pod, c.userID, report), false))
+	})
+	if err != nil {
+		a.tell(ctx, log, c, ":no_entry: Capture refused: "+oneLine(err))
+		return
+	}
+	a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows in this thread.", c.userID, pod), false))
+}
