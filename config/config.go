@@ -78,7 +78,7 @@ type WebhookConfig struct {
 
 // RedisConfig selects the shared store. Empty URL: in-memory store (single replica).
 type RedisConfig struct {
-	URL          string        `yaml:"url"`
+	URL          secret.URL    `yaml:"url"`
 	Password     secret.Secret `yaml:"password"`
 	PasswordFile string        `yaml:"password_file"`
 	// KeyPrefix namespaces every key (default "vllm-responder:").
@@ -302,7 +302,7 @@ func (c *Config) Validate() error {
 		add("webhook.max_body_bytes: must be positive")
 	}
 	if c.Redis.URL != "" {
-		u, err := url.Parse(c.Redis.URL)
+		u, err := url.Parse(c.Redis.URL.Reveal())
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			add("redis.url: must look like redis://host:6379/0 (the value is not shown: it may hold a password)")
 		}
@@ -360,14 +360,6 @@ func checkURL(s string, required bool) error {
 // URL's password removed: what `responder check` prints.
 func (c *Config) Redacted() string {
 	cp := *c
-	if cp.Redis.URL != "" {
-		if u, err := url.Parse(cp.Redis.URL); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			}
-			cp.Redis.URL = u.String()
-		}
-	}
 	b, err := yaml.Marshal(&cp)
 	if err != nil {
 		return fmt.Sprintf("(cannot render config: %v)", err)

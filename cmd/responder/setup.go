@@ -94,7 +94,7 @@ func newStore(c *cfgpkg.Config) (store.Store, string, error) {
 	if c.Redis.URL == "" {
 		return store.NewMemory(), "memory", nil
 	}
-	s, err := store.NewRedis(c.Redis.URL, c.Redis.Password.Reveal(), c.Redis.KeyPrefix)
+	s, err := store.NewRedis(c.Redis.URL.Reveal(), c.Redis.Password.Reveal(), c.Redis.KeyPrefix)
 	if err != nil {
 		return nil, "", err
 	}
