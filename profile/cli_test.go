@@ -77,3 +77,12 @@ func TestReportTextForFailures(t *testing.T) {
 		t.Fatalf("got:\n%s", got)
 	}
 }
+
+func TestARecordPrintsOnOneLine(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	r := Record{ID: "abc", Pod: "vllm-0", Namespace: "llm", RequestedBy: "alice", Replica: "r1", RequestedAt: at, StartedAt: at.Add(time.Second), Window: 10 * time.Second, State: StateProfiling}
+	want := "llm/vllm-0: profiling for alice since 2026-03-04T05:06:08Z (window 10s, capture abc on r1)"
+	if got := r.String(); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

@@ -79,3 +79,17 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// String is the record on one line, for /vllm status.
+func (r Record) String() string {
+	since := r.RequestedAt
+	if !r.StartedAt.IsZero() {
+		since = r.StartedAt
+	}
+	s := fmt.Sprintf("%s: %s for %s since %s (window %s, capture %s on %s)",
+		podName(r.Namespace, r.Pod), r.State, orUnknown(r.RequestedBy), since.UTC().Format(time.RFC3339), r.Window, r.ID, r.Replica)
+	if r.LastError != "" {
+		s += "; last error: " + r.LastError
+	}
+	return s
+}
