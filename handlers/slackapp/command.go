@@ -52,7 +52,9 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-func usageErr(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+func usageErr(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // IsUsageError reports whether err is the user's mistake.
 func IsUsageError(err error) bool {
@@ -124,7 +126,6 @@ func ParseCommand(text string) (Command, error) {
 		return Command{}, usageErr("unknown subcommand %s", quote(sub))
 	}
 }
-
 
 func parseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
