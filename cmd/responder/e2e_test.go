@@ -1,0 +1,294 @@
+package main
+
+// End to end, on the real chain: vllm-sim pods -> a real Prometheus (scraping them, evaluating the
+// fast alert rules rendered by rulegen) -> a real Alertmanager -> this responder (serve, in-process)
+// -> the console notifier. Each scenario runs on a vllm-sim process of its own (its own `pod`
+// label), all at once, so the test takes about as long as the slowest signature.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
+)
+
+// e2eRuleOverrides tune the fast rules for vllm-sim's default engine: long-prompts raises TTFT p99
+// to ~0.3-0.5 s and wide-batch ITL p99 to ~0.15 s, both under the fast profile's thresholds.
+var e2eRuleOverrides = []string{
+	"eval_interval=1s",
+	"alerts.ttft.threshold=0.2",
+	"alerts.itl.threshold=0.12",
+}
+
+// e2eResponderConfig: playbook windows matching the fast rules' 30s rate windows, and an
+// absolute prefill threshold for a Prometheus that has no day-old baseline.
+const e2eResponderConfig = `playbooks:
+  window: 30s
+  params:
+    ttft-p99-high: {prefill_abs: 0.1}
+dispatch: {dedup_window: 1h}
+`
+
+type e2eCase struct {
+	scenario, alert, verdict string
+}
+
+var e2eCases = []e2eCase{
+	{"overload", "VLLMTimeToFirstTokenP99High", "capacity-past-knee"},
+	{"kv-pressure", "VLLMKVCacheNearFull", "kv-preemption"},
+	{"long-prompts", "VLLMTimeToFirstTokenP99High", "prefill-bound"},
+	{"wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound"},
+	{"client-timeouts", "VLLMRequestAbortRateHigh", "client-aborts"},
+}
+
+func goTool(t *testing.T) string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("go tool not found on PATH nor in GOROOT")
+	}
+	return p
+}
+
+func goRun(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(goTool(t), args...)
+	cmd.Dir = "../.." // the module root; tests run in cmd/responder
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// consoleVerdicts parses the console notifier's output: alertname/pod -> verdicts, in order.
+func consoleVerdicts(out string) map[string][]string {
+	got := map[string][]string{}
+	cur := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "VLLM") {
+			f := strings.Fields(line)
+			pod := ""
+			for _, kv := range f[1:] {
+				if v, ok := strings.CutPrefix(kv, "pod="); ok {
+					pod = strings.Trim(v, `"`)
+				}
+			}
+			cur = f[0] + "/" + pod
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "  verdict:  "); ok && cur != "" {
+			got[cur] = append(got[cur], strings.TrimSpace(v))
+			cur = ""
+		}
+	}
+	return got
+}
+
+// promAlerts lists the firing or pending alerts of Prometheus as "alertname/pod state".
+func promAlerts(promURL string) []string {
+	r, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape("ALERTS"))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer r.Body.Close()
+	var resp struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(b, &resp); err != nil {
+		return []string{string(b)}
+	}
+	var out []string
+	for _, s := range resp.Data.Result {
+		out = append(out, s.Metric["alertname"]+"/"+s.Metric["pod"]+" "+s.Metric["alertstate"])
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts six simulators, Prometheus and Alertmanager")
+	}
+	start := time.Now()
+	dir := t.TempDir()
+	simBin := filepath.Join(dir, "vllm-sim")
+	rules := filepath.Join(dir, "vllm-alerts.fast.rules.yml")
+	goRun(t, "build", "-o", simBin, "./cmd/vllm-sim")
+	args := []string{"run", "./cmd/rulegen", "-profile", "fast", "-o", rules}
+	for _, s := range e2eRuleOverrides {
+		args = append(args, "-set", s)
+	}
+	goRun(t, args...)
+
+	scenarios := []string{"healthy"}
+	for _, c := range e2eCases {
+		scenarios = append(scenarios, c.scenario)
+	}
+	var targets []testenv.Target
+	for i, sc := range scenarios {
+		port := testenv.FreePort(t)
+		testenv.Start(t, "vllm-sim "+sc, simBin,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--scenario", sc, "--seed", fmt.Sprint(i+1),
+			"--profiler-dir", t.TempDir(), "--log-level", "warn")
+		targets = append(targets, testenv.Target{
+			Addr:   fmt.Sprintf("127.0.0.1:%d", port),
+			Labels: map[string]string{"pod": sc, "namespace": "e2e"},
+		})
+	}
+
+	// Alertmanager needs the responder's address and the responder Prometheus's: pick the
+	// responder's port first.
+	respPort := testenv.FreePort(t)
+	respURL := fmt.Sprintf("http://127.0.0.1:%d", respPort)
+	am := testenv.Alertmanager(t, fmt.Sprintf(`
+route:
+  receiver: responder
+  group_by: [alertname, namespace, pod, model_name]
+  group_wait: 1s
+  group_interval: 2s
+  repeat_interval: 1h
+receivers:
+  - name: responder
+    webhook_configs:
+      - url: %s/alertmanager
+        send_resolved: true
+        http_config:
+          authorization: {credentials: e2e-t0ken}
+`, respURL))
+	prom := testenv.Prometheus(t, testenv.PromOptions{
+		ScrapeTargets:      targets,
+		ScrapeInterval:     time.Second,
+		RuleFiles:          []string{rules},
+		EvaluationInterval: time.Second,
+		Alertmanagers:      []string{am.Addr},
+	})
+	out := startResponderOn(t, respPort, prom.URL, "webhook: {bearer_token: e2e-t0ken}\n"+e2eResponderConfig)
+	t.Logf("chain up after %s", time.Since(start).Round(time.Second))
+
+	// Every scenario's alert fires and is diagnosed with its verdict; wait for all at once.
+	want := map[string]string{}
+	for _, c := range e2eCases {
+		want[c.alert+"/"+c.scenario] = c.verdict
+	}
+	missing := func() []string {
+		got := consoleVerdicts(out.String())
+		var m []string
+		for k, v := range want {
+			if len(got[k]) == 0 || got[k][0] != v {
+				m = append(m, fmt.Sprintf("%s: want %s, got %v", k, v, got[k]))
+			}
+		}
+		sort.Strings(m)
+		return m
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	got := consoleVerdicts(out.String())
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("diagnosed %-45s %v", k, got[k])
+	}
+	if m := missing(); len(m) > 0 {
+		t.Fatalf("after %s, verdicts missing or wrong:\n  %s\nPrometheus alerts: %v\nconsole:\n%s",
+			time.Since(start).Round(time.Second), strings.Join(m, "\n  "), promAlerts(prom.URL), out.String())
+	}
+	// The healthy pod fired nothing, neither in Prometheus nor at the responder.
+	for k := range got {
+		if strings.HasSuffix(k, "/healthy") {
+			t.Errorf("the healthy pod was diagnosed: %s %v", k, got[k])
+		}
+	}
+	for _, a := range promAlerts(prom.URL) {
+		if strings.Contains(a, "/healthy ") {
+			t.Errorf("the healthy pod has an alert in Prometheus: %s", a)
+		}
+	}
+	// Margins, for whoever tunes the thresholds above: the worst the healthy pod got.
+	for _, q := range []string{
+		`max_over_time((histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{pod="healthy"}[30s]))))[5m:1s])`,
+		`max_over_time((histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket{pod="healthy"}[30s]))))[5m:1s])`,
+		`max_over_time((histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{pod="long-prompts"}[30s]))))[5m:1s])`,
+		`max_over_time((histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket{pod="wide-batch"}[30s]))))[5m:1s])`,
+	} {
+		t.Logf("%s = %s", q, promScalar(prom.URL, q))
+	}
+	t.Logf("all verdicts after %s", time.Since(start).Round(time.Second))
+}
+
+func promScalar(promURL, q string) string {
+	r, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Body.Close()
+	var resp struct {
+		Data struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(b, &resp) != nil || len(resp.Data.Result) == 0 || len(resp.Data.Result[0].Value) < 2 {
+		return "none"
+	}
+	return fmt.Sprint(resp.Data.Result[0].Value[1])
+}
+
+// startResponderOn is startResponder on a port chosen beforehand (Alertmanager's config names it).
+func startResponderOn(t *testing.T, port int, promURL, extra string) *syncBuf {
+	t.Helper()
+	path := writeConfig(t, promURL, fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, extra))
+	c, err := cfgpkg.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, c, zerolog.New(io.Discard), out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	testenv.WaitFor(t, 10*time.Second, "responder /healthz", func() bool {
+		r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+	return out
+}
