@@ -1,0 +1,203 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/alertmanager/template"
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+// collector records notifications.
+type collector struct {
+	mu sync.Mutex
+	ns []*notify.Notification
+}
+
+func (c *collector) Notify(_ context.Context, n *notify.Notification) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ns = append(c.ns, n)
+	return false, nil
+}
+
+func (c *collector) all() []*notify.Notification {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*notify.Notification(nil), c.ns...)
+}
+
+// engineOn returns a playbook engine on a Prometheus at url (here: nothing listening, so every
+// diagnosis is degraded the way it is when Prometheus is down).
+func engineOn(t *testing.T, url string) (*playbooks.Set, *playbooks.Engine) {
+	t.Helper()
+	b, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := playbooks.NewSet(b, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, playbooks.NewEngine(playbooks.PrometheusQuerier{API: v1.NewAPI(c)}, playbooks.EngineOptions{QueryTimeout: 2 * time.Second})
+}
+
+func message(groupKey string, alerts ...template.Alert) *Message {
+	return &Message{Data: &template.Data{Status: "firing", Alerts: alerts, CommonLabels: map[string]string{}}, Version: "4", GroupKey: groupKey}
+}
+
+func alert(fp string) template.Alert {
+	return template.Alert{Status: "firing", Fingerprint: fp, StartsAt: time.Unix(1700000000, 0),
+		Labels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-" + fp, "model_name": "m"}}
+}
+
+func TestTwoReplicasSharingRedisDiagnoseEachAlertOnce(t *testing.T) {
+	addr := testenv.RedisAddr(t)
+	prefix := fmt.Sprintf("test-%d:", time.Now().UnixNano())
+	set, engine := engineOn(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)))
+	var notes []*collector
+	var ds []*Dispatcher
+	for i := 0; i < 2; i++ {
+		st, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		c := &collector{}
+		d := New(set, engine, c, st, Options{Workers: 2, QueueSize: 16, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+		d.Start()
+		notes, ds = append(notes, c), append(ds, d)
+	}
+	msg := message("g1", alert("a"), alert("b"))
+	// Alertmanager may deliver the same group to both replicas, and re-send it.
+	for round := 0; round < 3; round++ {
+		for _, d := range ds {
+			if _, err := d.Accept(context.Background(), msg, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, d := range ds {
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diagnosed := map[string]int{}
+	for _, c := range notes {
+		for _, n := range c.all() {
+			for _, it := range n.Items {
+				diagnosed[it.Alert.Fingerprint]++
+				// Prometheus is down: the diagnosis is still posted, degraded, saying so.
+				if it.Diagnosis == nil || !strings.Contains(it.Diagnosis.Error, "Prometheus could not be reached") {
+					t.Fatalf("want a degraded diagnosis naming Prometheus, got %+v", it.Diagnosis)
+				}
+			}
+		}
+	}
+	if diagnosed["a"] != 1 || diagnosed["b"] != 1 {
+		t.Fatalf("each alert must be diagnosed exactly once across replicas, got %v", diagnosed)
+	}
+}
+
+func TestAFullQueueRefusesAndDropsItsClaimsSoTheRetryIsAccepted(t *testing.T) {
+	set, engine := engineOn(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)))
+	st := store.NewMemory()
+	c := &collector{}
+	d := New(set, engine, c, st, Options{Workers: 1, QueueSize: 1, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	// Workers not started: the queue fills.
+	if _, err := d.Accept(context.Background(), message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Accept(context.Background(), message("g2", alert("b")), time.Now()); err != ErrQueueFull {
+		t.Fatalf("want ErrQueueFull, got %v", err)
+	}
+	d.Start()
+	testenv.WaitFor(t, 10*time.Second, "the queue to drain", func() bool { return len(c.all()) == 1 })
+	acc, err := d.Accept(context.Background(), message("g2", alert("b")), time.Now())
+	if err != nil || acc.New != 1 {
+		t.Fatalf("Alertmanager's retry must be accepted: %+v %v", acc, err)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Accept(context.Background(), message("g3", alert("c")), time.Now()); err != ErrShuttingDown {
+		t.Fatalf("after shutdown want ErrShuttingDown, got %v", err)
+	}
+	if len(c.all()) != 2 {
+		t.Fatalf("accepted work lost: %d notifications", len(c.all()))
+	}
+}
+
+func TestRedisDownStillDiagnoses(t *testing.T) {
+	r := testenv.StartRedis(t)
+	st, err := store.NewRedis("redis://"+r.Addr+"/0", "", "x:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r.Stop()
+	set, engine := engineOn(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)))
+	c := &collector{}
+	d := New(set, engine, c, st, Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	acc, err := d.Accept(context.Background(), message("g1", alert("a")), time.Now())
+	if err != nil || acc.New != 1 {
+		t.Fatalf("with Redis down an alert must still be accepted: %+v %v", acc, err)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.all()) != 1 {
+		t.Fatal("the alert was not diagnosed")
+	}
+}
+
+func TestResolvedAlertsArePassedOnWithoutAPlaybookRun(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	a := alert("a")
+	a.Status = "resolved"
+	msg := message("g1", a)
+	msg.Status = "resolved"
+	if _, err := d.Accept(context.Background(), msg, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	d.Shutdown(context.Background())
+	ns := c.all()
+	if len(ns) != 1 || !ns[0].Resolved() || ns[0].Items[0].Diagnosis != nil {
+		t.Fatalf("want one resolution without a diagnosis, got %+v", ns)
+	}
+}
+
+func TestUnknownAlertsAreNotPosted(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	a := alert("a")
+	a.Labels["alertname"] = "SomethingElse"
+	if _, err := d.Accept(context.Background(), message("g1", a), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	d.Shutdown(context.Background())
+	if len(c.all()) != 0 {
+		t.Fatal("an alert no playbook knows must be logged and counted, not posted")
+	}
+}
