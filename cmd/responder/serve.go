@@ -20,6 +20,7 @@ import (
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/handlers"
+	"github.com/vllm-responder/vllm-responder/handlers/slackapp"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/console"
@@ -131,7 +132,12 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 			{Name: "store", Required: storeKind == "redis", Func: st.Ping},
 		},
 	}
-	if err := mountSlack(ctx, c, &routes, slackAPI, d, capt, st, log); err != nil {
+	var incidents slackapp.Incidents
+	if sn, ok := base.(*slacknotify.Notifier); ok {
+		incidents = sn
+	}
+	closeSlack, err := mountSlack(ctx, c, &routes, slackAPI, d, capt, incidents, log)
+	if err != nil {
 		return err
 	}
 
@@ -162,6 +168,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	if capt != nil {
 		_ = capt.Shutdown(drain)
 	}
+	_ = closeSlack(drain)
 	if err := srv.Shutdown(drain); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn().Err(err).Msg("http shutdown")
 	}

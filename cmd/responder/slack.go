@@ -2,20 +2,74 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/handlers"
+	"github.com/vllm-responder/vllm-responder/handlers/slackapp"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
-	"github.com/vllm-responder/vllm-responder/store"
+	"github.com/vllm-responder/vllm-responder/silence"
 )
 
-// mountSlack wires the Slack app's endpoints (slash command, buttons) when Slack is configured.
-// Until handlers/slackapp lands, only notifications go to Slack.
-func mountSlack(_ context.Context, _ *cfgpkg.Config, _ *handlers.Routes, _ *slacknotify.API, _ *dispatch.Dispatcher,
-	_ *profile.Service, _ store.Store, _ zerolog.Logger) error {
-	return nil
+// mountSlack wires the Slack app (the /vllm command and the buttons) when Slack is configured:
+// on the HTTP endpoints, or over Socket Mode when slack.socket_mode is set. It returns a function
+// that waits for the app's background work on shutdown.
+func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, api *slacknotify.API, d *dispatch.Dispatcher,
+	capt *profile.Service, incidents slackapp.Incidents, log zerolog.Logger) (func(context.Context) error, error) {
+	if api == nil || !c.Slack.Interactive() {
+		return func(context.Context) error { return nil }, nil
+	}
+	o := slackapp.Options{Config: &c.Slack, API: api, Triager: d, Incidents: incidents, Logger: log}
+	if capt != nil {
+		o.Capturer = capturer{svc: capt}
+	}
+	if c.Alertmanager.URL != "" {
+		s, err := silence.New(c.Alertmanager.URL, nil, 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("alertmanager.url: %w", err)
+		}
+		o.Silencer = s
+	}
+	app, err := slackapp.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if c.Slack.SocketMode {
+		go func() {
+			if err := app.RunSocketMode(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error().Err(err).Msg("slack socket mode stopped")
+			}
+		}()
+	} else {
+		routes.SlackCommands = app.CommandsHandler()
+		routes.SlackInteractions = app.InteractionsHandler()
+	}
+	return app.Close, nil
+}
+
+// capturer adapts profile.Service to the Slack app's Capturer.
+type capturer struct{ svc *profile.Service }
+
+func (c capturer) StartCapture(ctx context.Context, pod string, d time.Duration, by string, done func(string, error)) error {
+	return c.svc.Start(ctx, profile.Request{Pod: pod, Duration: d, RequestedBy: by, Source: "slack"}, func(r *profile.Report) {
+		done(r.String(), r.Err)
+	})
+}
+
+func (c capturer) Running(ctx context.Context) ([]string, error) {
+	recs, err := c.svc.Running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.String())
+	}
+	return out, nil
 }
