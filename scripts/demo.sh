@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# The demo (make demo, after make build): the whole chain on loopback ports of its own,
+#
+#   bin/vllm-sim -> Prometheus (fast alert rules, 1s scrape/evaluation) -> Alertmanager -> bin/responder serve
+#
+# and a walk through vllm-sim's scenarios (healthy, overload, kv-pressure, long-prompts, wide-batch,
+# client-timeouts). Each is held until its alert's diagnosis arrives (or DEMO_TIMEOUT seconds), then
+# the sim goes back to healthy until the alerts resolve. The responder's console notifier prints each
+# diagnosis as it arrives; with SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they
+# go to Slack instead.
+#
+# Environment: DEMO_TIMEOUT (default 180) seconds per wait; DEMO_STAY=1 keeps everything running
+# after the walk-through until Ctrl-C (default: 1 on a terminal, 0 otherwise; with 0 the script
+# exits non-zero if a scenario did not produce its verdict). Everything it starts is stopped on
+# exit or Ctrl-C, and its files live in one mktemp directory (kept with DEMO_KEEP_TMP=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TIMEOUT=${DEMO_TIMEOUT:-180}
+if [ -t 1 ]; then STAY=${DEMO_STAY:-1}; else STAY=${DEMO_STAY:-0}; fi
+for b in bin/responder bin/vllm-sim; do
+  [ -x "$b" ] || { echo "$b missing: run make demo (it builds bin/ first)" >&2; exit 1; }
+done
+scripts/deps.sh
+for b in curl; do command -v "$b" >/dev/null || { echo "demo needs $b" >&2; exit 1; }; done
+
+tmp=$(mktemp -d -t vllm-demo.XXXXXX)
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  echo
+  echo "== stopping the demo"
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[$i]}" 2>/dev/null || true; done
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do wait "${pids[$i]}" 2>/dev/null || true; done
+  if [ "${DEMO_KEEP_TMP:-0}" = 1 ]; then echo "files kept in $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+freeport() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    return
+  fi
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 30000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+# waitfor SECONDS WHAT CMD...: polls CMD every second until it succeeds or SECONDS pass.
+waitfor() {
+  local secs=$1 what=$2 i
+  shift 2
+  for ((i = 0; i < secs; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  echo "   (timed out after ${secs}s waiting for $what)"
+  return 1
+}
+
+SIM_PORT=$(freeport)
+PROM_PORT=$(freeport)
+AM_PORT=$(freeport)
+RESP_PORT=$(freeport)
+SIM=127.0.0.1:$SIM_PORT
+PROM=http://127.0.0.1:$PROM_PORT
+AM=http://127.0.0.1:$AM_PORT
+RESP=http://127.0.0.1:$RESP_PORT
+POD=vllm-demo-0
+NS=demo
+RESPONDER_WEBHOOK_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export RESPONDER_WEBHOOK_TOKEN
+
+echo "== rendering the fast alert rules (deploy/prometheus, profile fast)"
+# The fast profile, plus thresholds vllm-sim's long-prompts (TTFT p99 ~0.25-0.5 s) and wide-batch
+# (ITL p99 ~0.15 s) scenarios cross; healthy stays at ~0.06 s and ~0.05 s. Same values as
+# cmd/responder/e2e_test.go.
+go run ./cmd/rulegen -profile fast \
+  -set eval_interval=1s -set alerts.ttft.threshold=0.15 -set alerts.itl.threshold=0.1 \
+  -o "$tmp/vllm-alerts.rules.yml"
+
+echo "== starting vllm-sim on $SIM"
+mkdir -p "$tmp/profiles"
+bin/vllm-sim --listen "$SIM" --scenario healthy --profiler-dir "$tmp/profiles" --log-level warn \
+  >"$tmp/vllm-sim.log" 2>&1 &
+pids+=($!)
+
+echo "== starting Prometheus on $PROM"
+cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $tmp/vllm-alerts.rules.yml
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["127.0.0.1:$AM_PORT"]
+scrape_configs:
+  - job_name: vllm
+    static_configs:
+      - targets: ["$SIM"]
+        labels: {pod: $POD, namespace: $NS}
+EOF
+prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prometheus" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" >"$tmp/prometheus.log" 2>&1 &
+pids+=($!)
+
+echo "== starting Alertmanager on $AM"
+cat >"$tmp/alertmanager.yml" <<EOF
+route:
+  receiver: vllm-responder
+  group_by: [alertname, namespace, pod, model_name]
+  group_wait: 1s
+  group_interval: 2s
+  repeat_interval: 1h
+receivers:
+  - name: vllm-responder
+    webhook_configs:
+      - url: $RESP/alertmanager
+        send_resolved: true
+        http_config:
+          authorization: {credentials_file: $tmp/webhook-token}
+EOF
+printf '%s' "$RESPONDER_WEBHOOK_TOKEN" >"$tmp/webhook-token"
+prometheus-alertmanager --config.file="$tmp/alertmanager.yml" --storage.path="$tmp/alertmanager" \
+  --web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >"$tmp/alertmanager.log" 2>&1 &
+pids+=($!)
+
+if [ -n "${SLACK_BOT_TOKEN:-}" ]; then notifier="Slack (${SLACK_CHANNEL:-#vllm-incidents})"; else notifier="console"; fi
+echo "== starting bin/responder serve on $RESP (notifier: $notifier)"
+cat >"$tmp/responder.yaml" <<EOF
+listen: "127.0.0.1:$RESP_PORT"
+log: {level: warn, format: console}
+prometheus: {url: "$PROM"}
+alertmanager: {url: "$AM"}
+webhook: {bearer_token: "\${RESPONDER_WEBHOOK_TOKEN}"}
+slack:
+  bot_token: "\${SLACK_BOT_TOKEN}"
+  signing_secret: "\${SLACK_SIGNING_SECRET}"
+  channel: "\${SLACK_CHANNEL:-#vllm-incidents}"
+playbooks:
+  # Windows to match the fast rules' 30s rate windows; a fresh Prometheus has no day-old
+  # baseline, so prefill-bound needs an absolute prefill threshold vllm-sim's long prompts cross.
+  window: 30s
+  params:
+    ttft-p99-high: {prefill_abs: 0.1}
+dispatch: {dedup_window: 1h}
+profile:
+  enabled: true
+  url_template: "http://{{.instance}}"
+  allowed_networks: [127.0.0.0/8]
+EOF
+bin/responder check --config "$tmp/responder.yaml" >"$tmp/check.log" 2>&1 ||
+  { cat "$tmp/check.log"; exit 1; }
+: >"$tmp/responder.out"
+bin/responder serve --config "$tmp/responder.yaml" >>"$tmp/responder.out" 2>"$tmp/responder.log" &
+pids+=($!)
+
+waitfor 30 "vllm-sim" curl -fsS "http://$SIM/health" || { cat "$tmp/vllm-sim.log"; exit 1; }
+waitfor 60 "Prometheus" curl -fsS "$PROM/-/ready" || { tail -20 "$tmp/prometheus.log"; exit 1; }
+waitfor 30 "Alertmanager" curl -fsS "$AM/-/ready" || { tail -20 "$tmp/alertmanager.log"; exit 1; }
+waitfor 30 "the responder" curl -fsS "$RESP/healthz" || { tail -20 "$tmp/responder.log"; exit 1; }
+
+# The responder's console output, shown as it arrives.
+tail -n +1 -f "$tmp/responder.out" &
+pids+=($!)
+
+cat <<EOF
+
+  vllm-sim       http://$SIM        (POST /admin/scenario, GET /admin/stats)
+  Prometheus     $PROM      (alerts: $PROM/alerts)
+  Alertmanager   $AM
+  responder      $RESP      (metrics: $RESP/metrics)
+  files          $tmp
+
+EOF
+
+banner() {
+  echo
+  echo "################################################################################"
+  printf '## %s\n' "$@"
+  echo "################################################################################"
+}
+scenario() {
+  curl -fsS -X POST "http://$SIM/admin/scenario" -H 'Content-Type: application/json' \
+    -d "{\"scenario\":\"$1\"}" >/dev/null
+}
+# alerts_of_pod prints how many alerts (pending or firing) Prometheus has for the demo pod.
+alerts_of_pod() {
+  curl -fsS "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{pod=\"$POD\"}) or vector(0)" |
+    sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p'
+}
+no_alerts() { [ "$(alerts_of_pod)" = 0 ]; }
+# verdict_after LINE ALERT prints the verdict of the first diagnosis of ALERT after line LINE of
+# the console output.
+verdict_after() {
+  tail -n +"$(($1 + 1))" "$tmp/responder.out" |
+    awk -v a="$2" '$1 ~ /^VLLM/ { hit = ($1 == a); next } hit && $1 == "resolved" { hit = 0 }
+      hit && $1 == "verdict:" { print $2; exit }'
+}
+# resolved_since LINE: every alert that fired after line LINE of the console output was resolved.
+resolved_since() {
+  local f r
+  f=$(tail -n +"$(($1 + 1))" "$tmp/responder.out" | grep -c '^\[FIRING\]' || true)
+  r=$(tail -n +"$(($1 + 1))" "$tmp/responder.out" | grep -c '^\[RESOLVED\]' || true)
+  [ "$r" -ge "$f" ]
+}
+all_clear() { no_alerts && resolved_since "$1"; }
+has_verdict() { [ -n "$(verdict_after "$1" "$2")" ]; }
+
+results=()
+failed=0
+
+banner "healthy: 4 req/s, short prompts. Nothing should fire (held 30s)."
+hold_start=$(date +%s)
+while [ $(($(date +%s) - hold_start)) -lt 30 ]; do sleep 1; done
+if no_alerts; then results+=("healthy          no alerts                      ok"); else
+  results+=("healthy          alerts fired: $(alerts_of_pod)          UNEXPECTED"); failed=1
+fi
+
+run_scenario() { # scenario alert expected-verdict description
+  local sc=$1 alert=$2 want=$3 desc=$4 line got
+  banner "$sc: $desc" "expect $alert -> $want"
+  line=$(wc -l <"$tmp/responder.out")
+  scenario "$sc"
+  local t0=$SECONDS
+  waitfor "$TIMEOUT" "a diagnosis of $alert" has_verdict "$line" "$alert" || true
+  got=$(verdict_after "$line" "$alert")
+  local mark=ok
+  [ "$got" = "$want" ] || { mark="UNEXPECTED"; failed=1; }
+  printf -v r '%-16s %-30s -> %-20s %s (%ss)' "$sc" "$alert" "${got:-none}" "$mark" $((SECONDS - t0))
+  results+=("$r")
+  echo
+  echo ">> $r"
+  echo ">> back to healthy until the alerts resolve"
+  scenario healthy
+  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
+}
+
+run_scenario overload VLLMTimeToFirstTokenP99High capacity-past-knee \
+  "70 req/s, about twice capacity: the queue grows without bound."
+run_scenario kv-pressure VLLMKVCacheNearFull kv-preemption \
+  "a burst of long requests fills the KV cache; the scheduler preempts."
+run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \
+  "~5000-token prompts: prefill time dominates TTFT, no queue."
+run_scenario wide-batch VLLMInterTokenLatencyP99High decode-bound \
+  "~200 requests decoding at once: every decode step is slower."
+run_scenario client-timeouts VLLMRequestAbortRateHigh client-aborts \
+  "healthy load, but 40% of clients give up after 0.5-2.5s."
+
+banner "summary"
+printf '  %s\n' "${results[@]}"
+if [ "$STAY" = 1 ]; then
+  echo
+  echo "Everything keeps running. Switch scenarios yourself, e.g.:"
+  echo "  curl -XPOST http://$SIM/admin/scenario -d '{\"scenario\":\"overload\"}'"
+  echo "Ctrl-C stops the demo."
+  while :; do sleep 3600; done
+fi
+exit "$failed"
