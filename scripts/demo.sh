@@ -78,9 +78,12 @@ export RESPONDER_WEBHOOK_TOKEN
 echo "== rendering the fast alert rules (deploy/prometheus, profile fast)"
 # The fast profile, plus thresholds vllm-sim's long-prompts (TTFT p99 ~0.25-0.5 s) and wide-batch
 # (ITL p99 ~0.15 s) scenarios cross; healthy stays at ~0.06 s and ~0.05 s. Same values as
-# cmd/responder/e2e_test.go.
+# cmd/responder/e2e_test.go. The latency alerts wait 30s (not 15s) before firing: one sim switches
+# scenarios here, and a diagnosis taken earlier would look at a 30s window still half full of the
+# previous healthy load (prefill and ITL means diluted: inconclusive instead of prefill-/decode-bound).
 go run ./cmd/rulegen -profile fast \
   -set eval_interval=1s -set alerts.ttft.threshold=0.15 -set alerts.itl.threshold=0.1 \
+  -set alerts.ttft.for=30s -set alerts.itl.for=30s \
   -o "$tmp/vllm-alerts.rules.yml"
 
 echo "== starting vllm-sim on $SIM"

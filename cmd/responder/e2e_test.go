@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -59,12 +58,9 @@ var e2eCases = []e2eCase{
 }
 
 func goTool(t *testing.T) string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("go tool not found on PATH nor in GOROOT")
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is not on PATH: %v", err)
 	}
 	return p
 }
