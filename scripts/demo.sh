@@ -195,7 +195,7 @@ scenario() {
 }
 # alerts_of_pod prints how many alerts (pending or firing) Prometheus has for the demo pod.
 alerts_of_pod() {
-  curl -fsS "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{pod=\"$POD\"}) or vector(0)" |
+  curl -fs "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{pod=\"$POD\"}) or vector(0)" |
     sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p'
 }
 no_alerts() { [ "$(alerts_of_pod)" = 0 ]; }
