@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo (make demo, after make build): the whole chain on loopback ports of its own,
 #
-#   bin/vllm-sim -> Prometheus (fast alert rules, 1s scrape/evaluation) -> Alertmanager -> bin/responder serve
+#   bin/vllm-sim -> Prometheus (alert rules, profile sim, 1s scrape/evaluation) -> Alertmanager -> bin/responder serve
 #
 # and a walk through vllm-sim's scenarios (healthy, overload, kv-pressure, long-prompts, wide-batch,
 # client-timeouts). Each is held until its alert's diagnosis arrives (or DEMO_TIMEOUT seconds), then
@@ -75,15 +75,8 @@ NS=demo
 RESPONDER_WEBHOOK_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export RESPONDER_WEBHOOK_TOKEN
 
-echo "== rendering the fast alert rules (deploy/prometheus, profile fast)"
-# The fast profile, plus thresholds vllm-sim's long-prompts (TTFT p99 ~0.25-0.5 s) and wide-batch
-# (ITL p99 ~0.15 s) scenarios cross; healthy stays at ~0.06 s and ~0.05 s. Same values as
-# cmd/responder/e2e_test.go. The latency alerts wait 30s (not 15s) before firing: one sim switches
-# scenarios here, and a diagnosis taken earlier would look at a 30s window still half full of the
-# previous healthy load (prefill and ITL means diluted: inconclusive instead of prefill-/decode-bound).
-go run ./cmd/rulegen -profile fast \
-  -set eval_interval=1s -set alerts.ttft.threshold=0.15 -set alerts.itl.threshold=0.1 \
-  -set alerts.ttft.for=30s -set alerts.itl.for=30s \
+echo "== rendering the alert rules (deploy/prometheus, profile sim: short windows, vllm-sim thresholds)"
+go run ./cmd/rulegen -profile sim \
   -o "$tmp/vllm-alerts.rules.yml"
 
 echo "== starting vllm-sim on $SIM"
@@ -147,7 +140,7 @@ slack:
   signing_secret: "\${SLACK_SIGNING_SECRET}"
   channel: "\${SLACK_CHANNEL:-#vllm-incidents}"
 playbooks:
-  # Windows to match the fast rules' 30s rate windows; a fresh Prometheus has no day-old
+  # Windows to match the sim rules' 30s rate windows; a fresh Prometheus has no day-old
   # baseline, so prefill-bound needs an absolute prefill threshold vllm-sim's long prompts cross.
   window: 30s
   params:

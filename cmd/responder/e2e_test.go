@@ -1,7 +1,7 @@
 package main
 
 // End to end, on the real chain: vllm-sim pods -> a real Prometheus (scraping them, evaluating the
-// fast alert rules rendered by rulegen) -> a real Alertmanager -> this responder (serve, in-process)
+// alert rules rendered by rulegen with the sim profile) -> a real Alertmanager -> this responder (serve, in-process)
 // -> the console notifier. Each scenario runs on a vllm-sim process of its own (its own `pod`
 // label), all at once, so the test takes about as long as the slowest signature.
 
@@ -26,17 +26,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
 
-// e2eRuleOverrides tune the fast rules for vllm-sim's default engine: long-prompts raises TTFT p99
-// to ~0.25 s and wide-batch ITL p99 to ~0.15 s (measured over 30s windows), both under the fast
-// profile's thresholds (2.5 s, 0.2 s); the healthy pod peaks at ~0.06 s and ~0.05 s. scripts/demo.sh
-// uses the same values.
-var e2eRuleOverrides = []string{
-	"eval_interval=1s",
-	"alerts.ttft.threshold=0.15",
-	"alerts.itl.threshold=0.1",
-}
-
-// e2eResponderConfig: playbook windows matching the fast rules' 30s rate windows, and an
+// e2eResponderConfig: playbook windows matching the sim rules' 30s rate windows, and an
 // absolute prefill threshold for a Prometheus that has no day-old baseline.
 const e2eResponderConfig = `playbooks:
   window: 30s
@@ -132,13 +122,11 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
 	simBin := filepath.Join(dir, "vllm-sim")
-	rules := filepath.Join(dir, "vllm-alerts.fast.rules.yml")
+	rules := filepath.Join(dir, "vllm-alerts.sim.rules.yml")
 	goRun(t, "build", "-o", simBin, "./cmd/vllm-sim")
-	args := []string{"run", "./cmd/rulegen", "-profile", "fast", "-o", rules}
-	for _, s := range e2eRuleOverrides {
-		args = append(args, "-set", s)
-	}
-	goRun(t, args...)
+	// The sim profile of deploy/prometheus/profiles.yaml: the production rules with short
+	// windows and thresholds vllm-sim's scenarios cross.
+	goRun(t, "run", "./cmd/rulegen", "-profile", "sim", "-o", rules)
 
 	scenarios := []string{"healthy"}
 	for _, c := range e2eCases {

@@ -79,7 +79,7 @@ func TestCheckReportsStaleFiles(t *testing.T) {
 
 func TestListProfiles(t *testing.T) {
 	code, stdout, _ := runCmd(t, "-list")
-	if code != 0 || stdout != "fast\nproduction\n" {
+	if code != 0 || stdout != "fast\nproduction\nsim\n" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 }
@@ -91,7 +91,7 @@ func TestBadInvocations(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown profile", []string{"-profile", "nope"}, 1, `rulegen: profiles.yaml: unknown profile "nope" (have fast, production)`},
+		{"unknown profile", []string{"-profile", "nope"}, 1, `rulegen: profiles.yaml: unknown profile "nope" (have fast, production, sim)`},
 		{"unknown key", []string{"-set", "alerts.foo.threshold=1"}, 1, `rulegen: override "alerts.foo.threshold=1": unknown key "alerts.foo"`},
 		{"stray argument", []string{"fast"}, 2, `rulegen: unexpected argument "fast"`},
 		{"both -o and -check", []string{"-o", "a", "-check", "b"}, 2, "rulegen: -o and -check are exclusive"},

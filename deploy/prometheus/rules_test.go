@@ -126,7 +126,7 @@ func TestLoadProfileErrorsNameTheKey(t *testing.T) {
 		overrides []string
 		want      string
 	}{
-		{"unknown profile", "staging", nil, `profiles.yaml: unknown profile "staging" (have fast, production)`},
+		{"unknown profile", "staging", nil, `profiles.yaml: unknown profile "staging" (have fast, production, sim)`},
 		{"override without =", "production", []string{"rate_window"}, `override "rate_window": want key=value, e.g. alerts.ttft.threshold=2.5`},
 		{"unknown override key", "production", []string{"alerts.ttft.treshold=3"}, `override "alerts.ttft.treshold=3": unknown key "alerts.ttft.treshold"`},
 		{"override of a section", "production", []string{"alerts.ttft=3"}, `override "alerts.ttft=3": key "alerts.ttft" is a section, not a value`},

@@ -22,9 +22,10 @@ echo ok
 
 step "the fast variant renders from scratch"
 go run ./cmd/rulegen -profile fast -o "$tmp/fast.rules.yml"
+go run ./cmd/rulegen -profile sim -o "$tmp/sim.rules.yml"
 
 step "promtool check rules"
-promtool check rules deploy/prometheus/vllm-alerts.rules.yml deploy/prometheus/vllm-alerts.fast.rules.yml "$tmp/fast.rules.yml"
+promtool check rules deploy/prometheus/vllm-alerts.rules.yml deploy/prometheus/vllm-alerts.fast.rules.yml "$tmp/fast.rules.yml" "$tmp/sim.rules.yml"
 
 step "promtool test rules (production)"
 promtool test rules deploy/prometheus/tests/*.yml
