@@ -271,7 +271,11 @@ func (d *Dispatcher) process(j *job) {
 		d.m.TimeToDiagnosis.Observe(time.Since(n.ReceivedAt).Seconds())
 	}
 	if _, err := d.notifier.Notify(ctx, n); err != nil {
-		d.log.Error().Err(err).Str("group_key", n.GroupKey).Msg("notification failed")
+		// Drop the claims: Alertmanager re-sends the group (repeat_interval), and that re-send
+		// must be diagnosed and posted again rather than discarded as a duplicate.
+		d.log.Error().Err(err).Str("group_key", n.GroupKey).Int("alerts", len(n.Items)).
+			Msg("notification failed; the alerts will be handled again when Alertmanager re-sends them")
+		d.unclaim(j.claims)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,5 +200,37 @@ func TestUnknownAlertsAreNotPosted(t *testing.T) {
 	d.Shutdown(context.Background())
 	if len(c.all()) != 0 {
 		t.Fatal("an alert no playbook knows must be logged and counted, not posted")
+	}
+}
+
+// failing fails every notification.
+type failing struct{ calls atomic.Int32 }
+
+func (f *failing) Notify(context.Context, *notify.Notification) (bool, error) {
+	f.calls.Add(1)
+	return false, fmt.Errorf("slack is down")
+}
+
+func TestAFailedNotificationIsNotSwallowedByDedup(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	f := &failing{}
+	st := store.NewMemory()
+	d := New(set, engine, f, st, Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	if _, err := d.Accept(context.Background(), message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the failed attempt to drop its claim", func() bool {
+		claims, _ := st.List(context.Background(), "dedup:")
+		return f.calls.Load() == 1 && len(claims) == 0
+	})
+	// Alertmanager's re-send of the same alert must be handled again, not dropped as a duplicate.
+	acc, err := d.Accept(context.Background(), message("g1", alert("a")), time.Now())
+	if err != nil || acc.New != 1 {
+		t.Fatalf("re-send after a failed notification: %+v %v", acc, err)
+	}
+	d.Shutdown(context.Background())
+	if n := f.calls.Load(); n != 2 {
+		t.Fatalf("notifier called %d times, want 2", n)
 	}
 }
