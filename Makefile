@@ -3,7 +3,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test demo check fmt vet clean
+.PHONY: all build test demo check fmt vet clean bench
 
 all: build
 
@@ -16,6 +16,10 @@ test:
 
 demo: build
 	scripts/demo.sh
+
+# bench: webhook ingest, time to diagnosis, alert storm and Go benchmarks; writes BENCHMARKS.md.
+bench:
+	scripts/bench.sh
 
 check: build
 	bin/responder check --config config.example.yaml

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/vllm-responder/vllm-responder/dispatch"
+)
+
+// runBare is the baseline: a bare net/http handler that only reads and decodes the same JSON into
+// the same type (dispatch.Message) and answers 200.
+func runBare(listen string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "read", http.StatusBadRequest)
+			return
+		}
+		var msg dispatch.Message
+		if err := json.Unmarshal(body, &msg); err != nil {
+			http.Error(w, "decode", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	return http.Serve(ln, h)
+}
+
+// startBare runs the baseline handler as a subprocess of this binary, like the responder.
+func startBare(t *benchTB) string {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(self, "bare", addr)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start bare handler: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	url := "http://" + addr
+	waitFor(t, 10*time.Second, "bare handler", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return url
+}
+
+type ingestReport struct {
+	conns, rate, queueSize int
+	bareTP, respTP         loadResult
+	bareLat, respLat       loadResult
+	closedRound, openRound time.Duration
+	rounds                 int
+	drainWait              time.Duration
+}
+
+// benchIngest measures POST /alertmanager on the responder against the bare handler, side by
+// side in alternating rounds: closed loop for throughput, open loop at a fixed rate for latency.
+func benchIngest(t *benchTB, responderBin, promURL string, o options) ingestReport {
+	rep := ingestReport{conns: o.conns, rate: o.rate, queueSize: o.ingestQueue, rounds: o.rounds,
+		closedRound: o.closedRound, openRound: o.openRound}
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	defer devnull.Close()
+	resp := startResponder(t, responderBin, fmt.Sprintf(`prometheus: {url: %q}
+log: {level: info, format: json}
+dispatch: {workers: 4, queue_size: %d}
+`, promURL, o.ingestQueue), devnull)
+	bare := startBare(t)
+	p := newIngestPayload()
+	respURL, bareURL := resp.URL+"/alertmanager", bare+"/alertmanager"
+
+	drain := func() {
+		t0 := time.Now()
+		deadline := t0.Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if v, ok := metric(resp.URL, "vllm_responder_queue_depth"); ok && v == 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		rep.drainWait += time.Since(t0)
+	}
+	// Warm up both (connections, caches, the first diagnoses).
+	closedLoop(bareURL, p, o.conns, 500*time.Millisecond)
+	closedLoop(respURL, p, o.conns, 500*time.Millisecond)
+	drain()
+	for r := range o.rounds {
+		order := []bool{r%2 == 0, r%2 != 0} // true = bare first
+		for _, bareTurn := range order {
+			if bareTurn {
+				rep.bareTP.add(closedLoop(bareURL, p, o.conns, o.closedRound))
+			} else {
+				rep.respTP.add(closedLoop(respURL, p, o.conns, o.closedRound))
+				drain()
+			}
+		}
+	}
+	for r := range o.rounds {
+		order := []bool{r%2 == 0, r%2 != 0}
+		for _, bareTurn := range order {
+			if bareTurn {
+				rep.bareLat.add(openLoop(bareURL, p, o.rate, o.openRound))
+			} else {
+				rep.respLat.add(openLoop(respURL, p, o.rate, o.openRound))
+				drain()
+			}
+		}
+	}
+	for _, r := range []*loadResult{&rep.bareTP, &rep.respTP, &rep.bareLat, &rep.respLat} {
+		sortDurations(r.lat)
+	}
+	resp.stop()
+	return rep
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/handlers"
+	"github.com/vllm-responder/vllm-responder/metrics"
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+type ttdReport struct {
+	reps         int
+	queries      int
+	ttd, slowest []time.Duration // sorted
+	slowestName  string
+	verdict      string
+	p50Target    time.Duration
+	errors       int
+}
+
+// benchTimeToDiagnosis times webhook received -> notifier called for the TTFT playbook against
+// the real Prometheus, with the result cache off, and in each repetition times every query of the
+// playbook alone (one after the other) to find the slowest. The responder's own packages are
+// wired as serve.go wires them (handlers.Webhook -> dispatch -> playbooks.Engine on client_golang),
+// in this process, with a notifier that records the moment it is called.
+func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
+	client, err := api.NewClient(api.Config{Address: promURL})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	promAPI := v1.NewAPI(client)
+	builtin, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	set, err := playbooks.NewSet(builtin, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	pb, _ := set.Get("ttft-p99-high")
+	m := metrics.New(prometheus.NewRegistry())
+	engine := playbooks.NewEngine(playbooks.PrometheusQuerier{API: promAPI}, playbooks.EngineOptions{
+		QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Logger: zerolog.Nop()})
+
+	type called struct {
+		took    time.Duration
+		verdict string
+	}
+	got := make(chan called, 1)
+	notifier := notify.NotifierFunc(func(ctx context.Context, n *notify.Notification) (bool, error) {
+		took := time.Since(n.ReceivedAt)
+		v := ""
+		if len(n.Items) > 0 && n.Items[0].Diagnosis != nil {
+			v = n.Items[0].Diagnosis.Verdict
+		}
+		got <- called{took, v}
+		return false, nil
+	})
+	d := dispatch.New(set, engine, notifier, store.NewMemory(), dispatch.Options{Workers: 4, QueueSize: 256,
+		Logger: zerolog.Nop(), Metrics: m})
+	d.Start()
+	defer func() { _ = d.Shutdown(context.Background()) }()
+	srv := httptest.NewServer(&handlers.Webhook{Acceptor: d, Metrics: m, Logger: zerolog.Nop()})
+	defer srv.Close()
+
+	labels := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "llm", "pod": "vllm-capacity",
+		"model_name": "llama", "severity": "critical"}
+	exprs := make([]string, len(pb.Queries))
+	for i, q := range pb.Queries {
+		exprs[i] = pb.Expand(q, labels)
+	}
+	rep := ttdReport{reps: reps, queries: len(exprs)}
+	slowestBy := map[string]int{}
+	c := newLoadClient(4)
+	defer c.CloseIdleConnections()
+	var mu sync.Mutex
+	for r := range reps + 2 { // two warm-up repetitions
+		// Every query alone, one after the other: the slowest is the floor of a concurrent run.
+		var slowest time.Duration
+		name := ""
+		for i, e := range exprs {
+			t0 := time.Now()
+			_, _, _, err := promAPI.Query(context.Background(), e, time.Now())
+			if took := time.Since(t0); took > slowest {
+				slowest, name = took, pb.Queries[i].Name
+			}
+			if err != nil {
+				rep.errors++
+			}
+		}
+		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
+"alerts":[{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","namespace":"llm","pod":"vllm-capacity","model_name":"llama","severity":"critical"},
+"annotations":{},"startsAt":"2026-11-29T10:00:%02d.%03dZ","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"ttd%d"}]}`, r%60, r, r)
+		code, err := post(c, srv.URL, []byte(body))
+		if err != nil || code != 200 {
+			t.Fatalf("time to diagnosis: webhook answered %d, %v", code, err)
+		}
+		var res called
+		select {
+		case res = <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("time to diagnosis: no notification within 30s")
+		}
+		if r < 2 {
+			continue
+		}
+		mu.Lock()
+		rep.ttd = append(rep.ttd, res.took)
+		rep.slowest = append(rep.slowest, slowest)
+		rep.verdict = res.verdict
+		slowestBy[name]++
+		mu.Unlock()
+	}
+	sortDurations(rep.ttd)
+	sortDurations(rep.slowest)
+	best := 0
+	for n, k := range slowestBy {
+		if k > best {
+			best, rep.slowestName = k, n
+		}
+	}
+	rep.slowestName = strings.TrimSpace(rep.slowestName)
+	rep.p50Target = time.Duration(1.3*float64(percentile(rep.slowest, 0.5))) + 5*time.Millisecond
+	return rep
+}

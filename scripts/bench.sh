@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# make bench: builds the responder and the harness, then runs bench/cmd/benchrun, which starts a
+# real Prometheus (recorded vLLM series), the responder as a subprocess and a bare baseline handler,
+# all on loopback, prints one table and writes BENCHMARKS.md. Bounded: about 2-3 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/responder" ./cmd/responder
+go build -o "$tmp/benchrun" ./bench/cmd/benchrun
+timeout 280 "$tmp/benchrun" --repo . --responder "$tmp/responder" --out BENCHMARKS.md "$@"
