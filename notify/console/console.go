@@ -83,8 +83,11 @@ func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
 		}
 		for _, e := range d.Evidence {
 			line := fmt.Sprintf("%s  %-*s  %s", indent, width, title(e), e.Text)
-			if e.BaselineText != "" {
+			switch {
+			case e.Baseline != nil:
 				line += "  (baseline " + e.BaselineText + ")"
+			case e.BaselineText != "":
+				line += "  (" + e.BaselineText + ")"
 			}
 			if e.Problem != "" {
 				line += "  [" + e.Problem + "]"

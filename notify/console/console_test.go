@@ -1,0 +1,56 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/alertmanager/template"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+func f(v float64) *float64 { return &v }
+
+func TestConsoleShowsTheDiagnosisWithItsNumbers(t *testing.T) {
+	var out bytes.Buffer
+	d := &playbooks.Diagnosis{Playbook: "ttft-p99-high", Verdict: "capacity-past-knee", Title: "Capacity, past the knee: add replicas",
+		Summary: "140 requests waiting", Actions: []string{"Add replicas"}, Scope: map[string]string{"pod": "vllm-0"},
+		Evidence: []playbooks.Evidence{
+			{Name: "waiting", Title: "Requests waiting", Value: f(140), Text: "140", Baseline: f(60), BaselineText: "60"},
+			{Name: "prefill_mean", Title: "Prefill time mean", Value: f(0.1), Text: "100 ms", BaselineText: "no history for a baseline"},
+			{Name: "kv", Title: "KV", Text: "n/a", Problem: "no series"},
+		},
+		Missing: []string{"kv"}, OfferProfile: true}
+	n := &notify.Notification{GroupKey: "g", Status: "firing", CommonLabels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High"},
+		TruncatedAlerts: 3, Items: []notify.Item{
+			{Alert: template.Alert{Labels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-0"}}, Diagnosis: d},
+			{Alert: template.Alert{Labels: map[string]string{"alertname": "Other"}}, Unmatched: true},
+		}}
+	if _, err := New(&out).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"[FIRING] VLLMTimeToFirstTokenP99High", "3 more alert(s) were left out", "verdict:  capacity-past-knee",
+		"Requests waiting   140  (baseline 60)", "100 ms  (no history for a baseline)", "[no series]",
+		"  - Add replicas", "missing:  kv", "no playbook matches this alert", "bounded profile capture",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestConsoleShowsAResolutionAndItsDuration(t *testing.T) {
+	var out bytes.Buffer
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	n := &notify.Notification{Status: "resolved", Items: []notify.Item{{Alert: template.Alert{Status: "resolved",
+		Labels: map[string]string{"alertname": "VLLMKVCacheNearFull"}, StartsAt: start, EndsAt: start.Add(90 * time.Second)}}}}
+	New(&out).Notify(context.Background(), n)
+	if !strings.Contains(out.String(), "[RESOLVED]") || !strings.Contains(out.String(), "resolved after 1m30s") {
+		t.Fatalf("got:\n%s", out.String())
+	}
+}
