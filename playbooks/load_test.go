@@ -128,3 +128,25 @@ func TestFixturesPassAndAFailingFixtureShowsADiff(t *testing.T) {
 		t.Fatalf("a failing fixture must show a diff, got %+v", res)
 	}
 }
+
+func TestOnlyRulesThatFailOnAMissingValueAreReportedUndecidable(t *testing.T) {
+	p, err := Parse("x.yaml", []byte(`
+name: x
+match: {alertname: X}
+queries:
+  a: sum(x{$scope})
+  base: sum(x{$scope} offset 1d)
+verdicts:
+  - {id: prefill-bound, when: "base != nil ? a > 2 * base : a > 10", title: handles nil}
+  - {id: decode-bound, when: "a > base", title: needs base}
+  - {id: inconclusive, when: "true", title: fallback}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := 5.0
+	d := p.Decide(map[string]*float64{"a": &a}, nil)
+	if d.Verdict != VerdictInconclusive || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "rule decode-bound not decidable: base missing") {
+		t.Fatalf("verdict %s, notes %q", d.Verdict, d.Notes)
+	}
+}

@@ -234,6 +234,9 @@ func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, l
 			chosen = v
 			break
 		}
+		if err == nil {
+			continue // decided false (a rule that handles nil itself is decided, not skipped)
+		}
 		var needs []string
 		for _, n := range v.needs {
 			if missing[n] {
