@@ -65,17 +65,25 @@ func startBare(t *benchTB) string {
 	return url
 }
 
+// ingestMode is one kind of webhook traffic, measured against the bare handler.
+type ingestMode struct {
+	name             string
+	bareTP, respTP   loadResult
+	bareLat, respLat loadResult
+}
+
 type ingestReport struct {
 	conns, rate, queueSize int
-	bareTP, respTP         loadResult
-	bareLat, respLat       loadResult
-	closedRound, openRound time.Duration
 	rounds                 int
+	closedRound, openRound time.Duration
+	modes                  []*ingestMode
 	drainWait              time.Duration
 }
 
 // benchIngest measures POST /alertmanager on the responder against the bare handler, side by
 // side in alternating rounds: closed loop for throughput, open loop at a fixed rate for latency.
+// Two kinds of traffic: every alert new (the full path, each one diagnosed in the background),
+// and re-sends of a group already diagnosed (duplicates, what Alertmanager sends most).
 func benchIngest(t *benchTB, responderBin, promURL string, o options) ingestReport {
 	rep := ingestReport{conns: o.conns, rate: o.rate, queueSize: o.ingestQueue, rounds: o.rounds,
 		closedRound: o.closedRound, openRound: o.openRound}
@@ -89,7 +97,6 @@ log: {level: info, format: json}
 dispatch: {workers: 4, queue_size: %d}
 `, promURL, o.ingestQueue), devnull)
 	bare := startBare(t)
-	p := newIngestPayload()
 	respURL, bareURL := resp.URL+"/alertmanager", bare+"/alertmanager"
 
 	drain := func() {
@@ -103,34 +110,41 @@ dispatch: {workers: 4, queue_size: %d}
 		}
 		rep.drainWait += time.Since(t0)
 	}
-	// Warm up both (connections, caches, the first diagnoses).
-	closedLoop(bareURL, p, o.conns, 500*time.Millisecond)
-	closedLoop(respURL, p, o.conns, 500*time.Millisecond)
-	drain()
-	for r := range o.rounds {
-		order := []bool{r%2 == 0, r%2 != 0} // true = bare first
-		for _, bareTurn := range order {
-			if bareTurn {
-				rep.bareTP.add(closedLoop(bareURL, p, o.conns, o.closedRound))
-			} else {
-				rep.respTP.add(closedLoop(respURL, p, o.conns, o.closedRound))
-				drain()
+	for _, resend := range []bool{false, true} {
+		m := &ingestMode{name: "every alert new (diagnosed)"}
+		if resend {
+			m.name = "re-sends (duplicates)"
+		}
+		p := newIngestPayload()
+		p.resend = resend
+		// Warm up both (connections, caches, the first diagnoses; the re-sent group's first send).
+		closedLoop(bareURL, p, o.conns, 500*time.Millisecond)
+		closedLoop(respURL, p, o.conns, 500*time.Millisecond)
+		drain()
+		for r := range o.rounds {
+			for _, bareTurn := range []bool{r%2 == 0, r%2 != 0} { // alternate who goes first
+				if bareTurn {
+					m.bareTP.add(closedLoop(bareURL, p, o.conns, o.closedRound))
+				} else {
+					m.respTP.add(closedLoop(respURL, p, o.conns, o.closedRound))
+					drain()
+				}
 			}
 		}
-	}
-	for r := range o.rounds {
-		order := []bool{r%2 == 0, r%2 != 0}
-		for _, bareTurn := range order {
-			if bareTurn {
-				rep.bareLat.add(openLoop(bareURL, p, o.rate, o.openRound))
-			} else {
-				rep.respLat.add(openLoop(respURL, p, o.rate, o.openRound))
-				drain()
+		for r := range o.rounds {
+			for _, bareTurn := range []bool{r%2 == 0, r%2 != 0} {
+				if bareTurn {
+					m.bareLat.add(openLoop(bareURL, p, o.rate, o.openRound))
+				} else {
+					m.respLat.add(openLoop(respURL, p, o.rate, o.openRound))
+					drain()
+				}
 			}
 		}
-	}
-	for _, r := range []*loadResult{&rep.bareTP, &rep.respTP, &rep.bareLat, &rep.respLat} {
-		sortDurations(r.lat)
+		for _, r := range []*loadResult{&m.bareTP, &m.respTP, &m.bareLat, &m.respLat} {
+			sortDurations(r.lat)
+		}
+		rep.modes = append(rep.modes, m)
 	}
 	resp.stop()
 	return rep

@@ -18,6 +18,9 @@ import (
 type ingestPayload struct {
 	parts [][]byte // the template split at the sequence placeholder
 	seq   atomic.Int64
+	// resend makes every request the same group again (Alertmanager's re-sends every
+	// group_interval): all its alerts are duplicates, answered without a new diagnosis.
+	resend bool
 }
 
 const seqMark = "@SEQ@"
@@ -47,7 +50,10 @@ func newIngestPayload() *ingestPayload {
 
 // next returns a body with a fresh sequence number: distinct fingerprints and startsAt.
 func (p *ingestPayload) next() []byte {
-	n := p.seq.Add(1)
+	n := int64(1)
+	if !p.resend {
+		n = p.seq.Add(1)
+	}
 	// startsAt minutes:seconds from the sequence (always a valid time), fingerprint a hex counter.
 	ts := fmt.Sprintf("%02d:%02d", (n/60)%60, n%60)
 	fp := strconv.FormatInt(n, 16) + "x"

@@ -90,25 +90,30 @@ func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goB
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
 
 	w("| measurement | responder | reference | ratio / target | result |\n|---|---|---|---|---|\n")
-	ratio := 0.0
-	if ing.bareTP.rps() > 0 {
-		ratio = ing.respTP.rps() / ing.bareTP.rps()
+	for _, m := range ing.modes {
+		ratio := 0.0
+		if m.bareTP.rps() > 0 {
+			ratio = m.respTP.rps() / m.bareTP.rps()
+		}
+		w("| webhook ingest throughput, %s (closed loop, %d conns, %d×%s) | %.0f req/s (p50 %s, p99 %s); %d 503, %d errors | bare decode handler %.0f req/s (p50 %s, p99 %s) | %.2fx, target ≥ 0.80x | %s |\n",
+			m.name, ing.conns, ing.rounds, ing.closedRound, m.respTP.rps(), ms(percentile(m.respTP.lat, .5)), ms(percentile(m.respTP.lat, .99)),
+			m.respTP.unavailable, m.respTP.other,
+			m.bareTP.rps(), ms(percentile(m.bareTP.lat, .5)), ms(percentile(m.bareTP.lat, .99)), ratio,
+			passFail(ratio >= 0.8 && m.respTP.unavailable == 0 && m.respTP.other == 0))
+		p99 := percentile(m.respLat.lat, .99)
+		w("| webhook answer time at %d req/s, %s (open loop, %d×%s) | p50 %s, p99 %s, max %s (%d ok, %d 503, %d errors) | bare p50 %s, p99 %s | p99 < 5 ms | %s |\n",
+			ing.rate, m.name, ing.rounds, ing.openRound, ms(percentile(m.respLat.lat, .5)), ms(p99), ms(percentile(m.respLat.lat, 1)),
+			m.respLat.ok, m.respLat.unavailable, m.respLat.other,
+			ms(percentile(m.bareLat.lat, .5)), ms(percentile(m.bareLat.lat, .99)),
+			passFail(p99 < 5*time.Millisecond && len(m.respLat.lat) > 0 && m.respLat.unavailable == 0 && m.respLat.other == 0))
 	}
-	w("| webhook ingest throughput (closed loop, %d conns, %d×%s each) | %.0f req/s (p50 %s, p99 %s) | bare decode handler %.0f req/s (p50 %s, p99 %s) | %.2fx, target ≥ 0.80x | %s |\n",
-		ing.conns, ing.rounds, ing.closedRound, ing.respTP.rps(), ms(percentile(ing.respTP.lat, .5)), ms(percentile(ing.respTP.lat, .99)),
-		ing.bareTP.rps(), ms(percentile(ing.bareTP.lat, .5)), ms(percentile(ing.bareTP.lat, .99)), ratio, passFail(ratio >= 0.8))
-	w("| webhook ingest 503s / errors (closed loop) | %d / %d | %d / %d | queue_size %d | %s |\n",
-		ing.respTP.unavailable, ing.respTP.other, ing.bareTP.unavailable, ing.bareTP.other, ing.queueSize, passFail(ing.respTP.unavailable == 0 && ing.respTP.other == 0))
-	p99 := percentile(ing.respLat.lat, .99)
-	w("| webhook answer time at %d req/s (open loop, %d×%s) | p50 %s, p99 %s, max %s (%d ok, %d 503, %d errors) | bare p50 %s, p99 %s | p99 < 5 ms | %s |\n",
-		ing.rate, ing.rounds, ing.openRound, ms(percentile(ing.respLat.lat, .5)), ms(p99), ms(percentile(ing.respLat.lat, 1)),
-		ing.respLat.ok, ing.respLat.unavailable, ing.respLat.other,
-		ms(percentile(ing.bareLat.lat, .5)), ms(percentile(ing.bareLat.lat, .99)),
-		passFail(p99 < 5*time.Millisecond && len(ing.respLat.lat) > 0 && ing.respLat.unavailable == 0 && ing.respLat.other == 0))
 	t50 := percentile(ttd.ttd, .5)
 	w("| time to diagnosis, ttft-p99-high (%d queries, cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest query alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
 		ttd.queries, len(ttd.ttd), ttd.verdict, ms(t50), ms(percentile(ttd.ttd, .9)), ttd.slowestName,
 		ms(percentile(ttd.slowest, .5)), ms(percentile(ttd.slowest, .9)), ms(ttd.p50Target), passFail(t50 <= ttd.p50Target && ttd.errors == 0))
+	w("| time to diagnosis, references | | all %d queries alone one after the other p50 %s; all at once from bare goroutines p50 %s | responder / bare concurrent = %.2fx | info |\n",
+		ttd.queries, ms(percentile(ttd.sum, .5)), ms(percentile(ttd.concurrent, .5)),
+		float64(t50)/float64(max(percentile(ttd.concurrent, .5), 1)))
 	w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",
 		st.accepted, st.refused, st.alerts, st.groups, st.posts, st.sendSpan.Round(10*time.Millisecond), passFail(st.accepted == st.alerts))
 	w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct (scope, query) pairs | ≤ distinct pairs (cache_ttl %s) | %s |\n",

@@ -25,10 +25,12 @@ type ttdReport struct {
 	reps         int
 	queries      int
 	ttd, slowest []time.Duration // sorted
-	slowestName  string
-	verdict      string
-	p50Target    time.Duration
-	errors       int
+	// sum: all queries alone one after the other; concurrent: all at once from bare goroutines.
+	sum, concurrent []time.Duration
+	slowestName     string
+	verdict         string
+	p50Target       time.Duration
+	errors          int
 }
 
 // benchTimeToDiagnosis times webhook received -> notifier called for the TTFT playbook against
@@ -89,18 +91,32 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
 	var mu sync.Mutex
 	for r := range reps + 2 { // two warm-up repetitions
 		// Every query alone, one after the other: the slowest is the floor of a concurrent run.
-		var slowest time.Duration
+		var slowest, sum time.Duration
 		name := ""
 		for i, e := range exprs {
 			t0 := time.Now()
 			_, _, _, err := promAPI.Query(context.Background(), e, time.Now())
-			if took := time.Since(t0); took > slowest {
+			took := time.Since(t0)
+			sum += took
+			if took > slowest {
 				slowest, name = took, pb.Queries[i].Name
 			}
 			if err != nil {
 				rep.errors++
 			}
 		}
+		// The same queries all at once from bare goroutines: the floor of concurrency on this machine.
+		var wg sync.WaitGroup
+		c0 := time.Now()
+		for _, e := range exprs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, _, _ = promAPI.Query(context.Background(), e, time.Now())
+			}()
+		}
+		wg.Wait()
+		conc := time.Since(c0)
 		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
 "alerts":[{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","namespace":"llm","pod":"vllm-capacity","model_name":"llama","severity":"critical"},
 "annotations":{},"startsAt":"2026-11-29T10:00:%02d.%03dZ","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"ttd%d"}]}`, r%60, r, r)
@@ -120,12 +136,16 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
 		mu.Lock()
 		rep.ttd = append(rep.ttd, res.took)
 		rep.slowest = append(rep.slowest, slowest)
+		rep.sum = append(rep.sum, sum)
+		rep.concurrent = append(rep.concurrent, conc)
 		rep.verdict = res.verdict
 		slowestBy[name]++
 		mu.Unlock()
 	}
 	sortDurations(rep.ttd)
 	sortDurations(rep.slowest)
+	sortDurations(rep.sum)
+	sortDurations(rep.concurrent)
 	best := 0
 	for n, k := range slowestBy {
 		if k > best {
