@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 )
 
 // TestServeWithSlackPostsTheDiagnosisToSlack checks the wiring of `serve`: with a bot token the
@@ -58,5 +60,34 @@ func TestServeWithSlackPostsTheDiagnosisToSlack(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "verdict:") {
 		t.Fatal("with Slack configured the console notifier must not be used")
+	}
+}
+
+// TestTheChartIsRenderedFromARealPrometheusAndUploadedIntoTheThread: the TTFT playbook's chart
+// (TTFT p99 and queue depth over the last hour) comes from range queries against a real
+// Prometheus and lands in the diagnosis' thread as a PNG.
+func TestTheChartIsRenderedFromARealPrometheusAndUploadedIntoTheThread(t *testing.T) {
+	fs := fakeslack.New(t, "chat.postMessage", "files.getUploadURLExternal", "upload", "files.completeUploadExternal")
+	prom := startRecordedPrometheus(t)
+	url, _ := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, channel: "#vllm", api_url: "`+fs.APIURL()+`", charts: true}
+`)
+	body := `{"version":"4","groupKey":"g-chart","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{"alertname":"VLLMTimeToFirstTokenP99High"},"commonAnnotations":{},"externalURL":"http://am",
+"alerts":[{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","pod":"vllm-capacity","namespace":"llm","model_name":"llama"},"annotations":{},"startsAt":"` +
+		time.Now().Add(-5*time.Minute).UTC().Format(time.RFC3339) + `","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://prom","fingerprint":"c1"}]}`
+	r, err := http.Post(url+"/alertmanager", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	uploads := fs.WaitCalls(t, "upload", 1, 60*time.Second)
+	if !bytes.Contains(uploads[0].Body, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("the upload is not a PNG (%d bytes)", len(uploads[0].Body))
+	}
+	done := fs.WaitCalls(t, "files.completeUploadExternal", 1, 30*time.Second)
+	if ts := done[0].Form.Get("thread_ts"); ts == "" {
+		t.Fatalf("the chart was not posted into the diagnosis' thread: %v", done[0].Form)
+	}
+	if posts := fs.Calls("chat.postMessage"); len(posts) != 1 {
+		t.Fatalf("want one parent post, got %d", len(posts))
 	}
 }
