@@ -13,7 +13,7 @@ type goBench struct {
 
 // runGoBenchmarks runs the packages' Benchmark functions (-benchmem) and parses their lines.
 func runGoBenchmarks(repo, benchtime string) ([]goBench, error) {
-	pkgs := []string{"./playbooks", "./notify/slack"}
+	pkgs := []string{"./playbooks", "./notify/slack", "./bench"}
 	args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime, "-count", "1"}, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = repo
@@ -25,7 +25,10 @@ func runGoBenchmarks(repo, benchtime string) ([]goBench, error) {
 	pkg := ""
 	for _, l := range strings.Split(string(out), "\n") {
 		if p, ok := strings.CutPrefix(l, "pkg: "); ok {
-			pkg = strings.TrimPrefix(p, "github.com/vllm-responder/vllm-responder/")
+			pkg = strings.TrimPrefix(strings.TrimPrefix(p, "github.com/vllm-responder/vllm-responder"), "/")
+			if pkg == "" {
+				pkg = "."
+			}
 			continue
 		}
 		f := strings.Fields(l)

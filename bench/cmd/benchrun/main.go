@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the Go benchmarks")
 	flag.Parse()
 
+	loadBefore := loadavg()
 	t := &benchTB{}
 	defer t.runCleanups()
 	began := time.Now()
@@ -62,11 +63,23 @@ func main() {
 	st := benchStorm(t, o.responderBin, proxy)
 	step("done")
 
-	table := render(o, ing, ttd, st, gb, gbErr, time.Since(began))
+	table := render(o, ing, ttd, st, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
 	if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func passFail(ok bool) string {
@@ -78,7 +91,7 @@ func passFail(ok bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goBench, gbErr error, took time.Duration) string {
+func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goBench, gbErr error, took time.Duration, load string) string {
 	cpu, cores := machine()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -86,8 +99,8 @@ func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goB
 	w("Produced by `make bench` (scripts/bench.sh, bench/cmd/benchrun). Every figure below is from one run on one machine, on loopback;\n")
 	w("comparisons are measured side by side in alternating rounds of the same run. Targets are informative (the bench exits 0).\n\n")
 	w("| machine | |\n|---|---|\n")
-	w("| CPU | %s |\n| cores | %d |\n| Go | %s |\n| date | %s |\n| run took | %s |\n\n", cpu, cores, runtime.Version(),
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
+	w("| CPU | %s |\n| cores | %d |\n| Go | %s |\n| date | %s |\n| run took | %s |\n| load average (1/5/15 min; the machine is shared) | %s |\n\n",
+		cpu, cores, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second), load)
 
 	w("| measurement | responder | reference | ratio / target | result |\n|---|---|---|---|---|\n")
 	for _, m := range ing.modes {
