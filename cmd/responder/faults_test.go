@@ -1,0 +1,490 @@
+package main
+
+// Fault injection with the real components: each test breaks one peer (Prometheus, Slack, Redis,
+// the process itself, the work queue) and shows what the responder does about it. Every wait is
+// on a condition, every test bounded.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
+)
+
+// slowProm is a reverse proxy in front of a real Prometheus that holds back the queries whose
+// text contains match (for delay, or until release is closed), and passes everything else.
+type slowProm struct {
+	URL     string
+	match   string
+	delay   time.Duration
+	release chan struct{}
+	held    atomic.Int32 // queries being held right now
+	seen    atomic.Int32 // queries held so far
+}
+
+func startSlowProm(t *testing.T, target, match string, delay time.Duration) *slowProm {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &slowProm{match: match, delay: delay, release: make(chan struct{})}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	port := testenv.FreePort(t)
+	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), ReadHeaderTimeout: 5 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if strings.Contains(r.URL.RawQuery+string(body), match) {
+				p.seen.Add(1)
+				p.held.Add(1)
+				select {
+				case <-time.After(p.delay):
+				case <-p.release:
+				case <-r.Context().Done():
+				}
+				p.held.Add(-1)
+			}
+			proxy.ServeHTTP(w, r)
+		})}
+	go func() { _ = srv.ListenAndServe() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	p.URL = srv.Addr
+	p.URL = "http://" + p.URL
+	testenv.WaitFor(t, 5*time.Second, "the delaying proxy", func() bool {
+		r, err := http.Get(p.URL + "/-/ready")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return true
+	})
+	return p
+}
+
+// serveWith runs `responder serve` in-process with the config text and the given log writer;
+// the returned stop ends it and returns serve's error.
+func serveWith(t *testing.T, cfgText string, logw io.Writer) (url string, out *syncBuf, stop func() error) {
+	t.Helper()
+	port := testenv.FreePort(t)
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, cfgText)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cfgpkg.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logw == nil {
+		logw = io.Discard
+	}
+	out = &syncBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, c, zerolog.New(logw).Level(zerolog.DebugLevel), out) }()
+	var once sync.Once
+	var serr error
+	stop = func() error {
+		once.Do(func() { cancel(); serr = <-done })
+		return serr
+	}
+	t.Cleanup(func() { _ = stop() })
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	testenv.WaitFor(t, 10*time.Second, "responder /healthz", func() bool { return statusOf(url+"/healthz") == 200 })
+	return url, out, stop
+}
+
+func statusOf(u string) int {
+	r, err := http.Get(u)
+	if err != nil {
+		return 0
+	}
+	r.Body.Close()
+	return r.StatusCode
+}
+
+// webhook is one Alertmanager message with one firing alert.
+func webhook(group, alertname, pod, fingerprint string) string {
+	return fmt.Sprintf(`{"version":"4","groupKey":%q,"status":"firing","receiver":"r","groupLabels":{},"commonLabels":{"alertname":%q},"commonAnnotations":{},"externalURL":"http://am",
+"alerts":[{"status":"firing","labels":{"alertname":%q,"pod":%q,"namespace":"llm","model_name":"llama"},"annotations":{},"startsAt":"2026-11-29T10:00:00Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://prom","fingerprint":%q}]}`,
+		group, alertname, alertname, pod, fingerprint)
+}
+
+type hookAnswer struct {
+	Status     int
+	RetryAfter string
+	Body       string
+	Err        error
+}
+
+func postHook(url, body string, header ...string) hookAnswer {
+	req, _ := http.NewRequest(http.MethodPost, url+"/alertmanager", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return hookAnswer{Err: err}
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return hookAnswer{Status: r.StatusCode, RetryAfter: r.Header.Get("Retry-After"), Body: string(b)}
+}
+
+func mustAccept(t *testing.T, a hookAnswer, wantAccepted, wantDup int) {
+	t.Helper()
+	if a.Err != nil || a.Status != 200 {
+		t.Fatalf("webhook answer %d %v %s, want 200", a.Status, a.Err, a.Body)
+	}
+	var got webhookBody
+	_ = json.Unmarshal([]byte(a.Body), &got)
+	if got.Accepted != wantAccepted || got.Duplicates != wantDup {
+		t.Fatalf("webhook answer %s: want accepted %d, duplicates %d", a.Body, wantAccepted, wantDup)
+	}
+}
+
+type webhookBody struct {
+	Status     string `json:"status"`
+	Accepted   int    `json:"accepted"`
+	Duplicates int    `json:"duplicates"`
+	Error      string `json:"error"`
+}
+
+// Prometheus stops while a diagnosis is gathering evidence: the diagnosis is still written, says
+// which queries could not reach Prometheus and lists what is missing; once it is gone for good,
+// the next diagnosis says Prometheus is unreachable instead of guessing a verdict.
+func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 30*time.Second)
+	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: %q, query_timeout: 20s}\nlog: {level: error}\n", proxy.URL), nil)
+
+	mustAccept(t, postHook(url, webhook("g1", "VLLMTimeToFirstTokenP99High", "vllm-capacity", "f1")), 1, 0)
+	testenv.WaitFor(t, 20*time.Second, "a quantile query held in flight", func() bool { return proxy.held.Load() > 0 })
+	prom.Stop()
+	close(proxy.release) // the held queries now reach a Prometheus that is gone
+	testenv.WaitFor(t, 30*time.Second, "the degraded diagnosis", func() bool { return strings.Contains(out.String(), "verdict:") })
+	got := out.String()
+	for _, want := range []string{"could not reach Prometheus", "missing:", "ttft_p99"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diagnosis lacks %q:\n%s", want, got)
+		}
+	}
+
+	mustAccept(t, postHook(url, webhook("g2", "VLLMKVCacheNearFull", "vllm-kv", "f2")), 1, 0)
+	testenv.WaitFor(t, 30*time.Second, "the second diagnosis", func() bool { return strings.Count(out.String(), "verdict:") == 2 })
+	second := out.String()[len(got):]
+	for _, want := range []string{"verdict:  inconclusive", "Prometheus unreachable: no evidence gathered", "ERROR: Prometheus could not be reached", "missing:"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("diagnosis with Prometheus down lacks %q:\n%s", want, second)
+		}
+	}
+}
+
+// Prometheus answers the quantile queries slower than prometheus.query_timeout: the diagnosis
+// comes with the evidence that did arrive, the late queries marked and listed as missing.
+func TestSlowPrometheusGivesPartialEvidenceMarkedAsSuch(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 10*time.Second)
+	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: %q, query_timeout: 700ms}\nlog: {level: error}\n", proxy.URL), nil)
+
+	start := time.Now()
+	mustAccept(t, postHook(url, webhook("g1", "VLLMTimeToFirstTokenP99High", "vllm-capacity", "f1")), 1, 0)
+	testenv.WaitFor(t, 30*time.Second, "the diagnosis", func() bool { return strings.Contains(out.String(), "verdict:") })
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("diagnosis took %s: the query deadline did not cut the slow queries", took)
+	}
+	if proxy.seen.Load() == 0 {
+		t.Fatal("no query was slowed: the test proves nothing")
+	}
+	got := out.String()
+	for _, want := range []string{"query deadline of 700ms exceeded", "missing:  ttft_p99", "Queue share of TTFT"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diagnosis lacks %q:\n%s", want, got)
+		}
+	}
+	// The evidence that did arrive is there with numbers (the queue share is not a quantile).
+	if strings.Contains(got, "Prometheus unreachable") {
+		t.Errorf("a slow Prometheus was reported unreachable:\n%s", got)
+	}
+}
+
+// Slack refuses the first post (429 with Retry-After, or a 503): the post is retried and lands
+// once; no duplicate reaches the channel.
+func TestSlackRateLimitsAndServerErrorsAreRetriedWithoutDuplicatePosts(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	for _, c := range []struct {
+		name   string
+		refuse fakeslack.Response
+		result string // the notifier's result once it lands
+	}{
+		{"429 with Retry-After", fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: map[string]any{"ok": false, "error": "ratelimited"}}, "ok"},
+		{"503", fakeslack.Response{Status: 503, Body: "upstream unavailable"}, "retried"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			slack := fakeslack.New(t)
+			var n atomic.Int32
+			var posted atomic.Int32
+			slack.Handle("chat.postMessage", func(fakeslack.Call) fakeslack.Response {
+				if n.Add(1) == 1 {
+					return c.refuse
+				}
+				posted.Add(1)
+				return fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "channel": "C1", "ts": fmt.Sprintf("1700000000.%06d", n.Load())}}
+			})
+			url, out, stop := serveWith(t, fmt.Sprintf(`prometheus: {url: %q}
+log: {level: error}
+slack: {bot_token: xoxb-test, signing_secret: s, channel: "#vllm", api_url: %q, charts: false}
+`, prom.URL, slack.APIURL()), nil)
+			mustAccept(t, postHook(url, webhook("g1", "VLLMKVCacheNearFull", "vllm-kv", "f1")), 1, 0)
+			testenv.WaitFor(t, 30*time.Second, "the notification to land", func() bool {
+				return metricValue(t, url, fmt.Sprintf(`vllm_responder_notifications_total{result=%q}`, c.result)) == "1"
+			})
+			// The notifier is done with it: stop the service so nothing else can post, then count.
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Load(); got != 2 {
+				t.Errorf("chat.postMessage called %d times, want 2 (one refused, one retry)", got)
+			}
+			if got := posted.Load(); got != 1 {
+				t.Errorf("%d posts landed, want exactly 1", got)
+			}
+			if strings.Contains(out.String(), "verdict:") {
+				t.Error("with Slack configured the console must not be used")
+			}
+		})
+	}
+}
+
+// Redis restarts under a running responder: /readyz fails while it is down and recovers by
+// itself; alerts are still accepted while it is down (a duplicate post beats a lost alert), and
+// deduplication works again once it is back.
+func TestRedisRestartIsSurvivedAndDeduplicationComesBack(t *testing.T) {
+	redis := testenv.StartRedis(t)
+	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: \"http://127.0.0.1:1\"}\nlog: {level: error}\nredis: {url: \"redis://%s/0\", key_prefix: %q}\ndispatch: {dedup_window: 1h}\n",
+		redis.Addr, "faults-"+fmt.Sprint(time.Now().UnixNano())+":"), nil)
+	testenv.WaitFor(t, 10*time.Second, "ready with Redis up", func() bool { return statusOf(url+"/readyz") == 200 })
+
+	mustAccept(t, postHook(url, webhook("g1", "VLLMKVCacheNearFull", "vllm-kv", "f1")), 1, 0)
+	mustAccept(t, postHook(url, webhook("g1", "VLLMKVCacheNearFull", "vllm-kv", "f1")), 0, 1)
+
+	redis.Stop()
+	testenv.WaitFor(t, 10*time.Second, "/readyz to fail with Redis down", func() bool { return statusOf(url+"/readyz") == 503 })
+	// Accepted without deduplication rather than refused: the alert is not lost.
+	mustAccept(t, postHook(url, webhook("g2", "VLLMKVCacheNearFull", "vllm-kv", "f2")), 1, 0)
+
+	redis.Start()
+	testenv.WaitFor(t, 20*time.Second, "/readyz to recover by itself", func() bool { return statusOf(url+"/readyz") == 200 })
+	mustAccept(t, postHook(url, webhook("g3", "VLLMKVCacheNearFull", "vllm-kv", "f3")), 1, 0)
+	mustAccept(t, postHook(url, webhook("g3", "VLLMKVCacheNearFull", "vllm-kv", "f3")), 0, 1)
+	testenv.WaitFor(t, 30*time.Second, "the three diagnoses", func() bool { return strings.Count(out.String(), "[FIRING]") == 3 })
+}
+
+// SIGTERM during a storm of webhooks, against the real binary: every webhook answered 200 is
+// diagnosed before the process exits (within dispatch.drain_timeout, exit status 0); webhooks that
+// arrive while it drains get 503 with Retry-After, and once the listener closes, connection
+// refused. Nothing accepted is dropped silently.
+func TestSIGTERMDuringAStormDrainsEveryAcceptedAlert(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "responder")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	prom := startRecordedPrometheus(t)
+	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 300*time.Millisecond)
+	port := testenv.FreePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: "127.0.0.1:%d"
+prometheus: {url: %q}
+log: {level: info}
+dispatch: {workers: 2, queue_size: 100, drain_timeout: 40s}
+`, port, proxy.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuf
+	cmd := exec.Command(bin, "serve", "--config", cfg)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("stderr:\n%s", stderr.String())
+		}
+	})
+	testenv.WaitFor(t, 10*time.Second, "the binary to serve", func() bool { return statusOf(url+"/healthz") == 200 })
+
+	var mu sync.Mutex
+	accepted := map[string]bool{}
+	var refused503, refusedConn, other []string
+	fire := func(id string) hookAnswer {
+		a := postHook(url, webhook("storm-"+id, "VLLMTimeToFirstTokenP99High", "storm-"+id, id))
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case a.Err != nil && errors.Is(a.Err, syscall.ECONNREFUSED):
+			refusedConn = append(refusedConn, id)
+		case a.Err == nil && a.Status == 503 && a.RetryAfter != "":
+			refused503 = append(refused503, id)
+		case a.Err == nil && a.Status == 200:
+			accepted[id] = true
+		default:
+			other = append(other, fmt.Sprintf("%s: %d %v %s", id, a.Status, a.Err, a.Body))
+		}
+		return a
+	}
+	// The storm: 4 senders fire 6 webhooks each at once; SIGTERM arrives while those are being
+	// diagnosed, and the senders keep firing until they are refused.
+	var wg sync.WaitGroup
+	for s := 0; s < 4; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 6; i++ {
+				fire(fmt.Sprintf("a%d-%d", s, i))
+			}
+		}()
+	}
+	wg.Wait()
+	testenv.WaitFor(t, 10*time.Second, "diagnoses in flight", func() bool { return proxy.held.Load() > 0 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	signalledAt := time.Now()
+	for s := 0; s < 4; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				if a := fire(fmt.Sprintf("b%d-%d", s, i)); a.Err != nil || a.Status == 503 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("responder exited with %v (drain incomplete?)", err)
+		}
+		t.Logf("exited %s after SIGTERM", time.Since(signalledAt).Round(time.Millisecond))
+	case <-time.After(45 * time.Second):
+		t.Fatal("responder did not exit within the drain deadline")
+	}
+	// Sending after exit: the listener is gone.
+	if a := postHook(url, webhook("late", "VLLMTimeToFirstTokenP99High", "late", "late")); a.Err == nil {
+		t.Errorf("a webhook after exit got an answer: %d", a.Status)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(other) > 0 {
+		t.Errorf("answers that are neither 200, 503+Retry-After nor connection refused:\n%s", strings.Join(other, "\n"))
+	}
+	if len(refused503) == 0 {
+		t.Errorf("no webhook got 503 while draining (connection refused: %d)", len(refusedConn))
+	}
+	got := stdout.String()
+	var lost []string
+	for id := range accepted {
+		if !strings.Contains(got, `pod="storm-`+id+`"`) {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d accepted alerts were never diagnosed: %v\nstdout tail:\n%s", len(lost), len(accepted), lost, tailOf(got, 3000))
+	}
+	if n := strings.Count(got, "[FIRING]"); n != len(accepted) {
+		t.Errorf("%d diagnoses for %d accepted alerts", n, len(accepted))
+	}
+	if !strings.Contains(stderr.String(), "drained; bye") {
+		t.Errorf("no clean drain in the log:\n%s", tailOf(stderr.String(), 2000))
+	}
+	t.Logf("accepted %d, 503 while draining %d, connection refused %d", len(accepted), len(refused503), len(refusedConn))
+}
+
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// The work queue is full (one worker, room for one, a slow Prometheus): the webhook answers 503
+// with Retry-After, and the real Alertmanager's own retry later gets every group diagnosed, once.
+func TestAFullQueueAnswers503AndAlertmanagersRetrySucceeds(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 1500*time.Millisecond)
+	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: %q}\nlog: {level: error}\ndispatch: {workers: 1, queue_size: 1}\n", proxy.URL), nil)
+
+	am := testenv.Alertmanager(t, fmt.Sprintf(`
+route:
+  receiver: responder
+  group_by: [alertname, pod]
+  group_wait: 0s
+  group_interval: 1m
+  repeat_interval: 1h
+receivers:
+  - name: responder
+    webhook_configs:
+      - url: %s/alertmanager
+`, url))
+	pods := []string{"vllm-capacity", "vllm-kv", "vllm-prefill", "vllm-decode"}
+	start := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	var alerts []string
+	for _, p := range pods {
+		alerts = append(alerts, fmt.Sprintf(`{"labels":{"alertname":"VLLMTimeToFirstTokenP99High","namespace":"llm","pod":%q,"model_name":"llama"},"startsAt":%q,"endsAt":%q}`,
+			p, start, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)))
+	}
+	postAlerts(t, am.URL, "["+strings.Join(alerts, ",")+"]")
+
+	testenv.WaitFor(t, 30*time.Second, "a webhook refused with queue_full", func() bool {
+		v := metricValue(t, url, `vllm_responder_webhook_requests_total{result="queue_full"}`)
+		return v != "" && v != "0"
+	})
+	testenv.WaitFor(t, 50*time.Second, "every group diagnosed after Alertmanager's retries", func() bool {
+		return strings.Count(out.String(), "[FIRING]") >= len(pods)
+	})
+	got := out.String()
+	for _, p := range pods {
+		if !strings.Contains(got, fmt.Sprintf("pod=%q", p)) {
+			t.Errorf("pod %s was never diagnosed", p)
+		}
+	}
+	if n := strings.Count(got, "[FIRING]"); n != len(pods) {
+		t.Errorf("%d diagnoses for %d groups:\n%s", n, len(pods), got)
+	}
+}
