@@ -16,16 +16,28 @@
 {{- end -}}
 {{- end -}}
 
-{{- define "vllm-responder.labels" -}}
+{{/* Labels of every resource; each adds its app.kubernetes.io/component. */}}
+{{- define "vllm-responder.commonLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{ include "vllm-responder.selectorLabels" . }}
+{{ include "vllm-responder.baseSelectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
-{{- define "vllm-responder.selectorLabels" -}}
+{{- define "vllm-responder.baseSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "vllm-responder.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The responder's resources and pods (the component keeps the bundled Redis out of its selectors). */}}
+{{- define "vllm-responder.labels" -}}
+{{ include "vllm-responder.commonLabels" . }}
+app.kubernetes.io/component: responder
+{{- end -}}
+
+{{- define "vllm-responder.selectorLabels" -}}
+{{ include "vllm-responder.baseSelectorLabels" . }}
+app.kubernetes.io/component: responder
 {{- end -}}
 
 {{- define "vllm-responder.serviceAccountName" -}}
