@@ -83,7 +83,23 @@ type RedisConfig struct {
 	PasswordFile string        `yaml:"password_file"`
 	// KeyPrefix namespaces every key (default "vllm-responder:").
 	KeyPrefix string `yaml:"key_prefix"`
+	// Sentinel, when master_name is set, finds the master through Redis Sentinel instead of url.
+	Sentinel SentinelConfig `yaml:"sentinel"`
 }
+
+// SentinelConfig selects a Redis master through Sentinel (go-redis' failover client).
+type SentinelConfig struct {
+	MasterName string   `yaml:"master_name"`
+	Addrs      []string `yaml:"addrs"` // host:port of the sentinels
+	DB         int      `yaml:"db"`
+	// Password is the sentinels' own password (requirepass on the sentinels), if any; the
+	// master's password is redis.password.
+	Password     secret.Secret `yaml:"password"`
+	PasswordFile string        `yaml:"password_file"`
+}
+
+// RedisEnabled reports whether the shared store is Redis (by URL or through Sentinel).
+func (r RedisConfig) RedisEnabled() bool { return r.URL != "" || r.Sentinel.MasterName != "" }
 
 // PlaybooksConfig adds the user's playbooks and overrides thresholds.
 type PlaybooksConfig struct {
@@ -300,6 +316,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Webhook.MaxBodyBytes <= 0 {
 		add("webhook.max_body_bytes: must be positive")
+	}
+	if c.Redis.URL != "" && c.Redis.Sentinel.MasterName != "" {
+		add("redis: set url or sentinel, not both")
+	}
+	if c.Redis.Sentinel.MasterName != "" && len(c.Redis.Sentinel.Addrs) == 0 {
+		add("redis.sentinel.addrs: required with master_name (host:port of each sentinel)")
 	}
 	if c.Redis.URL != "" {
 		u, err := url.Parse(c.Redis.URL.Reveal())

@@ -94,3 +94,16 @@ func TestAnEnvValueCannotChangeTheYAMLStructure(t *testing.T) {
 		t.Fatalf("an environment value rewrote the config: listen %q url %q", c.Listen, c.Prometheus.URL)
 	}
 }
+
+func TestSentinelConfig(t *testing.T) {
+	c, err := Parse("t.yaml", []byte("redis: {sentinel: {master_name: vllm, addrs: ['10.0.0.1:26379']}}\n"))
+	if err != nil || !c.Redis.RedisEnabled() {
+		t.Fatalf("sentinel config: %v", err)
+	}
+	if _, err := Parse("t.yaml", []byte("redis: {sentinel: {master_name: vllm}}\n")); err == nil || !strings.Contains(err.Error(), "redis.sentinel.addrs: required") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Parse("t.yaml", []byte("redis: {url: 'redis://x:6379', sentinel: {master_name: vllm, addrs: [a:1]}}\n")); err == nil || !strings.Contains(err.Error(), "redis: set url or sentinel, not both") {
+		t.Fatalf("got %v", err)
+	}
+}

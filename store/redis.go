@@ -32,6 +32,16 @@ func NewRedis(url, password, prefix string) (*Redis, error) {
 	return NewRedisClient(redis.NewClient(opt), prefix), nil
 }
 
+// NewRedisSentinel connects to the master that the sentinels at addrs name masterName, and
+// follows failovers (go-redis' failover client).
+func NewRedisSentinel(masterName string, addrs []string, db int, password, sentinelPassword, prefix string) *Redis {
+	return NewRedisClient(redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: masterName, SentinelAddrs: addrs, SentinelPassword: sentinelPassword,
+		Password: password, DB: db,
+		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: 1,
+	}), prefix)
+}
+
 // NewRedisClient wraps an existing client.
 func NewRedisClient(c redis.UniversalClient, prefix string) *Redis {
 	if prefix == "" {

@@ -41,7 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		notifier = "slack (" + c.Slack.Channel + ")"
 	}
 	st := "memory (single replica)"
-	if c.Redis.URL != "" {
+	if c.Redis.RedisEnabled() {
 		st = "redis"
 	}
 	fmt.Fprintf(stdout, "  prometheus: %s\n  notifier:   %s\n  store:      %s\n  profiling:  %v\n", c.Prometheus.URL, notifier, st, c.Profile.Enabled)

@@ -89,8 +89,12 @@ func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog
 	})
 }
 
-// newStore returns the Redis store when redis.url is set, the in-memory one otherwise.
+// newStore returns the Redis store when redis.url or redis.sentinel is set, the in-memory one
+// otherwise.
 func newStore(c *cfgpkg.Config) (store.Store, string, error) {
+	if s := c.Redis.Sentinel; s.MasterName != "" {
+		return store.NewRedisSentinel(s.MasterName, s.Addrs, s.DB, c.Redis.Password.Reveal(), s.Password.Reveal(), c.Redis.KeyPrefix), "redis", nil
+	}
 	if c.Redis.URL == "" {
 		return store.NewMemory(), "memory", nil
 	}

@@ -66,3 +66,29 @@ func (r *RedisServer) Start() {
 
 // Stop stops the server (the test can Start it again).
 func (r *RedisServer) Stop() { r.proc.Stop() }
+
+// StartSentinel starts a Redis Sentinel (redis-server --sentinel) monitoring the master at
+// masterAddr under the name master, and returns its address.
+func StartSentinel(t testing.TB, master, masterAddr string) string {
+	t.Helper()
+	bin := Binary(t, "redis-server")
+	host, mport, err := net.SplitHostPort(masterAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := FreePort(t)
+	dir := t.TempDir()
+	conf := writeFile(t, dir, "sentinel.conf", "port "+strconv.Itoa(port)+"\nbind 127.0.0.1\ndir "+dir+
+		"\nsentinel monitor "+master+" "+host+" "+mport+" 1\nsentinel down-after-milliseconds "+master+" 1000\n")
+	Start(t, "redis-sentinel", bin, conf, "--sentinel")
+	a := addr(port)
+	WaitFor(t, 10*time.Second, "redis sentinel to accept connections", func() bool {
+		c, err := net.DialTimeout("tcp", a, 200*time.Millisecond)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return a
+}
