@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -29,6 +30,7 @@ import (
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
+	"github.com/vllm-responder/vllm-responder/sim"
 )
 
 // slowProm is a reverse proxy in front of a real Prometheus that holds back the queries whose
@@ -486,5 +488,60 @@ receivers:
 	}
 	if n := strings.Count(got, "[FIRING]"); n != len(pods) {
 		t.Errorf("%d diagnoses for %d groups:\n%s", n, len(pods), got)
+	}
+}
+
+// Captures fail closed on the store: with Redis down, `responder profile` against a real vllm-sim
+// scraped by a real Prometheus is refused before the profiler is touched (no lock, no capture);
+// once Redis is back, captures run again. (profile/e2e_test.go covers Redis dying mid-capture.)
+func TestCapturesAreRefusedWhileRedisIsDownAndRunAgainAfter(t *testing.T) {
+	eng, err := sim.NewEngine(sim.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := sim.NewProfiler(t.TempDir(), 0, 1, zerolog.Nop())
+	vllm := httptest.NewServer(sim.NewServer(eng, prof, zerolog.Nop()))
+	t.Cleanup(vllm.Close)
+	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeInterval: 200 * time.Millisecond,
+		ScrapeTargets: []testenv.Target{{Addr: strings.TrimPrefix(vllm.URL, "http://"), Labels: map[string]string{"pod": "vllm-0", "namespace": "llm"}}}})
+	redis := testenv.StartRedis(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`prometheus: {url: %q}
+log: {level: error}
+redis: {url: "redis://%s/0"}
+profile: {enabled: true, default_duration: 200ms, cooldown: 0s, start_timeout: 5s, stop_timeout: 10s}
+`, prom.URL, redis.Addr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	capture := func() (int, string) {
+		var out, errb bytes.Buffer
+		code := runProfile(context.Background(), []string{"--config", cfg, "--pod", "vllm-0", "--requested-by", "faults"}, &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	testenv.WaitFor(t, 20*time.Second, "a first capture (Prometheus has scraped the pod)", func() bool {
+		code, _ := capture()
+		return code == 0
+	})
+	if s := prof.State(); s.Starts != 1 || s.Stops != 1 || s.Active {
+		t.Fatalf("profiler after one capture: %+v", s)
+	}
+
+	redis.Stop()
+	code, msg := capture()
+	if code == 0 || !strings.Contains(msg, "store") {
+		t.Fatalf("capture with Redis down: exit %d, %q; want a refusal that names the store", code, msg)
+	}
+	t.Logf("refused with Redis down: %s", strings.TrimSpace(msg))
+	if s := prof.State(); s.Starts != 1 || s.Active {
+		t.Fatalf("the profiler was touched while Redis was down: %+v", s)
+	}
+
+	redis.Start()
+	testenv.WaitFor(t, 20*time.Second, "captures to run again", func() bool {
+		code, _ := capture()
+		return code == 0
+	})
+	if s := prof.State(); s.Starts != 2 || s.Stops != 2 || s.Active {
+		t.Fatalf("profiler after Redis came back: %+v", s)
 	}
 }
