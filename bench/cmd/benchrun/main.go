@@ -129,8 +129,8 @@ func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goB
 		float64(t50)/float64(max(percentile(ttd.concurrent, .5), 1)))
 	w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",
 		st.accepted, st.refused, st.alerts, st.groups, st.posts, st.sendSpan.Round(10*time.Millisecond), passFail(st.accepted == st.alerts))
-	w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct (scope, query) pairs | ≤ distinct pairs (cache_ttl %s) | %s |\n",
-		st.queries, st.distinctSent, st.queriesMetric, st.distinctPairs, st.cacheTTL, passFail(st.queries <= st.distinctPairs && st.queries > 0))
+	w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct (scope, query) pairs (%d without any sharing) | ≤ distinct pairs (cache_ttl %s) | %s |\n",
+		st.queries, st.distinctSent, st.queriesMetric, st.distinctPairs, st.unshared, st.cacheTTL, passFail(st.queries <= st.distinctPairs && st.queries > 0))
 	w("| storm: Slack parent posts | %d parents, %d thread replies | 50 groups | exactly 50 | %s |\n",
 		st.parents, st.replies, passFail(st.parents == st.groups))
 	w("| storm: peak RSS (VmHWM) | %.1f MB | | < 100 MB | %s |\n", float64(st.peakRSS)/1e6, passFail(st.peakRSS > 0 && st.peakRSS < 100e6))

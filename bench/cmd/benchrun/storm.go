@@ -37,6 +37,7 @@ type stormReport struct {
 	queries, queriesMetric int
 	distinctSent           int
 	distinctPairs          int
+	unshared               int // queries the alerts' playbooks hold in all, without any sharing
 	parents, replies       int
 	lost                   int
 	lostExample            string
@@ -127,6 +128,7 @@ slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: 
 				for _, q := range pb.Queries {
 					pairs[pb.Expand(q, l)] = true
 				}
+				rep.unshared += len(pb.Queries)
 			}
 			groups = append(groups, g)
 		}
