@@ -382,6 +382,9 @@ func checkURL(s string, required bool) error {
 // URL's password removed: what `responder check` prints.
 func (c *Config) Redacted() string {
 	cp := *c
+	// Plain URL fields may still carry a password (http://user:pw@host): redact it too.
+	cp.Prometheus.URL = secret.URL(cp.Prometheus.URL).String()
+	cp.Alertmanager.URL = secret.URL(cp.Alertmanager.URL).String()
 	b, err := yaml.Marshal(&cp)
 	if err != nil {
 		return fmt.Sprintf("(cannot render config: %v)", err)

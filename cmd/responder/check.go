@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -44,7 +45,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if c.Redis.RedisEnabled() {
 		st = "redis"
 	}
-	fmt.Fprintf(stdout, "  prometheus: %s\n  notifier:   %s\n  store:      %s\n  profiling:  %v\n", c.Prometheus.URL, notifier, st, c.Profile.Enabled)
+	fmt.Fprintf(stdout, "  prometheus: %s\n  notifier:   %s\n  store:      %s\n  profiling:  %v\n", secret.URL(c.Prometheus.URL), notifier, st, c.Profile.Enabled)
 	fmt.Fprintf(stdout, "playbooks (%d, in matching order):\n", len(set.All()))
 	for _, p := range set.All() {
 		origin := p.Source

@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/handlers"
 	"github.com/vllm-responder/vllm-responder/handlers/slackapp"
+	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/console"
@@ -148,7 +149,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	srv := handlers.NewServer(c.Listen, handlers.Logging(log, handlers.NewMux(routes)))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info().Str("listen", ln.Addr().String()).Str("prometheus", c.Prometheus.URL).Str("notifier", notifierKind).
+	log.Info().Str("listen", ln.Addr().String()).Str("prometheus", secret.URL(c.Prometheus.URL).String()).Str("notifier", notifierKind).
 		Str("store", storeKind).Int("playbooks", len(set.All())).Str("version", version).Msg("responder serving")
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
 		_ = f.Sync()

@@ -14,6 +14,7 @@ import (
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify/console"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -86,7 +87,7 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer cancel()
 	d, err := dispatch.Triage(ctx, set, engine, labels)
 	if errors.Is(err, playbooks.ErrPrometheusUnavailable) {
-		return fail("Prometheus at %s unreachable: %s", c.Prometheus.URL, strings.TrimPrefix(d.Error, "Prometheus could not be reached: "))
+		return fail("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), strings.TrimPrefix(d.Error, "Prometheus could not be reached: "))
 	}
 	if err != nil {
 		return fail("%s", oneLine(err))

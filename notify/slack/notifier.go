@@ -154,8 +154,15 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		return retry(err)
 	}
 	th, err := n.loadThread(ctx, nt.GroupKey)
+	storeDown := false
 	if err != nil {
-		return true, fmt.Errorf("slack thread for group: %w", err)
+		if !errors.Is(err, store.ErrUnavailable) || len(firing(nt.Items)) == 0 {
+			return true, fmt.Errorf("slack thread for group: %w", err)
+		}
+		// The store is down: post a new message rather than lose the diagnosis (a duplicate
+		// message beats a lost alert, as in dispatch's deduplication).
+		log.Warn().Err(err).Msg("slack thread state unavailable; posting a new message for this group")
+		th, storeDown = nil, true
 	}
 	if th != nil && th.Status != notify.StatusResolved {
 		return retry(n.followUp(ctx, log, nt, th))
@@ -168,9 +175,16 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		return false, nil
 	}
 	claimTTL := max(2*time.Duration(n.cfg.ParentWait), time.Minute)
-	won, err := n.store.Claim(ctx, ParentKey(nt.GroupKey), claimTTL)
-	if err != nil {
-		return true, fmt.Errorf("claiming the group's parent message: %w", err)
+	won := true
+	if !storeDown {
+		won, err = n.store.Claim(ctx, ParentKey(nt.GroupKey), claimTTL)
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			log.Warn().Err(err).Msg("slack parent claim unavailable; posting a new message for this group")
+			won, storeDown = true, true
+		case err != nil:
+			return true, fmt.Errorf("claiming the group's parent message: %w", err)
+		}
 	}
 	if !won {
 		prev := ""
@@ -187,6 +201,9 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	th, _, err = n.postParent(ctx, nt, items)
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
+		if storeDown {
+			return retry(err)
+		}
 		if uerr := n.store.Unclaim(context.WithoutCancel(ctx), ParentKey(nt.GroupKey)); uerr != nil {
 			log.Warn().Err(uerr).Msg("releasing the parent message claim")
 		}
