@@ -76,7 +76,7 @@ func compile(source string, f *File) (*Playbook, error) {
 	el := &errList{source: source}
 	p := &Playbook{
 		Name: f.Name, Description: f.Description, Source: source, OnDemand: f.OnDemand,
-		Params: map[string]float64{}, byName: map[string]*Query{}, Labels: f.Labels,
+		Params: map[string]float64{}, byName: map[string]*Query{}, index: map[string]int{}, Labels: f.Labels,
 	}
 
 	if !playbookNameRE.MatchString(f.Name) {
@@ -163,6 +163,7 @@ func compile(source string, f *File) (*Playbook, error) {
 		if q.Title == "" {
 			q.Title = nq.Name
 		}
+		p.index[q.Name] = len(p.Queries)
 		p.Queries = append(p.Queries, q)
 		p.byName[q.Name] = q
 	}
@@ -182,7 +183,8 @@ func compile(source string, f *File) (*Playbook, error) {
 				el.add(path, "unknown placeholder $%s (known: $scope, $window and the params)", m[1])
 			}
 		}
-		sample := expand(q.Expr, `model_name="m",pod="p"`, p.Window, p.Params)
+		q.segs = splitTemplate(q.Expr, p.Params)
+		sample := expand(q.segs, `model_name="m",pod="p"`, p.Window, p.Params)
 		if _, err := promQL.ParseExpr(sample); err != nil {
 			el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
 		}

@@ -74,6 +74,7 @@ type Playbook struct {
 	Labels      map[string]string
 
 	byName map[string]*Query
+	index  map[string]int // query name -> position in Queries
 }
 
 // Query is a compiled named query.
@@ -85,6 +86,7 @@ type Query struct {
 	Baseline string
 	Hidden   bool
 	Quantile bool
+	segs     []segment // Expr split at its placeholders
 }
 
 // Verdict is a compiled verdict rule.

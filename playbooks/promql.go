@@ -37,28 +37,76 @@ func ScopeMatchers(scope []string, labels map[string]string) (matchers string, u
 	return b.String(), used, missing
 }
 
-// expand replaces $scope, $window and $<param> in one pass: text substituted in is never scanned
-// again, so a `$` inside a label value stays what it is.
-func expand(q, scope string, window time.Duration, params map[string]float64) string {
-	return placeholderRE.ReplaceAllStringFunc(q, func(m string) string {
-		name := m[1:]
-		switch name {
-		case "scope":
-			return scope
-		case "window":
-			return model.Duration(window).String()
+// segment is a piece of a query template: literal text, or a placeholder ($scope, $window or a
+// param). Templates are split once when the playbook loads; expansion only concatenates.
+type segment struct {
+	text string // literal text, or the param name
+	kind segmentKind
+}
+
+type segmentKind uint8
+
+const (
+	segLiteral segmentKind = iota
+	segScope
+	segWindow
+	segParam
+)
+
+// splitTemplate splits a query template into segments. Unknown placeholders stay literal (load
+// reports them as errors).
+func splitTemplate(q string, params map[string]float64) []segment {
+	var out []segment
+	last := 0
+	for _, m := range placeholderRE.FindAllStringSubmatchIndex(q, -1) {
+		name := q[m[2]:m[3]]
+		var seg segment
+		switch {
+		case name == "scope":
+			seg = segment{kind: segScope}
+		case name == "window":
+			seg = segment{kind: segWindow}
+		default:
+			if _, ok := params[name]; !ok {
+				continue
+			}
+			seg = segment{kind: segParam, text: name}
 		}
-		if v, ok := params[name]; ok {
-			return strconv.FormatFloat(v, 'g', -1, 64)
+		if m[0] > last {
+			out = append(out, segment{text: q[last:m[0]]})
 		}
-		return m
-	})
+		out = append(out, seg)
+		last = m[1]
+	}
+	if last < len(q) {
+		out = append(out, segment{text: q[last:]})
+	}
+	return out
+}
+
+// expand renders a split template. Text substituted in is never scanned again, so a `$` inside
+// a label value stays what it is.
+func expand(segs []segment, scope string, window time.Duration, params map[string]float64) string {
+	var b strings.Builder
+	for _, s := range segs {
+		switch s.kind {
+		case segLiteral:
+			b.WriteString(s.text)
+		case segScope:
+			b.WriteString(scope)
+		case segWindow:
+			b.WriteString(model.Duration(window).String())
+		case segParam:
+			b.WriteString(strconv.FormatFloat(params[s.text], 'g', -1, 64))
+		}
+	}
+	return b.String()
 }
 
 // Expand returns query q of playbook p for an alert with these labels, as sent to Prometheus.
 func (p *Playbook) Expand(q *Query, labels map[string]string) string {
 	scope, _, _ := ScopeMatchers(p.Scope, labels)
-	return expand(q.Expr, scope, p.Window, p.Params)
+	return expand(q.segs, scope, p.Window, p.Params)
 }
 
 // sortedLabels renders labels deterministically (cache keys, logs).

@@ -68,12 +68,13 @@ type EngineOptions struct {
 
 // Engine runs playbooks against Prometheus.
 type Engine struct {
-	q     Querier
-	opt   EngineOptions
-	sf    singleflight.Group
-	sem   chan struct{}
-	mu    sync.Mutex
-	cache map[string]cached
+	q           Querier
+	deadlineErr error
+	opt         EngineOptions
+	sf          singleflight.Group
+	sem         chan struct{}
+	mu          sync.Mutex
+	cache       map[string]cached
 }
 
 type cached struct {
@@ -95,7 +96,8 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Engine{q: q, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{}}
+	return &Engine{q: q, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
+		deadlineErr: fmt.Errorf("query deadline of %s exceeded", opt.QueryTimeout)}
 }
 
 // result is one query's outcome.
@@ -122,7 +124,7 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 	results := make([]result, len(p.Queries))
 	var wg sync.WaitGroup
 	for i, q := range p.Queries {
-		exprs[i] = expand(q.Expr, scope, p.Window, p.Params)
+		exprs[i] = expand(q.segs, scope, p.Window, p.Params)
 		wg.Add(1)
 		go func(i int, q *Query) {
 			defer wg.Done()
@@ -189,8 +191,7 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		spec := ChartSpec{Title: c.Title, Range: c.Range}
 		for _, qn := range c.Queries {
 			q := p.byName[qn]
-			spec.Series = append(spec.Series, ChartSeries{Name: q.Name, Title: q.Title, Unit: q.Unit,
-				Query: expand(q.Expr, scope, p.Window, p.Params)})
+			spec.Series = append(spec.Series, ChartSeries{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[p.index[qn]]})
 		}
 		d.Charts = append(d.Charts, spec)
 	}
@@ -289,8 +290,7 @@ func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
 	}
 	ch := e.sf.DoChan(q, func() (any, error) {
 		// Detached from the first caller's cancellation: others may be waiting on it too.
-		qctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), e.opt.QueryTimeout,
-			fmt.Errorf("query deadline of %s exceeded", e.opt.QueryTimeout))
+		qctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), e.opt.QueryTimeout, e.deadlineErr)
 		defer cancel()
 		select {
 		case e.sem <- struct{}{}:

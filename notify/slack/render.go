@@ -87,9 +87,9 @@ var verdictEmoji = map[string]string{
 }
 
 // escape makes text safe for mrkdwn: Slack reads &, < and > as control characters.
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func escape(s string) string { return mrkdwnEscaper.Replace(s) }
 
 // escapeCode is escape for text inside `code`, where a backtick would end the span.
 func escapeCode(s string) string { return escape(strings.ReplaceAll(s, "`", "'")) }
