@@ -1,0 +1,178 @@
+package testenv
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Bucket boundaries vLLM exports (VLLM.md).
+var (
+	ttftBuckets  = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	itlBuckets   = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	phaseBuckets = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+	tokenBuckets = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}
+)
+
+// VLLMLoad is the steady state of one recorded vLLM pod: what each metric does per second. It
+// writes vLLM's metric names, labels and bucket boundaries, so a real Prometheus loaded with it
+// answers the playbooks' queries as it would for a real fleet.
+type VLLMLoad struct {
+	Pod, Model     string
+	Legacy         bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
+	ReqRate        float64 // finished requests/s
+	AbortShare     float64
+	TTFT, Queue    float64 // seconds, per request
+	Prefill        float64
+	Decode, ITL    float64
+	Prompt         float64 // tokens per request
+	Waiting        float64
+	Running        float64
+	KV             float64
+	PreemptionRate float64
+}
+
+// HealthyLoad is a quiet pod: the baseline the scenarios depart from.
+var HealthyLoad = VLLMLoad{ReqRate: 4, TTFT: 0.3, Queue: 0.01, Prefill: 0.1, Decode: 5, ITL: 0.025, Prompt: 800,
+	Waiting: 0, Running: 12, KV: 0.3}
+
+// ScenarioLoads are one pod per diagnosis (namespace "llm", model "llama"): vllm-capacity (past
+// the knee), vllm-kv (preemption), vllm-kv-old (the same, old metric names), vllm-prefill (long
+// prompts), vllm-decode (wide batch), vllm-aborts (client aborts) and vllm-ok (healthy).
+func ScenarioLoads() []VLLMLoad {
+	with := func(pod string, f func(*VLLMLoad)) VLLMLoad {
+		l := HealthyLoad
+		l.Pod, l.Model = pod, "llama"
+		f(&l)
+		return l
+	}
+	kv := func(l *VLLMLoad) {
+		l.KV, l.PreemptionRate, l.Running, l.Waiting, l.Decode, l.ITL = 0.99, 2, 120, 20, 30, 0.06
+	}
+	return []VLLMLoad{
+		with("vllm-capacity", func(l *VLLMLoad) { l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6 }),
+		with("vllm-kv", kv),
+		with("vllm-kv-old", func(l *VLLMLoad) { kv(l); l.Legacy = true }),
+		with("vllm-prefill", func(l *VLLMLoad) { l.TTFT, l.Prefill, l.Prompt = 3, 2.4, 9000 }),
+		with("vllm-decode", func(l *VLLMLoad) { l.ITL, l.Running, l.Decode = 0.15, 220, 40 }),
+		with("vllm-aborts", func(l *VLLMLoad) { l.AbortShare = 0.3 }),
+		with("vllm-ok", func(*VLLMLoad) {}),
+	}
+}
+
+// series writes samples from start to end every step; counters grow from 0 at t0.
+func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Duration, t0 time.Time) {
+	lbl := func(extra string) string {
+		s := fmt.Sprintf(`model_name=%q,engine="0",pod=%q,namespace="llm"`, l.Model, l.Pod)
+		if extra != "" {
+			s += "," + extra
+		}
+		return "{" + s + "}"
+	}
+	for ts := start; !ts.After(end); ts = ts.Add(step) {
+		el := ts.Sub(t0).Seconds()
+		n := l.ReqRate * el
+		unix := ts.Unix()
+		gauge := func(name string, v float64) { fmt.Fprintf(w, "%s%s %g %d\n", name, lbl(""), v, unix) }
+		counter := func(name, extra string, v float64) { fmt.Fprintf(w, "%s_total%s %g %d\n", name, lbl(extra), v, unix) }
+		hist := func(name string, buckets []float64, count, value float64) {
+			for _, b := range buckets {
+				c := 0.0
+				if value <= b {
+					c = count
+				}
+				fmt.Fprintf(w, "%s_bucket%s %g %d\n", name, lbl(fmt.Sprintf(`le="%g"`, b)), c, unix)
+			}
+			fmt.Fprintf(w, "%s_bucket%s %g %d\n", name, lbl(`le="+Inf"`), count, unix)
+			fmt.Fprintf(w, "%s_sum%s %g %d\n", name, lbl(""), count*value, unix)
+			fmt.Fprintf(w, "%s_count%s %g %d\n", name, lbl(""), count, unix)
+		}
+		gauge("vllm:num_requests_waiting", l.Waiting)
+		gauge("vllm:num_requests_running", l.Running)
+		if l.Legacy {
+			gauge("vllm:gpu_cache_usage_perc", l.KV)
+		} else {
+			gauge("vllm:kv_cache_usage_perc", l.KV)
+		}
+		counter("vllm:num_preemptions", "", l.PreemptionRate*el)
+		counter("vllm:request_success", `finished_reason="stop"`, n*(1-l.AbortShare))
+		counter("vllm:request_success", `finished_reason="abort"`, n*l.AbortShare)
+		counter("vllm:generation_tokens", "", n*200)
+		counter("vllm:prompt_tokens", "", n*l.Prompt)
+		hist("vllm:time_to_first_token_seconds", ttftBuckets, n, l.TTFT)
+		if l.Legacy {
+			hist("vllm:time_per_output_token_seconds", itlBuckets, n*200, l.ITL)
+		} else {
+			hist("vllm:inter_token_latency_seconds", itlBuckets, n*200, l.ITL)
+		}
+		hist("vllm:request_queue_time_seconds", phaseBuckets, n, l.Queue)
+		hist("vllm:request_prefill_time_seconds", phaseBuckets, n, l.Prefill)
+		hist("vllm:request_decode_time_seconds", phaseBuckets, n, l.Decode)
+		hist("vllm:e2e_request_latency_seconds", phaseBuckets, n, l.Queue+l.Prefill+l.Decode)
+		hist("vllm:request_prompt_tokens", tokenBuckets, n, l.Prompt)
+	}
+}
+
+// RecordedVLLM returns OpenMetrics (for promtool's backfill) holding 20 minutes of each pod's load
+// up to now, and the same pods healthy one day earlier (the baselines of `offset 1d` queries).
+func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
+	now = now.Truncate(15 * time.Second)
+	var raw strings.Builder
+	for _, p := range pods {
+		base := HealthyLoad
+		base.Pod, base.Model, base.Legacy = p.Pod, p.Model, p.Legacy
+		dayAgo := now.Add(-24 * time.Hour)
+		base.series(&raw, dayAgo.Add(-15*time.Minute), dayAgo.Add(5*time.Minute), 15*time.Second, dayAgo.Add(-30*time.Minute))
+	}
+	for _, p := range pods {
+		p.series(&raw, now.Add(-20*time.Minute), now.Add(-15*time.Second), 15*time.Second, now.Add(-25*time.Hour))
+	}
+	return openMetrics(raw.String())
+}
+
+// RecordedPrometheus starts a real Prometheus holding RecordedVLLM for these pods.
+func RecordedPrometheus(t testing.TB, pods []VLLMLoad) *PromServer {
+	t.Helper()
+	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(time.Now(), pods)})
+}
+
+// openMetrics groups samples by metric family (OpenMetrics wants each family contiguous) and
+// declares their types.
+func openMetrics(raw string) string {
+	families := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
+		name := line[:strings.IndexAny(line, "{ ")]
+		fam := name
+		for _, suf := range []string{"_bucket", "_sum", "_count", "_total"} {
+			if strings.HasSuffix(name, suf) {
+				fam = strings.TrimSuffix(name, suf)
+				break
+			}
+		}
+		families[fam] = append(families[fam], line)
+	}
+	names := make([]string, 0, len(families))
+	for n := range families {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, fam := range names {
+		first := families[fam][0]
+		typ := "gauge"
+		switch {
+		case strings.HasSuffix(first[:strings.IndexAny(first, "{ ")], "_total"):
+			typ = "counter"
+		case strings.Contains(fam, "_seconds") || strings.HasSuffix(fam, "_tokens"):
+			typ = "histogram"
+		}
+		fmt.Fprintf(&b, "# TYPE %s %s\n", fam, typ)
+		for _, l := range families[fam] {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString("# EOF\n")
+	return b.String()
+}
