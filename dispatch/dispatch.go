@@ -143,7 +143,7 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	var claims []string
 	for _, a := range msg.Alerts {
 		key := dedupKey(msg.GroupKey, a)
-		ok, err := d.store.Claim(ctx, key, d.opt.DedupWindow)
+		ok, err := d.store.Claim(ctx, key, d.lease())
 		if err != nil {
 			// The store is down: diagnose anyway (a duplicate post beats a lost alert).
 			d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
@@ -179,6 +179,28 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	default:
 		d.unclaim(claims)
 		return Accepted{}, ErrQueueFull
+	}
+}
+
+// lease is how long a claim lives while its alert is queued or being diagnosed: long enough for
+// one diagnosis and its notification, short enough that if this replica dies the alert is handled
+// again on one of Alertmanager's next re-sends. Once notified, the claim lasts the dedup window.
+func (d *Dispatcher) lease() time.Duration {
+	l := d.opt.RunTimeout + d.opt.NotifyTimeout + time.Minute
+	if d.opt.DedupWindow > 0 && l > d.opt.DedupWindow {
+		return d.opt.DedupWindow
+	}
+	return l
+}
+
+// confirm extends the claims of notified alerts to the full dedup window.
+func (d *Dispatcher) confirm(keys []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		if err := d.store.Set(ctx, k, []byte{1}, d.opt.DedupWindow); err != nil {
+			d.log.Warn().Err(err).Msg("could not extend dedup claim; a re-send may be diagnosed again")
+		}
 	}
 }
 
@@ -263,6 +285,7 @@ func (d *Dispatcher) process(j *job) {
 	wg.Wait()
 
 	if !worthNotifying(n) {
+		d.confirm(j.claims)
 		return
 	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), d.opt.NotifyTimeout, errors.New("notify deadline exceeded"))
@@ -276,7 +299,9 @@ func (d *Dispatcher) process(j *job) {
 		d.log.Error().Err(err).Str("group_key", n.GroupKey).Int("alerts", len(n.Items)).
 			Msg("notification failed; the alerts will be handled again when Alertmanager re-sends them")
 		d.unclaim(j.claims)
+		return
 	}
+	d.confirm(j.claims)
 }
 
 // worthNotifying: a firing notification whose alerts no playbook knows is logged, not posted.

@@ -234,3 +234,41 @@ func TestAFailedNotificationIsNotSwallowedByDedup(t *testing.T) {
 		t.Fatalf("notifier called %d times, want 2", n)
 	}
 }
+
+// A claim is a short lease while its alert is in flight, and lasts the dedup window only once the
+// notification went out: if the replica dies mid-diagnosis, a re-send is handled again soon.
+func TestClaimsAreLeasesUntilTheNotificationIsSent(t *testing.T) {
+	addr := testenv.RedisAddr(t)
+	prefix := fmt.Sprintf("lease-%d:", time.Now().UnixNano())
+	st, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	c := &collector{}
+	d := New(set, engine, c, st, Options{Workers: 1, QueueSize: 4, DedupWindow: 4 * time.Hour,
+		RunTimeout: 10 * time.Second, NotifyTimeout: 20 * time.Second, Logger: zerolog.Nop()})
+	ctx := context.Background()
+	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ttl := func() time.Duration {
+		keys, err := st.Client().Keys(ctx, prefix+"dedup:*").Result()
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("want one claim, got %v %v", keys, err)
+		}
+		return st.Client().TTL(ctx, keys[0]).Val()
+	}
+	if got := ttl(); got <= 0 || got > 90*time.Second {
+		t.Fatalf("in-flight claim TTL %s, want a lease of about 90s", got)
+	}
+	d.Start()
+	d.Shutdown(ctx)
+	if len(c.all()) != 1 {
+		t.Fatal("not notified")
+	}
+	if got := ttl(); got < 3*time.Hour {
+		t.Fatalf("notified claim TTL %s, want the 4h dedup window", got)
+	}
+}

@@ -153,7 +153,11 @@ func DecodeMessage(body []byte) (*dispatch.Message, error) {
 	case msg.Version == "":
 		return nil, errors.New(`missing "version": not an Alertmanager webhook payload`)
 	case msg.Version != "4":
-		return nil, fmt.Errorf("unsupported webhook version %q (this responder speaks version 4)", msg.Version)
+		v := msg.Version
+		if len(v) > 16 {
+			v = v[:16] + "..."
+		}
+		return nil, fmt.Errorf("unsupported webhook version %q (this responder speaks version 4)", v)
 	case msg.Data == nil:
 		return nil, errors.New("empty message")
 	case msg.Status != "firing" && msg.Status != "resolved":
