@@ -120,6 +120,17 @@ func serveWith(t *testing.T, cfgText string, logw io.Writer) (url string, out *s
 	return url, out, stop
 }
 
+// readyzSays reports whether /readyz answers 200 and its body contains want.
+func readyzSays(u, want string) bool {
+	r, err := http.Get(u + "/readyz")
+	if err != nil {
+		return false
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode == 200 && strings.Contains(string(b), want)
+}
+
 func statusOf(u string) int {
 	r, err := http.Get(u)
 	if err != nil {
@@ -292,25 +303,27 @@ slack: {bot_token: xoxb-test, signing_secret: s, channel: "#vllm", api_url: %q, 
 	}
 }
 
-// Redis restarts under a running responder: /readyz fails while it is down and recovers by
-// itself; alerts are still accepted while it is down (a duplicate post beats a lost alert), and
+// Redis restarts under a running responder: /readyz stays ready but reports the store degraded
+// while it is down, and recovers by itself; alerts are still accepted while it is down (a duplicate post beats a lost alert), and
 // deduplication works again once it is back.
 func TestRedisRestartIsSurvivedAndDeduplicationComesBack(t *testing.T) {
 	redis := testenv.StartRedis(t)
 	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: \"http://127.0.0.1:1\"}\nlog: {level: error}\nredis: {url: \"redis://%s/0\", key_prefix: %q}\ndispatch: {dedup_window: 1h}\n",
 		redis.Addr, "faults-"+fmt.Sprint(time.Now().UnixNano())+":"), nil)
-	testenv.WaitFor(t, 10*time.Second, "ready with Redis up", func() bool { return statusOf(url+"/readyz") == 200 })
+	testenv.WaitFor(t, 10*time.Second, "ready with Redis up", func() bool { return readyzSays(url, "store: ok") })
 
 	mustAccept(t, postHook(url, webhook("g1", "VLLMKVCacheNearFull", "vllm-kv", "f1")), 1, 0)
 	mustAccept(t, postHook(url, webhook("g1", "VLLMKVCacheNearFull", "vllm-kv", "f1")), 0, 1)
 
 	redis.Stop()
-	testenv.WaitFor(t, 10*time.Second, "/readyz to fail with Redis down", func() bool { return statusOf(url+"/readyz") == 503 })
+	testenv.WaitFor(t, 10*time.Second, "/readyz to report the store degraded (and stay ready)", func() bool {
+		return readyzSays(url, "store: degraded")
+	})
 	// Accepted without deduplication rather than refused: the alert is not lost.
 	mustAccept(t, postHook(url, webhook("g2", "VLLMKVCacheNearFull", "vllm-kv", "f2")), 1, 0)
 
 	redis.Start()
-	testenv.WaitFor(t, 20*time.Second, "/readyz to recover by itself", func() bool { return statusOf(url+"/readyz") == 200 })
+	testenv.WaitFor(t, 20*time.Second, "/readyz to recover by itself", func() bool { return readyzSays(url, "store: ok") })
 	mustAccept(t, postHook(url, webhook("g3", "VLLMKVCacheNearFull", "vllm-kv", "f3")), 1, 0)
 	mustAccept(t, postHook(url, webhook("g3", "VLLMKVCacheNearFull", "vllm-kv", "f3")), 0, 1)
 	testenv.WaitFor(t, 30*time.Second, "the three diagnoses", func() bool { return strings.Count(out.String(), "[FIRING]") == 3 })

@@ -130,7 +130,10 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		Logger:   log,
 		Ready: []handlers.Check{
 			{Name: "prometheus", Required: false, Func: func(ctx context.Context) error { _, err := promAPI.Buildinfo(ctx); return err }},
-			{Name: "store", Required: storeKind == "redis", Func: st.Ping},
+			// Not required: without Redis the service still diagnoses (without deduplication, new
+			// Slack messages rather than thread replies). Failing readiness would take every
+			// replica sharing that Redis out of the Service and stop the webhooks altogether.
+			{Name: "store", Required: false, Func: st.Ping},
 		},
 	}
 	var incidents slackapp.Incidents
