@@ -3,9 +3,10 @@
 // resources carry their required fields, the rendered responder config loads with the responder's
 // own strict loader, and the files copied into the chart are not stale.
 //
-// deploy/helm/test.sh renders the chart with helm and runs these tests with CHARTCHECK_RENDERED
-// set to a directory of rendered manifests (one *.yaml per values set). Without it, the tests that
-// need rendered output are skipped, the others still run.
+// The chart is rendered in-process with helm's own Go packages (chart loader, engine, lint: the
+// code behind `helm template` and `helm lint`), so no helm binary has to be built. When
+// CHARTCHECK_RENDERED names a directory of manifests rendered by the helm CLI (deploy/helm/test.sh
+// does so when it finds one), those are checked instead.
 package chartcheck
 
 import (
@@ -49,24 +50,29 @@ type doc struct {
 	json       []byte
 }
 
-// rendered returns the documents of every rendered values set, by values set name.
+// rendered returns the documents of every values set, by values set name: the helm CLI's
+// output when CHARTCHECK_RENDERED names a directory of *.yaml files (deploy/helm/test.sh with a
+// helm binary), else the chart rendered in-process with helm's own packages (render_test.go).
 func rendered(t *testing.T) map[string][]doc {
 	t.Helper()
-	dir := os.Getenv("CHARTCHECK_RENDERED")
-	if dir == "" {
-		t.Skip("CHARTCHECK_RENDERED not set: run deploy/helm/test.sh")
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no rendered manifests in %s (err %v)", dir, err)
+	streams := map[string][]byte{}
+	if dir := os.Getenv("CHARTCHECK_RENDERED"); dir != "" {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no rendered manifests in %s (err %v)", dir, err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams[strings.TrimSuffix(filepath.Base(f), ".yaml")] = b
+		}
+	} else {
+		streams = renderedInProcess(t)
 	}
 	out := map[string][]doc{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		set := strings.TrimSuffix(filepath.Base(f), ".yaml")
+	for set, b := range streams {
 		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 		for i := 0; ; i++ {
 			raw, err := r.Read()
@@ -74,14 +80,14 @@ func rendered(t *testing.T) map[string][]doc {
 				break
 			}
 			if err != nil {
-				t.Fatalf("%s: document %d: %v", f, i, err)
+				t.Fatalf("%s: document %d: %v", set, i, err)
 			}
 			if len(bytes.TrimSpace(stripComments(raw))) == 0 {
 				continue
 			}
 			j, err := yaml.YAMLToJSONStrict(raw)
 			if err != nil {
-				t.Fatalf("%s: document %d: %v", f, i, err)
+				t.Fatalf("%s: document %d: %v", set, i, err)
 			}
 			var meta struct {
 				APIVersion string `json:"apiVersion"`
@@ -91,9 +97,9 @@ func rendered(t *testing.T) map[string][]doc {
 				} `json:"metadata"`
 			}
 			if err := json.Unmarshal(j, &meta); err != nil {
-				t.Fatalf("%s: document %d: %v", f, i, err)
+				t.Fatalf("%s: document %d: %v", set, i, err)
 			}
-			out[set] = append(out[set], doc{source: fmt.Sprintf("%s[%d] %s/%s", filepath.Base(f), i, meta.Kind, meta.Metadata.Name),
+			out[set] = append(out[set], doc{source: fmt.Sprintf("%s[%d] %s/%s", set, i, meta.Kind, meta.Metadata.Name),
 				apiVersion: meta.APIVersion, kind: meta.Kind, name: meta.Metadata.Name, json: j})
 		}
 	}
