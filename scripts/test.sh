@@ -22,6 +22,8 @@ echo "== go vet"
 go vet ./...
 echo "== alert rules (promtool)"
 deploy/prometheus/test.sh
+echo "== helm chart (lint, render, strict decoding into k8s.io/api types)"
+deploy/helm/test.sh
 echo "== built-in playbook fixtures"
 go run ./cmd/responder playbooks test playbooks/tests
 echo "== go test -race"
