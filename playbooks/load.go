@@ -386,6 +386,14 @@ func LoadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
 		if err != nil {
 			return err
 		}
+		// Skip hidden entries: a ConfigMap mounted as a directory holds every file twice, once
+		// under Kubernetes' "..<timestamp>/" copy.
+		if name := d.Name(); path != dir && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		if d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
 			return nil
 		}

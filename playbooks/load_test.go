@@ -150,3 +150,30 @@ verdicts:
 		t.Fatalf("verdict %s, notes %q", d.Verdict, d.Notes)
 	}
 }
+
+// Kubernetes mounts a ConfigMap as a directory of symlinks into a hidden "..<timestamp>/" copy:
+// the playbooks must load once, not twice.
+func TestLoadDirSkipsAConfigMapsHiddenCopy(t *testing.T) {
+	dir := t.TempDir()
+	pb := "name: mine\nmatch: {alertname: X}\nqueries: {w: 'sum(vllm:num_requests_waiting{$scope})'}\nverdicts: [{id: healthy, when: 'true', title: ok}]\n"
+	hidden := filepath.Join(dir, "..2026_11_29_10_00_00.123")
+	if err := os.MkdirAll(hidden, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "mine.yaml"), []byte(pb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..2026_11_29_10_00_00.123", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/mine.yaml", filepath.Join(dir, "mine.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	pbs, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pbs) != 1 {
+		t.Fatalf("loaded %d playbooks, want 1", len(pbs))
+	}
+}
