@@ -141,7 +141,8 @@ func compile(source string, f *File) (*Playbook, error) {
 	for _, nq := range f.Queries {
 		path := "queries." + nq.Name
 		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
-			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, Hidden: nq.Query.Hidden, Quantile: nq.Query.Quantile}
+			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, Hidden: nq.Query.Hidden, Quantile: nq.Query.Quantile,
+			SaturatesAt: nq.Query.SaturatesAt}
 		switch {
 		case !identRE.MatchString(nq.Name):
 			el.add(path, "name must be lower-case letters, digits and underscores")
@@ -162,6 +163,9 @@ func compile(source string, f *File) (*Playbook, error) {
 		}
 		if q.Title == "" {
 			q.Title = nq.Name
+		}
+		if len(q.SaturatesAt) > 0 && !q.Quantile {
+			el.add(path+".saturates_at", "only for quantile queries (set quantile: true)")
 		}
 		p.index[q.Name] = len(p.Queries)
 		p.Queries = append(p.Queries, q)

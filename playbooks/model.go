@@ -35,8 +35,11 @@ type QueryFile struct {
 	Baseline string `yaml:"baseline"`
 	// Hidden queries feed conditions but are not listed as evidence.
 	Hidden bool `yaml:"hidden"`
-	// Quantile marks a histogram_quantile: +Inf means the top bucket is saturated.
-	Quantile bool `yaml:"quantile"`
+	// Quantile marks a histogram_quantile. When the quantile falls in the +Inf bucket, Prometheus
+	// returns the highest finite bucket bound: SaturatesAt lists those bounds (vLLM changed them
+	// across versions), and a value pinned at one is reported as a lower bound, not trusted.
+	Quantile    bool      `yaml:"quantile"`
+	SaturatesAt []float64 `yaml:"saturates_at"`
 }
 
 // VerdictFile is one rule of the ordered verdict list; the first whose condition holds wins.
@@ -84,9 +87,10 @@ type Query struct {
 	Title    string
 	Unit     string
 	Baseline string
-	Hidden   bool
-	Quantile bool
-	segs     []segment // Expr split at its placeholders
+	Hidden      bool
+	Quantile    bool
+	SaturatesAt []float64
+	segs        []segment // Expr split at its placeholders
 }
 
 // Verdict is a compiled verdict rule.

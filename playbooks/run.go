@@ -129,6 +129,10 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		go func(i int, q *Query) {
 			defer wg.Done()
 			results[i] = e.query(ctx, exprs[i], start)
+			if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
+				results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
+					"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", FormatValue(r.value, q.Unit))
+			}
 			if r := results[i]; r.value != nil && math.IsInf(*r.value, 1) {
 				problem := "value is +Inf"
 				if q.Quantile {
@@ -377,6 +381,16 @@ func interpret(v model.Value, err error, ctx context.Context) result {
 	}
 	r.value = &val
 	return r
+}
+
+// atTopBucket reports whether v is one of the top finite bucket bounds.
+func atTopBucket(v float64, bounds []float64) bool {
+	for _, b := range bounds {
+		if math.Abs(v-b) <= 1e-9*math.Max(1, math.Abs(b)) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactURL drops the query string from errors such as `Post "http://host/api/v1/query?...":

@@ -42,6 +42,7 @@ type triageJSON struct {
 		Value        *float64 `json:"value"`
 		Query        string   `json:"query"`
 		BaselineText string   `json:"baseline_text"`
+		Problem      string   `json:"problem"`
 	} `json:"evidence"`
 }
 
@@ -98,6 +99,28 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTriageDoesNotTrustAP99PinnedAtTheTopBucket(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	cfg := writeConfig(t, prom.URL, "")
+	// TTFT is 35 s, but this pod's histogram stops at 10 s (vLLM before #15202).
+	res, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-old-buckets")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if res.Verdict != "capacity-past-knee" {
+		t.Fatalf("verdict %s", res.Verdict)
+	}
+	for _, e := range res.Evidence {
+		if e.Name == "ttft_p99" {
+			if e.Value == nil || *e.Value != 10 || !strings.Contains(e.Problem, "top bucket bound") {
+				t.Fatalf("ttft_p99 = %v, problem %q: want 10 flagged as pinned at the top bucket", e.Value, e.Problem)
+			}
+			return
+		}
+	}
+	t.Fatal("no ttft_p99 evidence")
 }
 
 func TestTriageComparesWithYesterdaysBaseline(t *testing.T) {

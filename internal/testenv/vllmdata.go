@@ -10,10 +10,12 @@ import (
 
 // Bucket boundaries vLLM exports (VLLM.md).
 var (
-	ttftBuckets  = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
-	itlBuckets   = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
-	phaseBuckets = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
-	tokenBuckets = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}
+	// Before vLLM #15202 (April 2025) the TTFT histogram stopped at 10 s.
+	oldTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+	ttftBuckets    = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	itlBuckets     = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	phaseBuckets   = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+	tokenBuckets   = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}
 )
 
 // VLLMLoad is the steady state of one recorded vLLM pod: what each metric does per second. It
@@ -22,6 +24,7 @@ var (
 type VLLMLoad struct {
 	Pod, Model     string
 	Legacy         bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
+	OldBuckets     bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
 	ReqRate        float64 // finished requests/s
 	AbortShare     float64
 	TTFT, Queue    float64 // seconds, per request
@@ -40,7 +43,8 @@ var HealthyLoad = VLLMLoad{ReqRate: 4, TTFT: 0.3, Queue: 0.01, Prefill: 0.1, Dec
 
 // ScenarioLoads are one pod per diagnosis (namespace "llm", model "llama"): vllm-capacity (past
 // the knee), vllm-kv (preemption), vllm-kv-old (the same, old metric names), vllm-prefill (long
-// prompts), vllm-decode (wide batch), vllm-aborts (client aborts) and vllm-ok (healthy).
+// prompts), vllm-decode (wide batch), vllm-aborts (client aborts), vllm-ok (healthy) and
+// vllm-old-buckets (past the knee on vLLM's old TTFT buckets: the p99 saturates at 10 s).
 func ScenarioLoads() []VLLMLoad {
 	with := func(pod string, f func(*VLLMLoad)) VLLMLoad {
 		l := HealthyLoad
@@ -59,6 +63,9 @@ func ScenarioLoads() []VLLMLoad {
 		with("vllm-decode", func(l *VLLMLoad) { l.ITL, l.Running, l.Decode = 0.15, 220, 40 }),
 		with("vllm-aborts", func(l *VLLMLoad) { l.AbortShare = 0.3 }),
 		with("vllm-ok", func(*VLLMLoad) {}),
+		with("vllm-old-buckets", func(l *VLLMLoad) {
+			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV, l.OldBuckets = 35, 34, 140, 64, 0.6, true
+		}),
 	}
 }
 
@@ -101,7 +108,11 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		counter("vllm:request_success", `finished_reason="abort"`, n*l.AbortShare)
 		counter("vllm:generation_tokens", "", n*200)
 		counter("vllm:prompt_tokens", "", n*l.Prompt)
-		hist("vllm:time_to_first_token_seconds", ttftBuckets, n, l.TTFT)
+		if l.OldBuckets {
+			hist("vllm:time_to_first_token_seconds", oldTTFTBuckets, n, l.TTFT)
+		} else {
+			hist("vllm:time_to_first_token_seconds", ttftBuckets, n, l.TTFT)
+		}
 		if l.Legacy {
 			hist("vllm:time_per_output_token_seconds", itlBuckets, n*200, l.ITL)
 		} else {
@@ -122,7 +133,7 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 	var raw strings.Builder
 	for _, p := range pods {
 		base := HealthyLoad
-		base.Pod, base.Model, base.Legacy = p.Pod, p.Model, p.Legacy
+		base.Pod, base.Model, base.Legacy, base.OldBuckets = p.Pod, p.Model, p.Legacy, p.OldBuckets
 		dayAgo := now.Add(-24 * time.Hour)
 		base.series(&raw, dayAgo.Add(-15*time.Minute), dayAgo.Add(5*time.Minute), 15*time.Second, dayAgo.Add(-30*time.Minute))
 	}

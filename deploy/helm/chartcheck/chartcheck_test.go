@@ -491,8 +491,8 @@ func TestRenderedConfigLoadsWithTheResponderLoader(t *testing.T) {
 			if dep.Spec.Replicas != nil {
 				replicas = *dep.Spec.Replicas
 			}
-			if replicas >= 2 && c.Redis.URL == "" {
-				t.Errorf("%d replicas with an empty redis.url", replicas)
+			if replicas >= 2 && !c.Redis.RedisEnabled() {
+				t.Errorf("%d replicas without Redis (neither redis.url nor redis.sentinel)", replicas)
 			}
 			if c.Playbooks.Dir != "" {
 				found := false

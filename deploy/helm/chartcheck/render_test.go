@@ -28,6 +28,8 @@ var valueSets = []valueSet{
 	{name: "default", sets: []string{"redis.url=redis://redis.monitoring.svc:6379/0"}},
 	{name: "all-on", file: "ci/all-on-values.yaml"},
 	{name: "single", sets: []string{"replicaCount=1"}},
+	{name: "sentinel", sets: []string{"redis.sentinel.masterName=mymaster",
+		"redis.sentinel.addrs={redis-sentinel-0.redis:26379,redis-sentinel-1.redis:26379}"}},
 }
 
 const (
@@ -154,6 +156,8 @@ func TestOtherMisconfigurationsFailToRender(t *testing.T) {
 	}{
 		{"config.listen=:9090", "config.listen: set by the chart"},
 		{"config.redis.url=redis://x:6379/0", "use redis.url (top level)"},
+		{"redis.sentinel.masterName=m", "redis.sentinel.addrs: required"},
+		{"config.redis.sentinel.master_name=m", "use redis.sentinel (top level)"},
 		{"config.prometheus.url=", "config.prometheus.url is required"},
 		{"config.slack.socket_mode=true", "secrets.slackAppToken.existingSecret"},
 		{"playbooks.existingConfigMap=mine", "playbooks.existingConfigMapFiles"},

@@ -110,8 +110,18 @@ existingSecret wins; else a non-empty createSecret value when createSecret.enabl
 
 {{/* Checks that fail the template with a message saying what to set. */}}
 {{- define "vllm-responder.validate" -}}
-{{- if and (ge (int .Values.replicaCount) 2) (not (include "vllm-responder.redisURL" .)) -}}
-{{- fail (printf "replicaCount is %d: with 2 or more replicas the responder needs shared state (dedup claims, Slack threads, profile locks). Set redis.url=redis://HOST:6379/0 for an existing Redis, or redis.bundled.enabled=true, or replicaCount=1" (int .Values.replicaCount)) -}}
+{{- $sentinel := dig "sentinel" "masterName" "" .Values.redis -}}
+{{- if and (ge (int .Values.replicaCount) 2) (not (include "vllm-responder.redisURL" .)) (not $sentinel) -}}
+{{- fail (printf "replicaCount is %d: with 2 or more replicas the responder needs shared state (dedup claims, Slack threads, profile locks). Set redis.url=redis://HOST:6379/0 for an existing Redis, redis.sentinel.masterName and redis.sentinel.addrs for Sentinel, or redis.bundled.enabled=true, or replicaCount=1" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if and $sentinel .Values.redis.url -}}
+{{- fail "redis: set url or sentinel.masterName, not both" -}}
+{{- end -}}
+{{- if and $sentinel (not (dig "sentinel" "addrs" list .Values.redis)) -}}
+{{- fail "redis.sentinel.addrs: required with redis.sentinel.masterName (host:port of each sentinel)" -}}
+{{- end -}}
+{{- if hasKey (default dict .Values.config.redis) "sentinel" -}}
+{{- fail "config.redis.sentinel: use redis.sentinel (top level) instead, the chart renders it" -}}
 {{- end -}}
 {{- if not (dig "prometheus" "url" "" .Values.config) -}}
 {{- fail "config.prometheus.url is required: the Prometheus that scrapes your vLLM pods" -}}
@@ -135,7 +145,11 @@ existingSecret wins; else a non-empty createSecret value when createSecret.enabl
 {{- $c := deepCopy .Values.config -}}
 {{- $_ := set $c "listen" (printf ":%d" (int .Values.containerPort)) -}}
 {{- $redis := default dict (get $c "redis") -}}
+{{- if dig "sentinel" "masterName" "" .Values.redis -}}
+{{- $_ = set $redis "sentinel" (dict "master_name" .Values.redis.sentinel.masterName "addrs" .Values.redis.sentinel.addrs "db" (int (default 0 .Values.redis.sentinel.db))) -}}
+{{- else -}}
 {{- $_ = set $redis "url" (include "vllm-responder.redisURL" .) -}}
+{{- end -}}
 {{- $_ = set $redis "key_prefix" .Values.redis.keyPrefix -}}
 {{- $_ = set $c "redis" $redis -}}
 {{- range (include "vllm-responder.secretsInUse" . | fromYamlArray) -}}
