@@ -82,11 +82,11 @@ type Playbook struct {
 
 // Query is a compiled named query.
 type Query struct {
-	Name     string
-	Expr     string // with $scope, $window and $param placeholders
-	Title    string
-	Unit     string
-	Baseline string
+	Name        string
+	Expr        string // with $scope, $window and $param placeholders
+	Title       string
+	Unit        string
+	Baseline    string
 	Hidden      bool
 	Quantile    bool
 	SaturatesAt []float64
