@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 )
 
 // Redis is a Store on Redis (or Sentinel, through go-redis' universal client), shared by replicas.
@@ -131,3 +132,14 @@ func (r *Redis) Ping(ctx context.Context) error { return unavailable(r.client.Pi
 
 // Close implements Store.
 func (r *Redis) Close() error { return r.client.Close() }
+
+// redisLogger sends go-redis' own messages (connection pool errors) to the service's log
+// instead of stderr.
+type redisLogger struct{ log zerolog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn().Str("component", "go-redis").Msg(fmt.Sprintf(format, v...))
+}
+
+// SetRedisLogger routes go-redis' internal log (process-wide) to log.
+func SetRedisLogger(log zerolog.Logger) { redis.SetLogger(redisLogger{log: log}) }

@@ -27,6 +27,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify/console"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -80,6 +81,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		return err
 	}
 	engine := newEngine(c, promAPI, m, log)
+	store.SetRedisLogger(log)
 	st, storeKind, err := newStore(c)
 	if err != nil {
 		return err
