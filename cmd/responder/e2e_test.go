@@ -6,7 +6,6 @@ package main
 // label), all at once, so the test takes about as long as the slowest signature.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,9 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
 
@@ -171,7 +167,7 @@ receivers:
 		EvaluationInterval: time.Second,
 		Alertmanagers:      []string{am.Addr},
 	})
-	out := startResponderOn(t, respPort, prom.URL, "webhook: {bearer_token: e2e-t0ken}\n"+e2eResponderConfig)
+	_, out, _ := serveOn(t, respPort, promConfig(prom.URL)+"webhook: {bearer_token: e2e-t0ken}\n"+e2eResponderConfig, nil)
 	t.Logf("chain up after %s", time.Since(start).Round(time.Second))
 
 	// Every scenario's alert fires and is diagnosed with its verdict; wait for all at once.
@@ -248,33 +244,4 @@ func promScalar(promURL, q string) string {
 		return "none"
 	}
 	return fmt.Sprint(resp.Data.Result[0].Value[1])
-}
-
-// startResponderOn is startResponder on a port chosen beforehand (Alertmanager's config names it).
-func startResponderOn(t *testing.T, port int, promURL, extra string) *syncBuf {
-	t.Helper()
-	path := writeConfig(t, promURL, fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, extra))
-	c, err := cfgpkg.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &syncBuf{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, c, zerolog.New(io.Discard), out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	testenv.WaitFor(t, 10*time.Second, "responder /healthz", func() bool {
-		r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
-	})
-	return out
 }

@@ -27,7 +27,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/sim"
@@ -88,38 +87,6 @@ func startSlowProm(t *testing.T, target, match string, delay time.Duration) *slo
 	return p
 }
 
-// serveWith runs `responder serve` in-process with the config text and the given log writer;
-// the returned stop ends it and returns serve's error.
-func serveWith(t *testing.T, cfgText string, logw io.Writer) (url string, out *syncBuf, stop func() error) {
-	t.Helper()
-	port := testenv.FreePort(t)
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(p, []byte(fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, cfgText)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cfgpkg.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if logw == nil {
-		logw = io.Discard
-	}
-	out = &syncBuf{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, c, zerolog.New(logw).Level(zerolog.DebugLevel), out) }()
-	var once sync.Once
-	var serr error
-	stop = func() error {
-		once.Do(func() { cancel(); serr = <-done })
-		return serr
-	}
-	t.Cleanup(func() { _ = stop() })
-	url = fmt.Sprintf("http://127.0.0.1:%d", port)
-	testenv.WaitFor(t, 10*time.Second, "responder /healthz", func() bool { return statusOf(url+"/healthz") == 200 })
-	return url, out, stop
-}
-
 // readyzSays reports whether /readyz answers 200 and its body contains want.
 func readyzSays(u, want string) bool {
 	r, err := http.Get(u + "/readyz")
@@ -129,15 +96,6 @@ func readyzSays(u, want string) bool {
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
 	return r.StatusCode == 200 && strings.Contains(string(b), want)
-}
-
-func statusOf(u string) int {
-	r, err := http.Get(u)
-	if err != nil {
-		return 0
-	}
-	r.Body.Close()
-	return r.StatusCode
 }
 
 // webhook is one Alertmanager message with one firing alert.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,35 +27,66 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// startResponder runs `responder serve` in-process with the console notifier writing to out.
-func startResponder(t *testing.T, promURL, extra string) (url string, out *syncBuf) {
+// serveOn runs `responder serve` in-process on a loopback port with the config text (listen is
+// added), logging at debug level to logw (nil: discarded); out receives the console notifier's
+// output. stop ends it and returns serve's error; when the test does not call stop, cleanup does
+// and fails the test on an error.
+func serveOn(t *testing.T, port int, cfgText string, logw io.Writer) (url string, out *syncBuf, stop func() error) {
 	t.Helper()
-	port := testenv.FreePort(t)
-	path := writeConfig(t, promURL, fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, extra))
-	c, err := cfgpkg.Load(path)
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, cfgText)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cfgpkg.Load(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if logw == nil {
+		logw = io.Discard
 	}
 	out = &syncBuf{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, c, zerolog.New(io.Discard), out) }()
+	go func() { done <- serve(ctx, c, zerolog.New(logw).Level(zerolog.DebugLevel), out) }()
+	var once sync.Once
+	var serr error
+	stopped := false
+	stopOnce := func() error {
+		once.Do(func() { cancel(); serr = <-done })
+		return serr
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		explicit := stopped
+		if err := stopOnce(); err != nil && !explicit {
 			t.Errorf("serve: %v", err)
 		}
 	})
 	url = fmt.Sprintf("http://127.0.0.1:%d", port)
-	testenv.WaitFor(t, 10*time.Second, "responder /healthz", func() bool {
-		r, err := http.Get(url + "/healthz")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
-	})
+	testenv.WaitFor(t, 10*time.Second, "responder /healthz", func() bool { return statusOf(url+"/healthz") == 200 })
+	return url, out, func() error { stopped = true; return stopOnce() }
+}
+
+// serveWith is serveOn on a free port.
+func serveWith(t *testing.T, cfgText string, logw io.Writer) (url string, out *syncBuf, stop func() error) {
+	t.Helper()
+	return serveOn(t, testenv.FreePort(t), cfgText, logw)
+}
+
+// startResponder runs `responder serve` on the Prometheus at promURL, with extra config.
+func startResponder(t *testing.T, promURL, extra string) (url string, out *syncBuf) {
+	t.Helper()
+	url, out, _ = serveWith(t, promConfig(promURL)+extra, nil)
 	return url, out
+}
+
+// statusOf returns the status code of GET u, 0 when it cannot be reached.
+func statusOf(u string) int {
+	r, err := http.Get(u)
+	if err != nil {
+		return 0
+	}
+	r.Body.Close()
+	return r.StatusCode
 }
 
 func metricValue(t *testing.T, url, series string) string {

@@ -20,11 +20,15 @@ func startRecordedPrometheus(t *testing.T) *testenv.PromServer {
 	return testenv.RecordedPrometheus(t, testenv.ScenarioLoads())
 }
 
+// promConfig is the config text for a responder on the Prometheus at promURL.
+func promConfig(promURL string) string {
+	return fmt.Sprintf("prometheus: {url: %q}\nlog: {level: error}\n", promURL)
+}
+
 func writeConfig(t *testing.T, promURL string, extra string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf("prometheus: {url: %q}\nlog: {level: error}\n%s", promURL, extra)
-	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(promConfig(promURL)+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
