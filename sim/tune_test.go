@@ -1,17 +1,17 @@
+//go:build tune
+
+// A tuning aid, not a test: built only with -tags tune, so plain `go test` never has it to skip.
+
 package sim
 
 import (
-	"os"
 	"testing"
 	"time"
 )
 
 // TestPrintScenarioSignatures prints each scenario's signature over successive
-// windows after switching from healthy. Run with SIM_TUNE=1 go test -run Print -v.
+// windows after switching from healthy. Run with go test -tags tune -run Print -v ./sim.
 func TestPrintScenarioSignatures(t *testing.T) {
-	if os.Getenv("SIM_TUNE") == "" {
-		t.Skip("set SIM_TUNE=1 to print the scenario signatures")
-	}
 	for _, name := range []string{"healthy", "overload", "kv-pressure", "long-prompts", "wide-batch", "client-timeouts"} {
 		v := newVirtual(t, DefaultConfig(), "healthy")
 		v.run(30 * time.Second)
