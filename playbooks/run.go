@@ -66,6 +66,9 @@ type EngineOptions struct {
 	Now           func() time.Time
 }
 
+// defaultMaxConcurrent is EngineOptions.MaxConcurrent's default.
+const defaultMaxConcurrent = 16
+
 // Engine runs playbooks against Prometheus.
 type Engine struct {
 	q           Querier
@@ -91,7 +94,7 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 		opt.CacheTTL = 10 * time.Second
 	}
 	if opt.MaxConcurrent <= 0 {
-		opt.MaxConcurrent = 16
+		opt.MaxConcurrent = defaultMaxConcurrent
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

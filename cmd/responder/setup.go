@@ -67,7 +67,7 @@ func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error
 
 // newPrometheusAPI returns the v1 API client for the configured Prometheus.
 func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
-	var rt http.RoundTripper = api.DefaultRoundTripper
+	var rt http.RoundTripper = playbooks.PrometheusTransport(c.Prometheus.MaxConcurrentQueries)
 	if tok := c.Prometheus.BearerToken; tok.IsSet() {
 		rt = config.NewAuthorizationCredentialsRoundTripper("Bearer", config.NewInlineSecret(tok.Reveal()), rt)
 	}

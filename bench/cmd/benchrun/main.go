@@ -20,7 +20,11 @@ type options struct {
 	closedRound, openRound  time.Duration
 	ttdReps                 int
 	benchtime               string
+	only                    map[string]bool // empty: every section
 }
+
+// runs reports whether section s is to run (-only).
+func (o options) runs(s string) bool { return len(o.only) == 0 || o.only[s] }
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "bare" {
@@ -42,7 +46,20 @@ func main() {
 	flag.DurationVar(&o.openRound, "open-round", 4*time.Second, "length of one open-loop round")
 	flag.IntVar(&o.ttdReps, "ttd-reps", 30, "time-to-diagnosis repetitions")
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the Go benchmarks")
+	only := flag.String("only", "", "comma-separated sections to run (go,ttd,ingest,storm); BENCHMARKS.md is written only by a full run")
 	flag.Parse()
+	if *only != "" {
+		o.only = map[string]bool{}
+		for _, s := range strings.Split(*only, ",") {
+			switch s = strings.TrimSpace(s); s {
+			case "go", "ttd", "ingest", "storm":
+				o.only[s] = true
+			default:
+				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, ttd, ingest, storm)\n", s)
+				os.Exit(2)
+			}
+		}
+	}
 
 	loadBefore := loadavg()
 	t := &benchTB{}
@@ -50,21 +67,41 @@ func main() {
 	began := time.Now()
 	step := func(s string) { fmt.Fprintf(os.Stderr, "[%5.1fs] %s\n", time.Since(began).Seconds(), s) }
 
-	step("Go benchmarks")
-	gb, gbErr := runGoBenchmarks(o.repo, o.benchtime)
-	step("starting Prometheus with recorded vLLM series")
-	prom := startRecordedPrometheus(t)
-	proxy := startCountingProxy(t, prom.URL)
-	step("time to diagnosis")
-	ttd := benchTimeToDiagnosis(t, prom.URL, o.ttdReps)
-	step("webhook ingest")
-	ing := benchIngest(t, o.responderBin, proxy.URL, o)
-	step("alert storm")
-	st := benchStorm(t, o.responderBin, proxy)
+	var (
+		gb    []goBench
+		gbErr error
+		ttd   ttdReport
+		ing   ingestReport
+		st    stormReport
+	)
+	if o.runs("go") {
+		step("Go benchmarks")
+		gb, gbErr = runGoBenchmarks(o.repo, o.benchtime)
+	}
+	if o.runs("ttd") || o.runs("ingest") || o.runs("storm") {
+		step("starting Prometheus with recorded vLLM series")
+		prom := startRecordedPrometheus(t)
+		proxy := startCountingProxy(t, prom.URL)
+		if o.runs("ttd") {
+			step("time to diagnosis")
+			ttd = benchTimeToDiagnosis(t, prom.URL, o.ttdReps)
+		}
+		if o.runs("ingest") {
+			step("webhook ingest")
+			ing = benchIngest(t, o.responderBin, proxy.URL, o)
+		}
+		if o.runs("storm") {
+			step("alert storm")
+			st = benchStorm(t, o.responderBin, proxy)
+		}
+	}
 	step("done")
 
 	table := render(o, ing, ttd, st, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
+	if len(o.only) > 0 {
+		return // a partial run does not replace the full table
+	}
 	if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
@@ -121,27 +158,31 @@ func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goB
 			passFail(p99 < 5*time.Millisecond && len(m.respLat.lat) > 0 && m.respLat.unavailable == 0 && m.respLat.other == 0))
 	}
 	t50 := percentile(ttd.ttd, .5)
-	w("| time to diagnosis, ttft-p99-high (%d queries, cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest query alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
-		ttd.queries, len(ttd.ttd), ttd.verdict, ms(t50), ms(percentile(ttd.ttd, .9)), ttd.slowestName,
-		ms(percentile(ttd.slowest, .5)), ms(percentile(ttd.slowest, .9)), ms(ttd.p50Target), passFail(t50 <= ttd.p50Target && ttd.errors == 0))
-	w("| time to diagnosis, references | | all %d queries alone one after the other p50 %s; all at once from bare goroutines p50 %s | responder / bare concurrent = %.2fx | info |\n",
-		ttd.queries, ms(percentile(ttd.sum, .5)), ms(percentile(ttd.concurrent, .5)),
-		float64(t50)/float64(max(percentile(ttd.concurrent, .5), 1)))
-	w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",
-		st.accepted, st.refused, st.alerts, st.groups, st.posts, st.sendSpan.Round(10*time.Millisecond), passFail(st.accepted == st.alerts))
-	w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct (scope, query) pairs (%d without any sharing) | ≤ distinct pairs (cache_ttl %s) | %s |\n",
-		st.queries, st.distinctSent, st.queriesMetric, st.distinctPairs, st.unshared, st.cacheTTL, passFail(st.queries <= st.distinctPairs && st.queries > 0))
-	w("| storm: Slack parent posts | %d parents, %d thread replies | 50 groups | exactly 50 | %s |\n",
-		st.parents, st.replies, passFail(st.parents == st.groups))
-	w("| storm: peak RSS (VmHWM) | %.1f MB | | < 100 MB | %s |\n", float64(st.peakRSS)/1e6, passFail(st.peakRSS > 0 && st.peakRSS < 100e6))
-	w("| storm: goroutines after the drain | %.0f (%.0f before peers closed idle connections) | %.0f idle before the storm | back to idle | %s |\n",
-		st.afterG, st.beforeG, st.idleG, passFail(st.goroutinesBack))
-	lost := fmt.Sprintf("%d lost", st.lost)
-	if st.lostExample != "" {
-		lost += " (e.g. " + st.lostExample + ")"
+	if o.runs("ttd") {
+		w("| time to diagnosis, ttft-p99-high (%d queries, cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest query alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
+			ttd.queries, len(ttd.ttd), ttd.verdict, ms(t50), ms(percentile(ttd.ttd, .9)), ttd.slowestName,
+			ms(percentile(ttd.slowest, .5)), ms(percentile(ttd.slowest, .9)), ms(ttd.p50Target), passFail(t50 <= ttd.p50Target && ttd.errors == 0))
+		w("| time to diagnosis, references | | all %d queries alone one after the other p50 %s; all at once from bare goroutines p50 %s | responder / bare concurrent = %.2fx | info |\n",
+			ttd.queries, ms(percentile(ttd.sum, .5)), ms(percentile(ttd.concurrent, .5)),
+			float64(t50)/float64(max(percentile(ttd.concurrent, .5), 1)))
 	}
-	w("| storm: accepted alerts in a notification | %s; drained in %s | | none lost | %s |\n",
-		lost, st.drainTime.Round(10*time.Millisecond), passFail(st.lost == 0 && st.drained))
+	if o.runs("storm") {
+		w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",
+			st.accepted, st.refused, st.alerts, st.groups, st.posts, st.sendSpan.Round(10*time.Millisecond), passFail(st.accepted == st.alerts))
+		w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct (scope, query) pairs (%d without any sharing) | ≤ distinct pairs (cache_ttl %s) | %s |\n",
+			st.queries, st.distinctSent, st.queriesMetric, st.distinctPairs, st.unshared, st.cacheTTL, passFail(st.queries <= st.distinctPairs && st.queries > 0))
+		w("| storm: Slack parent posts | %d parents, %d thread replies | 50 groups | exactly 50 | %s |\n",
+			st.parents, st.replies, passFail(st.parents == st.groups))
+		w("| storm: peak RSS (VmHWM) | %.1f MB | | < 100 MB | %s |\n", float64(st.peakRSS)/1e6, passFail(st.peakRSS > 0 && st.peakRSS < 100e6))
+		w("| storm: goroutines after the drain | %.0f (%.0f before peers closed idle connections) | %.0f idle before the storm | back to idle | %s |\n",
+			st.afterG, st.beforeG, st.idleG, passFail(st.goroutinesBack))
+		lost := fmt.Sprintf("%d lost", st.lost)
+		if st.lostExample != "" {
+			lost += " (e.g. " + st.lostExample + ")"
+		}
+		w("| storm: accepted alerts in a notification | %s; drained in %s | | none lost | %s |\n",
+			lost, st.drainTime.Round(10*time.Millisecond), passFail(st.lost == 0 && st.drained))
+	}
 
 	w("\n| Go benchmark (-benchmem, -benchtime %s) | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n", o.benchtime)
 	if gbErr != nil {

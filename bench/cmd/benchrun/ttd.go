@@ -39,7 +39,9 @@ type ttdReport struct {
 // wired as serve.go wires them (handlers.Webhook -> dispatch -> playbooks.Engine on client_golang),
 // in this process, with a notifier that records the moment it is called.
 func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
-	client, err := api.NewClient(api.Config{Address: promURL})
+	// The same transport as serve's (an idle pool as large as the queries in flight), for the
+	// engine and for the bare references alike.
+	client, err := api.NewClient(api.Config{Address: promURL, RoundTripper: playbooks.PrometheusTransport(16)})
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
