@@ -117,6 +117,10 @@ type PlaybooksConfig struct {
 type DispatchConfig struct {
 	Workers   int `yaml:"workers"`
 	QueueSize int `yaml:"queue_size"`
+	// GroupCooldown: a notification of a group diagnosed less than this long ago is held, merged
+	// with any newer ones of the group, until it has passed (0 disables; a group's first
+	// notification is never held).
+	GroupCooldown model.Duration `yaml:"group_cooldown"`
 	// DedupWindow: a firing alert already diagnosed (same group, fingerprint, startsAt) is not
 	// diagnosed again within it, however often Alertmanager re-sends the group.
 	DedupWindow model.Duration `yaml:"dedup_window"`
@@ -137,7 +141,7 @@ func Default() *Config {
 		Webhook:    WebhookConfig{MaxBodyBytes: 1 << 20},
 		Redis:      RedisConfig{KeyPrefix: "vllm-responder:"},
 		Playbooks:  PlaybooksConfig{Triage: "triage"},
-		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: model.Duration(4 * time.Hour),
+		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: model.Duration(4 * time.Hour), GroupCooldown: model.Duration(time.Second),
 			RunTimeout: model.Duration(30 * time.Second), NotifyTimeout: model.Duration(60 * time.Second), DrainTimeout: model.Duration(30 * time.Second)},
 	}
 	c.Slack.SetDefaults()

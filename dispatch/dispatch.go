@@ -31,9 +31,12 @@ var (
 
 // Options configures a Dispatcher.
 type Options struct {
-	Workers       int
-	QueueSize     int
-	DedupWindow   time.Duration
+	Workers     int
+	QueueSize   int
+	DedupWindow time.Duration
+	// GroupCooldown: a notification of a group that a worker took up less than this long ago is
+	// held (merged with any newer ones) until this long has passed; 0 queues it at once.
+	GroupCooldown time.Duration
 	RunTimeout    time.Duration
 	NotifyTimeout time.Duration
 	Logger        zerolog.Logger
@@ -55,6 +58,14 @@ type Dispatcher struct {
 	queue   chan *job
 	wg      sync.WaitGroup
 	started bool
+
+	// Alertmanager groups by group key (groups.go): the job of each that no worker has taken
+	// yet, which newer notifications of the group merge into, and when one was last taken.
+	gmu       sync.Mutex
+	groups    map[string]*group
+	held      int // jobs held by a group's cooldown (not in the queue yet)
+	releasing sync.WaitGroup
+	nextSweep int
 }
 
 type job struct {
@@ -77,7 +88,7 @@ func New(set *playbooks.Set, engine *playbooks.Engine, n notify.Notifier, st sto
 		o.NotifyTimeout = time.Minute
 	}
 	d := &Dispatcher{set: set, engine: engine, notifier: n, store: st, opt: o, log: o.Logger, m: o.Metrics,
-		queue: make(chan *job, o.QueueSize)}
+		queue: make(chan *job, o.QueueSize), groups: map[string]*group{}, nextSweep: minSweep}
 	if d.m != nil {
 		d.m.QueueCapacity.Set(float64(o.QueueSize))
 	}
@@ -101,11 +112,18 @@ func (d *Dispatcher) Start() {
 // Shutdown stops accepting work and waits for accepted work to finish, or for ctx.
 func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
-	if !d.closed {
-		d.closed = true
-		close(d.queue)
-	}
+	wasClosed := d.closed
+	d.closed = true // Accept refuses from here on
 	d.mu.Unlock()
+	if !wasClosed {
+		// Jobs held by a group's cooldown are accepted work: queue them now.
+		if err := d.flushHeld(ctx); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		close(d.queue)
+		d.mu.Unlock()
+	}
 	done := make(chan struct{})
 	go func() { d.wg.Wait(); close(done) }()
 	select {
@@ -170,16 +188,17 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		d.unclaim(claims)
 		return Accepted{}, ErrShuttingDown
 	}
-	select {
-	case d.queue <- &job{n: n, claims: claims}:
-		if d.m != nil {
-			d.m.QueueDepth.Set(float64(len(d.queue)))
-		}
-		return acc, nil
-	default:
+	coalesced, err := d.enqueue(&job{n: n, claims: claims})
+	if err != nil {
 		d.unclaim(claims)
-		return Accepted{}, ErrQueueFull
+		return Accepted{}, err
 	}
+	if d.m != nil {
+		if coalesced {
+			d.m.Coalesced.Inc()
+		}
+	}
+	return acc, nil
 }
 
 // lease is how long a claim lives while its alert is queued or being diagnosed: long enough for
@@ -251,9 +270,9 @@ func (d *Dispatcher) count(outcome string) {
 func (d *Dispatcher) worker() {
 	defer d.wg.Done()
 	for j := range d.queue {
-		if d.m != nil {
-			d.m.QueueDepth.Set(float64(len(d.queue)))
-		}
+		// From here on a newer notification of the group is queued on its own: this one's
+		// diagnosis is under way and will be posted as it is.
+		d.taken(j)
 		d.process(j)
 	}
 }

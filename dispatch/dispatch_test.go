@@ -12,9 +12,12 @@ import (
 	"github.com/prometheus/alertmanager/template"
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -270,5 +273,220 @@ func TestClaimsAreLeasesUntilTheNotificationIsSent(t *testing.T) {
 	}
 	if got := ttl(); got < 3*time.Hour {
 		t.Fatalf("notified claim TTL %s, want the 4h dedup window", got)
+	}
+}
+
+// gated blocks its first notification until release is closed, and records every notification.
+type gated struct {
+	collector
+	first   sync.Once
+	called  chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) Notify(ctx context.Context, n *notify.Notification) (bool, error) {
+	g.first.Do(func() {
+		close(g.called)
+		<-g.release
+	})
+	return g.collector.Notify(ctx, n)
+}
+
+// Notifications of a group that arrive while an earlier one of it is still queued are merged into
+// it: one diagnosis and one post with the group's newest state, every claim confirmed, and no
+// queue slot taken (a storm of one group cannot fill the queue for the others).
+func TestNotificationsOfAQueuedGroupAreCoalesced(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	g := &gated{called: make(chan struct{}), release: make(chan struct{})}
+	st := store.NewMemory()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	d := New(set, engine, g, st, Options{Workers: 1, QueueSize: 1, DedupWindow: time.Hour, Logger: zerolog.Nop(), Metrics: m})
+	d.Start()
+	ctx := context.Background()
+	accept := func(msg *Message) error {
+		_, err := d.Accept(ctx, msg, time.Now())
+		return err
+	}
+	if err := accept(message("g1", alert("a"))); err != nil {
+		t.Fatal(err)
+	}
+	<-g.called // the worker is busy with the first notification of g1: it is no longer queued
+
+	if err := accept(message("g1", alert("a"), alert("b"))); err != nil { // a is a duplicate
+		t.Fatal(err)
+	}
+	resolvedB := alert("b")
+	resolvedB.Status = "resolved"
+	if err := accept(message("g1", resolvedB, alert("c"))); err != nil {
+		t.Fatalf("a newer notification of the queued group must be merged, not refused: %v", err)
+	}
+	if err := accept(message("g2", alert("d"))); err != ErrQueueFull {
+		t.Fatalf("another group needs a queue slot: want ErrQueueFull, got %v", err)
+	}
+	close(g.release)
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := g.all()
+	if len(ns) != 2 {
+		t.Fatalf("want 2 notifications (the first, then the merged one), got %d", len(ns))
+	}
+	merged := ns[1]
+	var got []string
+	for _, it := range merged.Items {
+		got = append(got, it.Alert.Labels["pod"]+"="+it.Alert.Status)
+		if it.Alert.Status == "firing" && it.Diagnosis == nil {
+			t.Errorf("firing alert %s has no diagnosis", it.Alert.Labels["pod"])
+		}
+		if it.Alert.Status == "resolved" && it.Diagnosis != nil {
+			t.Errorf("resolved alert %s was diagnosed", it.Alert.Labels["pod"])
+		}
+	}
+	if strings.Join(got, " ") != "vllm-b=resolved vllm-c=firing" || merged.Status != "firing" {
+		t.Fatalf("merged notification: status %s, items %v; want firing with vllm-b=resolved vllm-c=firing", merged.Status, got)
+	}
+	var c dto.Metric
+	if err := m.Coalesced.Write(&c); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.GetCounter().GetValue(); v != 1 {
+		t.Fatalf("coalesced counter %v, want 1", v)
+	}
+	// Every claim is confirmed, the superseded firing state of b included: a re-send of any of
+	// them is a duplicate.
+	for _, msg := range []*Message{message("g1", alert("a"), alert("b"), alert("c")), message("g1", resolvedB)} {
+		d2 := New(set, engine, g, st, Options{Workers: 1, QueueSize: 1, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+		acc, err := d2.Accept(ctx, msg, time.Now())
+		if err != nil || acc.New != 0 {
+			t.Fatalf("re-send after the merged post: %+v %v; want all duplicates", acc, err)
+		}
+	}
+}
+
+// Once a worker has taken a group's notification, a newer one is queued on its own: what is
+// being diagnosed is posted as it is, and the newer state gets its own post.
+func TestANotificationInProgressIsNotMergedInto(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	g := &gated{called: make(chan struct{}), release: make(chan struct{})}
+	d := New(set, engine, g, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	ctx := context.Background()
+	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	<-g.called
+	if _, err := d.Accept(ctx, message("g1", alert("b")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ns := g.all()
+	if len(ns) != 2 || len(ns[0].Items) != 1 || len(ns[1].Items) != 1 || ns[1].Items[0].Alert.Labels["pod"] != "vllm-b" {
+		t.Fatalf("want {a} then {b}, got %d notifications", len(ns))
+	}
+}
+
+// stamped records when each notification was sent.
+type stamped struct {
+	collector
+	at []time.Time
+}
+
+func (s *stamped) Notify(ctx context.Context, n *notify.Notification) (bool, error) {
+	s.mu.Lock()
+	s.at = append(s.at, time.Now())
+	s.mu.Unlock()
+	return s.collector.Notify(ctx, n)
+}
+
+func (s *stamped) times() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.at...)
+}
+
+// A group's follow-ups within the cooldown of its last diagnosis wait until it has passed, merged
+// into one diagnosis and one post.
+func TestAGroupsFollowUpsWaitForItsCooldownMerged(t *testing.T) {
+	const cooldown = 500 * time.Millisecond
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	s := &stamped{}
+	d := New(set, engine, s, store.NewMemory(), Options{Workers: 2, QueueSize: 4, DedupWindow: time.Hour, GroupCooldown: cooldown, Logger: zerolog.Nop()})
+	d.Start()
+	ctx := context.Background()
+	t0 := time.Now() // before the first job is taken
+	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the first notification", func() bool { return len(s.all()) == 1 })
+	received := time.Now()
+	for _, fp := range []string{"b", "c"} {
+		if _, err := d.Accept(ctx, message("g1", alert(fp)), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.WaitFor(t, 10*time.Second, "the follow-up", func() bool { return len(s.all()) == 2 })
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ns, at := s.all(), s.times()
+	if len(ns) != 2 || len(ns[1].Items) != 2 {
+		t.Fatalf("want the first post and one merged follow-up of b and c, got %d posts", len(ns))
+	}
+	if waited := at[1].Sub(t0); waited < cooldown {
+		t.Fatalf("follow-up posted %s after the first was taken; want at least the %s cooldown", waited, cooldown)
+	}
+	if !ns[1].ReceivedAt.Before(received.Add(time.Second)) || ns[1].ReceivedAt.Before(received) {
+		t.Fatalf("the merged follow-up must keep when its first part was received")
+	}
+}
+
+// Held follow-ups are accepted work: they count against the queue's capacity, they never delay
+// another group's first notification, and shutdown queues them at once rather than waiting out
+// the cooldown.
+func TestHeldFollowUpsCountAgainstTheQueueAndDrainOnShutdown(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 2, DedupWindow: time.Hour, GroupCooldown: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	ctx := context.Background()
+	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "g1's first notification", func() bool { return len(c.all()) == 1 })
+	if _, err := d.Accept(ctx, message("g1", alert("b")), time.Now()); err != nil { // held for an hour
+		t.Fatal(err)
+	}
+	if _, err := d.Accept(ctx, message("g2", alert("c")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "g2's first notification, not held behind g1", func() bool { return len(c.all()) == 2 })
+	// g2 is now in its cooldown too; its follow-up is held: with g1's, the queue (2) is full.
+	if _, err := d.Accept(ctx, message("g2", alert("d")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Accept(ctx, message("g3", alert("e")), time.Now()); err != ErrQueueFull {
+		t.Fatalf("held follow-ups fill the queue: want ErrQueueFull, got %v", err)
+	}
+	if _, err := d.Accept(ctx, message("g1", alert("f")), time.Now()); err != nil {
+		t.Fatalf("a follow-up of a held group merges without a slot: %v", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := d.Shutdown(sctx); err != nil {
+		t.Fatalf("shutdown must queue held follow-ups, not wait an hour: %v", err)
+	}
+	got := map[string]int{}
+	for _, n := range c.all() {
+		for _, it := range n.Items {
+			got[it.Alert.Fingerprint]++
+		}
+	}
+	if len(c.all()) != 4 || got["b"] != 1 || got["d"] != 1 || got["f"] != 1 || got["e"] != 0 {
+		t.Fatalf("want 4 posts with b, d and f once and e refused; got %d posts, %v", len(c.all()), got)
 	}
 }

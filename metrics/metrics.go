@@ -29,6 +29,7 @@ type Responder struct {
 	QueueCapacity   prometheus.Gauge
 	Notifications   *prometheus.CounterVec
 	TimeToDiagnosis prometheus.Histogram
+	Coalesced       prometheus.Counter
 }
 
 // New registers the metrics on reg.
@@ -64,9 +65,13 @@ func New(reg prometheus.Registerer) *Responder {
 			Name: "vllm_responder_time_to_diagnosis_seconds", Help: "From webhook received to notifier called.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
+		Coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vllm_responder_notifications_coalesced_total",
+			Help: "Alertmanager notifications merged into a queued one of the same group instead of queued again.",
+		}),
 	}
 	reg.MustRegister(m.WebhookRequests, m.AlertsReceived, m.PlaybookRuns, m.RunDuration, m.QueryDuration,
-		m.QueueDepth, m.QueueCapacity, m.Notifications, m.TimeToDiagnosis)
+		m.QueueDepth, m.QueueCapacity, m.Notifications, m.TimeToDiagnosis, m.Coalesced)
 	for _, r := range WebhookResults {
 		m.WebhookRequests.WithLabelValues(r)
 	}

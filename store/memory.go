@@ -12,7 +12,16 @@ type Memory struct {
 	mu    sync.Mutex
 	now   func() time.Time
 	items map[string]memItem
+	// nextSweep is the table size at which expired items are next swept out. Expired items are
+	// also dropped when read, but most keys (an alert state's claim) are never read again.
+	nextSweep int
 }
+
+// minSweep is the table size below which expired items are not swept.
+const minSweep = 4096
+
+// claimed is the value of every claim (read-only: Get copies it out).
+var claimed = []byte{1}
 
 type memItem struct {
 	val     []byte
@@ -21,7 +30,7 @@ type memItem struct {
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{now: time.Now, items: make(map[string]memItem)}
+	return &Memory{now: time.Now, items: make(map[string]memItem), nextSweep: minSweep}
 }
 
 func (m *Memory) live(key string, now time.Time) (memItem, bool) {
@@ -43,6 +52,21 @@ func (m *Memory) expiry(now time.Time, ttl time.Duration) time.Time {
 	return now.Add(ttl)
 }
 
+// put stores an item and, once the table has doubled since the last sweep, drops every expired
+// item: O(1) amortized per new key, and memory bounded by what is live. Called with m.mu held.
+func (m *Memory) put(key string, it memItem, now time.Time) {
+	m.items[key] = it
+	if len(m.items) < m.nextSweep {
+		return
+	}
+	for k, v := range m.items {
+		if !v.expires.IsZero() && !now.Before(v.expires) {
+			delete(m.items, k)
+		}
+	}
+	m.nextSweep = max(minSweep, 2*len(m.items))
+}
+
 // Claim implements Store.
 func (m *Memory) Claim(_ context.Context, key string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
@@ -51,7 +75,7 @@ func (m *Memory) Claim(_ context.Context, key string, ttl time.Duration) (bool, 
 	if _, ok := m.live(key, now); ok {
 		return false, nil
 	}
-	m.items[key] = memItem{val: []byte{1}, expires: m.expiry(now, ttl)}
+	m.put(key, memItem{val: claimed, expires: m.expiry(now, ttl)}, now)
 	return true, nil
 }
 
@@ -74,7 +98,7 @@ func (m *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duratio
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.items[key] = memItem{val: append([]byte(nil), val...), expires: m.expiry(now, ttl)}
+	m.put(key, memItem{val: append([]byte(nil), val...), expires: m.expiry(now, ttl)}, now)
 	return nil
 }
 
