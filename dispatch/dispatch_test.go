@@ -354,6 +354,13 @@ func TestNotificationsOfAQueuedGroupAreCoalesced(t *testing.T) {
 	if v := c.GetCounter().GetValue(); v != 1 {
 		t.Fatalf("coalesced counter %v, want 1", v)
 	}
+	var sup dto.Metric
+	if err := m.AlertsReceived.WithLabelValues("superseded").Write(&sup); err != nil {
+		t.Fatal(err)
+	}
+	if v := sup.GetCounter().GetValue(); v != 1 {
+		t.Fatalf("alerts superseded %v, want 1 (b firing, by b resolved)", v)
+	}
 	// Every claim is confirmed, the superseded firing state of b included: a re-send of any of
 	// them is a duplicate.
 	for _, msg := range []*Message{message("g1", alert("a"), alert("b"), alert("c")), message("g1", resolvedB)} {

@@ -47,7 +47,9 @@ func (d *Dispatcher) enqueue(j *job) (coalesced bool, err error) {
 	g := d.groups[key]
 	if g != nil && g.waiting != nil {
 		g.waiting.claims = append(g.waiting.claims, j.claims...)
-		mergeNotification(g.waiting.n, j.n)
+		for range mergeNotification(g.waiting.n, j.n) {
+			d.count("superseded")
+		}
 		return true, nil
 	}
 	now := time.Now()
@@ -190,8 +192,9 @@ func alertKey(a *notify.Item) uint64 {
 // envelope (status, common labels and annotations, truncation) is the newer one's, as is each
 // alert both carry (the same label set is the same alert to Alertmanager); alerts only the
 // queued one carries stay. The time received stays the first, so time to diagnosis counts the
-// wait. Status is firing while any alert in it still is.
-func mergeNotification(queued, newer *notify.Notification) {
+// wait. Status is firing while any alert in it still is. It returns how many of the queued
+// alerts a newer state superseded.
+func mergeNotification(queued, newer *notify.Notification) (superseded int) {
 	inheritStatus(queued)
 	inheritStatus(newer)
 	at := make(map[uint64]int, len(queued.Items))
@@ -202,6 +205,7 @@ func mergeNotification(queued, newer *notify.Notification) {
 		k := alertKey(&newer.Items[i])
 		if idx, ok := at[k]; ok {
 			queued.Items[idx] = newer.Items[i]
+			superseded++
 			continue
 		}
 		at[k] = len(queued.Items)
@@ -217,6 +221,7 @@ func mergeNotification(queued, newer *notify.Notification) {
 			break
 		}
 	}
+	return superseded
 }
 
 // inheritStatus gives alerts without a status their notification's (older webhooks), so that
