@@ -80,6 +80,44 @@ func BenchmarkWebhookResend(b *testing.B) {
 	}
 }
 
+// BenchmarkWebhookNewState is one answer to a group of 5 alerts in new states (new fingerprints and
+// startsAt, claimed as new) while the group's job waits for a worker: read, decode, dedup claims,
+// the merge into the waiting job, metrics, response. Workers are not started, so the job keeps
+// waiting, as it does under a backlog.
+func BenchmarkWebhookNewState(b *testing.B) {
+	m := metrics.New(prometheus.NewRegistry())
+	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel)
+	d := dispatch.New(playbookSet(b), nil, notify.NotifierFunc(func(context.Context, *notify.Notification) (bool, error) { return false, nil }),
+		store.NewMemory(), dispatch.Options{QueueSize: 1 << 20, Logger: log, Metrics: m})
+	h := handlers.Logging(log, &handlers.Webhook{Acceptor: d, Metrics: m, Logger: log})
+	bodies := make([][]byte, 1<<14)
+	for i := range bodies {
+		bodies[i] = payload(i)
+	}
+	seq := 0
+	serve := func() int {
+		r := httptest.NewRequest(http.MethodPost, "/alertmanager", bytes.NewReader(bodies[seq%len(bodies)]))
+		seq++
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	serve()
+	b.ReportAllocs()
+	for b.Loop() {
+		if seq%len(bodies) == 0 {
+			b.StopTimer()
+			for i := range bodies { // a new round of states: new fingerprints again
+				bodies[i] = payload(seq + i)
+			}
+			b.StartTimer()
+		}
+		if c := serve(); c != 200 {
+			b.Fatalf("status %d", c)
+		}
+	}
+}
+
 type staticQuerier struct{}
 
 func (staticQuerier) Query(context.Context, string, time.Time) (model.Value, error) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,7 @@ type Dispatcher struct {
 type job struct {
 	n      *notify.Notification
 	claims []string
+	items  map[uint64]int // n.Items by alertKey, once something was merged into the job
 }
 
 // New returns a Dispatcher; call Start to run its workers.
@@ -159,8 +161,9 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		TruncatedAlerts: msg.TruncatedAlerts, Source: notify.SourceAlertmanager, ReceivedAt: receivedAt,
 	}
 	var claims []string
+	group := groupHash(msg.GroupKey)
 	for _, a := range msg.Alerts {
-		key := dedupKey(msg.GroupKey, a)
+		key := dedupKey(group, a)
 		ok, err := d.store.Claim(ctx, key, d.lease())
 		if err != nil {
 			// The store is down: diagnose anyway (a duplicate post beats a lost alert).
@@ -235,17 +238,32 @@ func (d *Dispatcher) unclaim(keys []string) {
 
 // dedupKey identifies one state of one alert in one group: a firing alert is diagnosed once per
 // startsAt, a resolution passed on once.
-func dedupKey(groupKey string, a template.Alert) string {
+func dedupKey(group [16]byte, a template.Alert) string {
 	fp := a.Fingerprint
 	if fp == "" {
 		fp = labelsHash(a.Labels)
 	}
-	h := sha256.Sum256([]byte(groupKey))
 	status := a.Status
 	if status == "" {
 		status = notify.StatusFiring
 	}
-	return fmt.Sprintf("dedup:%s:%s:%s:%d", hex.EncodeToString(h[:8]), status, fp, a.StartsAt.UnixMilli())
+	b := make([]byte, 0, len("dedup:")+len(group)+len(status)+len(fp)+24)
+	b = append(b, "dedup:"...)
+	b = append(b, group[:]...)
+	b = append(b, ':')
+	b = append(b, status...)
+	b = append(b, ':')
+	b = append(b, fp...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, a.StartsAt.UnixMilli(), 10)
+	return string(b)
+}
+
+// groupHash is the group part of a dedup key: 8 bytes of the group key's SHA-256, in hex.
+func groupHash(groupKey string) (h [16]byte) {
+	sum := sha256.Sum256([]byte(groupKey))
+	hex.Encode(h[:], sum[:8])
+	return h
 }
 
 func labelsHash(m map[string]string) string {

@@ -47,7 +47,7 @@ func (d *Dispatcher) enqueue(j *job) (coalesced bool, err error) {
 	g := d.groups[key]
 	if g != nil && g.waiting != nil {
 		g.waiting.claims = append(g.waiting.claims, j.claims...)
-		for range mergeNotification(g.waiting.n, j.n) {
+		for range g.waiting.merge(j.n) {
 			d.count("superseded")
 		}
 		return true, nil
@@ -188,27 +188,30 @@ func alertKey(a *notify.Item) uint64 {
 	return model.LabelsToSignature(a.Alert.Labels)
 }
 
-// mergeNotification folds newer, a later notification of the same group, into queued: the
+// merge folds newer, a later notification of the same group, into the waiting job's: the
 // envelope (status, common labels and annotations, truncation) is the newer one's, as is each
 // alert both carry (the same label set is the same alert to Alertmanager); alerts only the
 // queued one carries stay. The time received stays the first, so time to diagnosis counts the
 // wait. Status is firing while any alert in it still is. It returns how many of the queued
 // alerts a newer state superseded.
-func mergeNotification(queued, newer *notify.Notification) (superseded int) {
-	inheritStatus(queued)
-	inheritStatus(newer)
-	at := make(map[uint64]int, len(queued.Items))
-	for i := range queued.Items {
-		at[alertKey(&queued.Items[i])] = i
+func (j *job) merge(newer *notify.Notification) (superseded int) {
+	queued := j.n
+	if j.items == nil { // the first merge: index the job's own alerts once
+		inheritStatus(queued)
+		j.items = make(map[uint64]int, len(queued.Items))
+		for i := range queued.Items {
+			j.items[alertKey(&queued.Items[i])] = i
+		}
 	}
+	inheritStatus(newer)
 	for i := range newer.Items {
 		k := alertKey(&newer.Items[i])
-		if idx, ok := at[k]; ok {
+		if idx, ok := j.items[k]; ok {
 			queued.Items[idx] = newer.Items[i]
 			superseded++
 			continue
 		}
-		at[k] = len(queued.Items)
+		j.items[k] = len(queued.Items)
 		queued.Items = append(queued.Items, newer.Items[i])
 	}
 	queued.Receiver, queued.ExternalURL = newer.Receiver, newer.ExternalURL

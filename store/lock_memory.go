@@ -40,7 +40,7 @@ func (m *Memory) Lock(_ context.Context, key string, ttl time.Duration, holder L
 	if err != nil {
 		return nil, err
 	}
-	m.items[key] = memItem{val: val, expires: now.Add(ttl)}
+	m.items[key] = memItem{val: val, expires: now.Add(ttl).UnixNano()}
 	return &memLock{m: m, key: key, token: token, holder: holder}, nil
 }
 
@@ -78,7 +78,7 @@ func (l *memLock) Refresh(_ context.Context, ttl time.Duration) error {
 	if !ok {
 		return ErrNotHeld
 	}
-	it.expires = now.Add(ttl)
+	it.expires = now.Add(ttl).UnixNano()
 	l.m.items[l.key] = it
 	return nil
 }

@@ -25,7 +25,7 @@ var claimed = []byte{1}
 
 type memItem struct {
 	val     []byte
-	expires time.Time // zero: never
+	expires int64 // Unix nanoseconds; 0: never (no time.Location pointer for the GC to trace)
 }
 
 // NewMemory returns an empty in-memory store.
@@ -38,18 +38,23 @@ func (m *Memory) live(key string, now time.Time) (memItem, bool) {
 	if !ok {
 		return memItem{}, false
 	}
-	if !it.expires.IsZero() && !now.Before(it.expires) {
+	if it.expired(now) {
 		delete(m.items, key)
 		return memItem{}, false
 	}
 	return it, true
 }
 
-func (m *Memory) expiry(now time.Time, ttl time.Duration) time.Time {
+func (m *Memory) expiry(now time.Time, ttl time.Duration) int64 {
 	if ttl <= 0 {
-		return time.Time{}
+		return 0
 	}
-	return now.Add(ttl)
+	return now.Add(ttl).UnixNano()
+}
+
+// expired reports whether the item's time is up at now.
+func (it memItem) expired(now time.Time) bool {
+	return it.expires != 0 && now.UnixNano() >= it.expires
 }
 
 // put stores an item and, once the table has doubled since the last sweep, drops every expired
@@ -60,7 +65,7 @@ func (m *Memory) put(key string, it memItem, now time.Time) {
 		return
 	}
 	for k, v := range m.items {
-		if !v.expires.IsZero() && !now.Before(v.expires) {
+		if v.expired(now) {
 			delete(m.items, k)
 		}
 	}
