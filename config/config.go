@@ -175,6 +175,9 @@ func Parse(source string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(expanded))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
+		if bad := badDuration(&root, reflect.TypeOf(c), ""); bad != nil {
+			return nil, fmt.Errorf("%s: %v", source, bad)
+		}
 		return nil, fmt.Errorf("%s: %s", source, cleanErr(err))
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {

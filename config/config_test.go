@@ -26,7 +26,8 @@ func TestConfigErrorsNameTheirKey(t *testing.T) {
 		"both auth kinds":        {"webhook: {bearer_token: a, basic_auth: {username: u, password: p}}\n", "test.yaml: webhook: set bearer_token or basic_auth, not both"},
 		"bad log level":          {"log: {level: loud}\n", `test.yaml: log.level: "loud" is not one of`},
 		"run shorter than query": {"prometheus: {query_timeout: 20s}\ndispatch: {run_timeout: 10s}\n", "test.yaml: dispatch.run_timeout: must be at least"},
-		"bad duration":           {"dispatch: {dedup_window: soon}\n", `test.yaml: not a valid duration string: "soon"`},
+		"bad duration":           {"dispatch: {dedup_window: soon}\n", `test.yaml: line 1: dispatch.dedup_window: not a valid duration string: "soon"`},
+		"bad nested duration":    {"listen: :8080\nprometheus:\n  url: http://p\n  query_timeout: 5x\n", `test.yaml: line 4: prometheus.query_timeout: unknown unit "x" in duration "5x"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
