@@ -28,6 +28,7 @@ func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, 
 	o := slackapp.Options{Config: &c.Slack, API: api, Triager: d, Incidents: incidents, Logger: log}
 	if capt != nil {
 		o.Capturer = capturer{svc: capt}
+		o.MaxCapture = time.Duration(c.Profile.MaxDuration)
 	}
 	if c.Alertmanager.URL != "" {
 		s, err := silence.New(c.Alertmanager.URL, nil, 10*time.Second)

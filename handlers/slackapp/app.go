@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
@@ -62,6 +63,9 @@ type Options struct {
 	Logger    zerolog.Logger
 	// WorkTimeout bounds the work behind one command or click (default 2m).
 	WorkTimeout time.Duration
+	// MaxCapture is the longest capture the Capturer allows (profile.max_duration); a longer
+	// /vllm profile is refused at once, saying so. 0: the command's own bound (5m).
+	MaxCapture time.Duration
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -77,6 +81,8 @@ type App struct {
 	inc     Incidents
 	log     zerolog.Logger
 	timeout time.Duration
+	maxCapt time.Duration
+	usage   string
 	now     func() time.Time
 	auth    *authorizer
 
@@ -106,6 +112,11 @@ func New(o Options) (*App, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	a.maxCapt = maxProfileDuration
+	if o.MaxCapture > 0 && o.MaxCapture < maxProfileDuration {
+		a.maxCapt = o.MaxCapture
+	}
+	a.usage = UsageText(a.maxCapt)
 	a.auth = newAuthorizer(o.Config, o.API, a.now)
 	return a, nil
 }
@@ -240,7 +251,7 @@ func (a *App) HandleCommand(cmd slack.SlashCommand) *slack.Msg {
 	if err != nil {
 		a.metrics.Commands.WithLabelValues("invalid").Inc()
 		log.Info().Err(err).Msg("slack command refused")
-		return ephemeral(":warning: " + err.Error() + "\n" + Usage)
+		return ephemeral(":warning: " + err.Error() + "\n" + a.usage)
 	}
 	a.metrics.Commands.WithLabelValues(c.Sub).Inc()
 	log.Info().Str("subcommand", c.Sub).Str("command", c.String()).Msg("slack command")
@@ -252,13 +263,17 @@ func (a *App) HandleCommand(cmd slack.SlashCommand) *slack.Msg {
 		if a.capture == nil {
 			return ephemeral(":no_entry: Profile capture is not configured on this responder.")
 		}
+		if c.Duration > a.maxCapt {
+			return ephemeral(fmt.Sprintf(":warning: A capture on this responder lasts at most %s (profile.max_duration); you asked for %s.",
+				model.Duration(a.maxCapt), model.Duration(c.Duration)))
+		}
 		a.goWork("profile", func(ctx context.Context) { a.runProfile(ctx, log, cmd, c) })
 		return ephemeral(fmt.Sprintf(":hourglass_flowing_sand: Asking for a profile of pod `%s`…", c.Pod))
 	case SubStatus:
 		a.goWork("status", func(ctx context.Context) { a.runStatus(ctx, log, cmd) })
 		return ephemeral(":hourglass_flowing_sand: Gathering status…")
 	default:
-		return ephemeral(Usage)
+		return ephemeral(a.usage)
 	}
 }
 

@@ -326,6 +326,19 @@ func TestProfileCommand(t *testing.T) {
 			t.Errorf("started %v", got)
 		}
 	})
+	t.Run("a window longer than profile.max_duration is refused at once, and help says the limit", func(t *testing.T) {
+		e := newEnv(t, nil, func(_ *slacknotify.Config, o *Options) { o.MaxCapture = time.Minute })
+		_, body := e.command(t, "profile vllm-0 3m", "U1")
+		if !strings.Contains(body, "at most 1m (profile.max_duration); you asked for 3m") {
+			t.Errorf("ack %s", body)
+		}
+		if len(e.capturer.started) != 0 {
+			t.Error("a capture longer than the maximum was started")
+		}
+		if _, help := e.command(t, "help", "U1"); !strings.Contains(help, "at most `1m`") {
+			t.Errorf("help %s", help)
+		}
+	})
 	t.Run("a refusal from the capturer is shown as is", func(t *testing.T) {
 		e := newEnv(t, []string{"response"})
 		e.capturer.refuse = errors.New("pod vllm-0 is being profiled by slack:bob (U2) until 12:01:30")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Subcommands of /vllm.
@@ -17,18 +19,21 @@ const (
 	SubHelp    = "help"
 )
 
-// Usage is the help text of /vllm.
-const Usage = "*Usage*\n" +
-	"• `/vllm triage [model] [pod]`: run the on-demand triage (`-` for any model)\n" +
-	"• `/vllm profile <pod> [duration]`: capture a bounded vLLM profile (duration like `10s`, at most `5m`)\n" +
-	"• `/vllm status`: captures running and recent incidents\n" +
-	"• `/vllm help`: this text"
+// UsageText is the help text of /vllm, with the longest capture this responder allows.
+func UsageText(maxCapture time.Duration) string {
+	return "*Usage*\n" +
+		"• `/vllm triage [model] [pod]`: run the on-demand triage (`-` for any model)\n" +
+		"• `/vllm profile <pod> [duration]`: capture a bounded vLLM profile (duration like `10s`, at most `" +
+		model.Duration(maxCapture).String() + "`)\n" +
+		"• `/vllm status`: captures running and recent incidents\n" +
+		"• `/vllm help`: this text"
+}
 
 // Limits on what a user may type.
 const (
 	maxCommandText     = 512
 	minProfileDuration = time.Second
-	maxProfileDuration = 5 * time.Minute
+	maxProfileDuration = 5 * time.Minute // whatever profile.max_duration says
 )
 
 var (
