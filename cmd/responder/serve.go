@@ -94,6 +94,9 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	var slackAPI *slacknotify.API
 	if c.Slack.Enabled() {
 		slackAPI = slacknotify.NewAPI(&c.Slack, slacknotify.NewMetrics(reg), log, nil)
+		if r, ok := st.(*store.Redis); ok {
+			slackAPI.SharePacing(r.Client(), c.Redis.KeyPrefix) // post_interval across replicas
+		}
 		sn, err := slacknotify.New(slacknotify.Options{Config: &c.Slack, Store: st, API: slackAPI, Logger: log,
 			Prometheus: rangeQuerier{promAPI}, Silence: c.Alertmanager.URL != "", Capture: c.Profile.Enabled})
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,7 +37,8 @@ var retryableSlackErrors = map[string]bool{
 
 // API is the Slack Web API as the responder uses it: every call has a deadline, counts in the
 // metrics by method and result, treats `ok: false` as the error it is, retries HTTP 429 after
-// Retry-After (bounded), and posts to one channel at most once per post_interval.
+// Retry-After (bounded), and posts to one channel at most once per post_interval (across
+// replicas with SharePacing).
 // Notifier and the Slack app handlers share one.
 type API struct {
 	client  *slack.Client
@@ -46,7 +46,7 @@ type API struct {
 	cfg     *Config
 	metrics *Metrics
 	log     zerolog.Logger
-	pace    pacer
+	pace    *pacer
 }
 
 // NewAPI builds the Slack client from cfg (SetDefaults and Validate first). httpClient may be nil.
@@ -74,7 +74,7 @@ func NewAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 		cfg:     cfg,
 		metrics: m,
 		log:     log,
-		pace:    pacer{interval: time.Duration(cfg.PostInterval), next: map[string]time.Time{}},
+		pace:    newPacer(time.Duration(cfg.PostInterval), log),
 	}
 }
 
@@ -219,37 +219,4 @@ func (a *API) UsergroupMembers(ctx context.Context, group string) ([]string, err
 		return e
 	})
 	return members, err
-}
-
-// pacer spaces calls to one channel by interval.
-type pacer struct {
-	mu       sync.Mutex
-	interval time.Duration
-	next     map[string]time.Time
-}
-
-func (p *pacer) wait(ctx context.Context, channel string) error {
-	if p.interval <= 0 {
-		return nil
-	}
-	p.mu.Lock()
-	now := time.Now()
-	at := p.next[channel]
-	if at.Before(now) {
-		at = now
-	}
-	p.next[channel] = at.Add(p.interval)
-	p.mu.Unlock()
-	d := time.Until(at)
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }

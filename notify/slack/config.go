@@ -53,7 +53,8 @@ type Config struct {
 	AllowedUsergroups []string `yaml:"allowed_usergroups,omitempty"`
 	AllowedChannels   []string `yaml:"allowed_channels,omitempty"`
 
-	// PostInterval paces posts and edits to one channel (Slack allows about one a second).
+	// PostInterval paces posts and edits to one channel (Slack allows about one a second), across
+	// every replica sharing Redis (API.SharePacing), within the process otherwise.
 	PostInterval model.Duration `yaml:"post_interval,omitempty"`
 	// RequestTimeout bounds every Slack API call.
 	RequestTimeout model.Duration `yaml:"request_timeout,omitempty"`
