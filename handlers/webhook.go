@@ -115,7 +115,13 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if acc.New == 0 && acc.Duplicates > 0 {
 		result = "duplicate"
 	}
-	log.Info().Str("group_key", msg.GroupKey).Str("status", msg.Status).Int("alerts", len(msg.Alerts)).
+	// A re-send that is all duplicates (most of what Alertmanager sends: every group again each
+	// group_interval) causes no work: it is logged at debug level, new work at info.
+	ev := log.Info()
+	if acc.New == 0 {
+		ev = log.Debug()
+	}
+	ev.Str("group_key", msg.GroupKey).Str("status", msg.Status).Int("alerts", len(msg.Alerts)).
 		Int("accepted", acc.New).Int("duplicates", acc.Duplicates).Msg("webhook accepted")
 	h.answer(w, http.StatusOK, result, webhookResponse{Status: "ok", Accepted: acc.New, Duplicates: acc.Duplicates})
 }

@@ -72,6 +72,7 @@ type ingestMode struct {
 	// alerts diagnosed, alerts superseded by a newer state of the same alert before their
 	// diagnosis, notifications merged into a waiting one of their group.
 	diagnosed, superseded, coalesced float64
+	backlog                          float64 // notifications still queued when the rounds ended
 	bareTP, respTP                   loadResult
 	bareLat, respLat                 loadResult
 }
@@ -81,6 +82,7 @@ type ingestReport struct {
 	rounds                 int
 	closedRound, openRound time.Duration
 	modes                  []*ingestMode
+	distinct               *ingestMode // information only: closed loop, no drain
 	drainWait              time.Duration
 }
 
@@ -182,5 +184,31 @@ dispatch: {workers: 4, queue_size: %d}
 		}
 		rep.modes = append(rep.modes, m)
 	}
+
+	// Distinct alerts (information, no target): every request a group of its own on pods of its
+	// own, so every alert is diagnosed, 13 Prometheus queries each, on the same 2 cores. Far
+	// more than any fleet sends (tens of thousands of distinct alerts a second), so the backlog is
+	// not drained: each round runs on a fresh responder, stopped after it with its queue full.
+	d := &ingestMode{name: "distinct alerts (every one diagnosed)"}
+	p := newIngestPayload()
+	p.distinct = true
+	for r := range o.rounds {
+		for _, bareTurn := range []bool{r%2 == 0, r%2 != 0} {
+			if bareTurn {
+				d.bareTP.add(closedLoop(bareURL, p, o.conns, o.closedRound))
+				continue
+			}
+			fresh()
+			closedLoop(respURL, p, o.conns, 500*time.Millisecond) // connections
+			d.respTP.add(closedLoop(respURL, p, o.conns, o.closedRound))
+			if v, ok := metric(resp.URL, "vllm_responder_queue_depth"); ok {
+				d.backlog += v
+			}
+			stop(d)
+		}
+	}
+	sortDurations(d.bareTP.lat)
+	sortDurations(d.respTP.lat)
+	rep.distinct = d
 	return rep
 }

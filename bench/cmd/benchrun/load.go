@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,21 +15,33 @@ import (
 
 // ingestPayload is a realistic Alertmanager webhook (version 4): one group of 5 TTFT alerts on 5
 // pods of one model. Every request gets its own sequence number, so fingerprints and startsAt
-// differ and each alert is new to the responder (the full path: dedup claim, queue, diagnosis).
+// differ and each alert is a new state to the responder (dedup claim, queue).
 type ingestPayload struct {
-	parts [][]byte // the template split at the sequence placeholder
+	parts [][]byte // the template split at the marks
+	marks []byte   // which mark ends each part: tsMark, fpMark or idMark
 	seq   atomic.Int64
 	// resend makes every request the same group again (Alertmanager's re-sends every
 	// group_interval): all its alerts are duplicates, answered without a new diagnosis.
 	resend bool
+	// distinct makes every request a group of its own, on pods of its own: no alert is another's
+	// newer state, so each is diagnosed (13 queries, for series Prometheus does not have).
+	distinct bool
 }
 
-const seqMark = "@SEQ@"
+// The marks in the template: startsAt, fingerprint, and a suffix of the group key and pod names
+// (empty unless distinct).
+const (
+	tsMark = 't'
+	fpMark = 'f'
+	idMark = 'i'
+)
+
+var markRE = regexp.MustCompile(`@(TS|FP|ID)@`)
 
 func newIngestPayload() *ingestPayload {
 	pods := []string{"vllm-capacity", "vllm-kv", "vllm-prefill", "vllm-decode", "vllm-aborts"}
 	var b bytes.Buffer
-	b.WriteString(`{"version":"4","groupKey":"{}/{severity=\"critical\"}:{alertname=\"VLLMTimeToFirstTokenP99High\", model_name=\"llama\", namespace=\"llm\"}",` +
+	b.WriteString(`{"version":"4","groupKey":"{}/{severity=\"critical\"}:{alertname=\"VLLMTimeToFirstTokenP99High\", model_name=\"llama\", namespace=\"llm\"}@ID@",` +
 		`"truncatedAlerts":0,"status":"firing","receiver":"vllm-responder",` +
 		`"groupLabels":{"alertname":"VLLMTimeToFirstTokenP99High","model_name":"llama","namespace":"llm"},` +
 		`"commonLabels":{"alertname":"VLLMTimeToFirstTokenP99High","model_name":"llama","namespace":"llm","severity":"critical"},` +
@@ -38,14 +51,23 @@ func newIngestPayload() *ingestPayload {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","model_name":"llama","namespace":"llm","pod":%q,"severity":"critical","job":"vllm","instance":"10.0.0.%d:8000"},`+
+		fmt.Fprintf(&b, `{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","model_name":"llama","namespace":"llm","pod":"%s@ID@","severity":"critical","job":"vllm","instance":"10.0.0.%d:8000"},`+
 			`"annotations":{"summary":"TTFT p99 above 2s on %s","description":"p99 time to first token has been above 2s for 5 minutes.","runbook_url":"https://runbooks.example/vllm/ttft"},`+
-			`"startsAt":"2026-11-29T10:%s.%03dZ","endsAt":"0001-01-01T00:00:00Z",`+
+			`"startsAt":"2026-11-29T10:@TS@.%03dZ","endsAt":"0001-01-01T00:00:00Z",`+
 			`"generatorURL":"http://prometheus.example:9090/graph?g0.expr=histogram_quantile%%280.99%%2C+sum+by+%%28le%%29+%%28rate%%28vllm%%3Atime_to_first_token_seconds_bucket%%5B5m%%5D%%29%%29%%29+%%3E+2&g0.tab=1",`+
-			`"fingerprint":"%s%d"}`, pod, i+1, pod, seqMark, i, seqMark, i)
+			`"fingerprint":"@FP@%d"}`, pod, i+1, pod, i, i)
 	}
 	b.WriteString(`]}`)
-	return &ingestPayload{parts: bytes.Split(b.Bytes(), []byte(seqMark))}
+	tmpl := b.Bytes()
+	p := &ingestPayload{}
+	last := 0
+	for _, m := range markRE.FindAllSubmatchIndex(tmpl, -1) {
+		p.parts = append(p.parts, tmpl[last:m[0]])
+		p.marks = append(p.marks, map[string]byte{"TS": tsMark, "FP": fpMark, "ID": idMark}[string(tmpl[m[2]:m[3]])])
+		last = m[1]
+	}
+	p.parts = append(p.parts, tmpl[last:])
+	return p
 }
 
 // next returns a body with a fresh sequence number: distinct fingerprints and startsAt.
@@ -57,17 +79,24 @@ func (p *ingestPayload) next() []byte {
 	// startsAt minutes:seconds from the sequence (always a valid time), fingerprint a hex counter.
 	ts := fmt.Sprintf("%02d:%02d", (n/60)%60, n%60)
 	fp := strconv.FormatInt(n, 16) + "x"
+	id := ""
+	if p.distinct {
+		id = "-" + strconv.FormatInt(n, 10)
+	}
 	var b bytes.Buffer
 	b.Grow(4096)
 	for i, part := range p.parts {
 		b.Write(part)
-		if i == len(p.parts)-1 {
+		if i == len(p.marks) {
 			break
 		}
-		if i%2 == 0 {
+		switch p.marks[i] {
+		case tsMark:
 			b.WriteString(ts)
-		} else {
+		case fpMark:
 			b.WriteString(fp)
+		case idMark:
+			b.WriteString(id)
 		}
 	}
 	return b.Bytes()
