@@ -497,3 +497,32 @@ func TestHeldFollowUpsCountAgainstTheQueueAndDrainOnShutdown(t *testing.T) {
 		t.Fatalf("want 4 posts with b, d and f once and e refused; got %d posts, %v", len(c.all()), got)
 	}
 }
+
+// The group table is swept of idle groups as it grows; a group with a notification waiting is
+// never swept, so its follow-ups still merge.
+func TestSweepingIdleGroupsKeepsTheWaitingOnes(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	d := New(set, engine, &collector{}, store.NewMemory(), Options{Workers: 1, QueueSize: 4096, DedupWindow: time.Hour,
+		GroupCooldown: time.Second, Logger: zerolog.Nop(), Metrics: m})
+	ctx := context.Background()
+	const groups = 3 * minSweep // workers not started: every group's notification waits
+	for i := range groups {
+		if _, err := d.Accept(ctx, message(fmt.Sprintf("g%d", i), alert(fmt.Sprintf("a%d", i))), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range groups {
+		if _, err := d.Accept(ctx, message(fmt.Sprintf("g%d", i), alert(fmt.Sprintf("b%d", i))), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c dto.Metric
+	if err := m.Coalesced.Write(&c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.GetCounter().GetValue(); got != groups {
+		t.Fatalf("%v of %d follow-ups merged into their group's waiting notification", got, groups)
+	}
+}

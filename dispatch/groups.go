@@ -71,9 +71,9 @@ func (d *Dispatcher) enqueue(j *job) (coalesced bool, err error) {
 	if g == nil {
 		g = &group{}
 		d.groups[key] = g
-		d.sweep(now)
 	}
-	g.waiting = j
+	g.waiting = j // before the sweep, which forgets groups with nothing waiting
+	d.sweep(now)
 	return false, nil
 }
 
