@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,13 +58,18 @@ func TestPrometheusTransportReusesConnectionsUncompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := PrometheusQuerier{API: v1.NewAPI(client)}
-	for run := 0; run < 3; run++ {
+	// A connection goes back to the pool (or is closed, the pool being full) just after its
+	// answer was read: each run waits for all of that before the next starts, so that what the
+	// next run dials is what the pool did not keep, not a race with the previous run.
+	var returned atomic.Int32
+	trace := &httptrace.ClientTrace{PutIdleConn: func(error) { returned.Add(1) }}
+	for run := int32(1); run <= 3; run++ {
 		var wg sync.WaitGroup
 		for range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(httptrace.WithClientTrace(context.Background(), trace), 10*time.Second)
 				defer cancel()
 				if _, err := q.Query(ctx, "vector(1)", time.Now()); err != nil {
 					t.Error(err)
@@ -71,6 +77,9 @@ func TestPrometheusTransportReusesConnectionsUncompressed(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		for deadline := time.Now().Add(10 * time.Second); returned.Load() < run*n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	if got := dials.Load(); got > n {
 		t.Errorf("3 runs of %d concurrent queries opened %d connections; want at most %d (the first run's, reused)", n, got, n)
