@@ -59,22 +59,12 @@ func playbookSet(b *testing.B) *playbooks.Set {
 // BenchmarkWebhookResend is one answer to a re-sent group of 5 alerts (all duplicates): read,
 // decode, dedup claims, metrics, logs (to io.Discard at info level), response.
 func BenchmarkWebhookResend(b *testing.B) {
-	m := metrics.New(prometheus.NewRegistry())
-	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel)
-	d := dispatch.New(playbookSet(b), nil, notify.NotifierFunc(func(context.Context, *notify.Notification) (bool, error) { return false, nil }),
-		store.NewMemory(), dispatch.Options{QueueSize: 1 << 20, Logger: log, Metrics: m})
-	h := handlers.Logging(log, &handlers.Webhook{Acceptor: d, Metrics: m, Logger: log})
+	serve := webhookServer(b)
 	body := payload(0)
-	serve := func() int {
-		r := httptest.NewRequest(http.MethodPost, "/alertmanager", bytes.NewReader(body))
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code
-	}
-	serve()
+	serve(body)
 	b.ReportAllocs()
 	for b.Loop() {
-		if c := serve(); c != 200 {
+		if c := serve(body); c != 200 {
 			b.Fatalf("status %d", c)
 		}
 	}
@@ -85,24 +75,18 @@ func BenchmarkWebhookResend(b *testing.B) {
 // the merge into the waiting job, metrics, response. Workers are not started, so the job keeps
 // waiting, as it does under a backlog.
 func BenchmarkWebhookNewState(b *testing.B) {
-	m := metrics.New(prometheus.NewRegistry())
-	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel)
-	d := dispatch.New(playbookSet(b), nil, notify.NotifierFunc(func(context.Context, *notify.Notification) (bool, error) { return false, nil }),
-		store.NewMemory(), dispatch.Options{QueueSize: 1 << 20, Logger: log, Metrics: m})
-	h := handlers.Logging(log, &handlers.Webhook{Acceptor: d, Metrics: m, Logger: log})
+	serve := webhookServer(b)
 	bodies := make([][]byte, 1<<14)
 	for i := range bodies {
 		bodies[i] = payload(i)
 	}
 	seq := 0
-	serve := func() int {
-		r := httptest.NewRequest(http.MethodPost, "/alertmanager", bytes.NewReader(bodies[seq%len(bodies)]))
+	next := func() int {
+		body := bodies[seq%len(bodies)]
 		seq++
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code
+		return serve(body)
 	}
-	serve()
+	next()
 	b.ReportAllocs()
 	for b.Loop() {
 		if seq%len(bodies) == 0 {
@@ -112,9 +96,26 @@ func BenchmarkWebhookNewState(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		if c := serve(); c != 200 {
+		if c := next(); c != 200 {
 			b.Fatalf("status %d", c)
 		}
+	}
+}
+
+// webhookServer returns a function that answers one webhook body through the webhook handler,
+// its logging middleware (to io.Discard at info level) and a dispatcher on the memory store whose
+// workers are not started, and returns the status code.
+func webhookServer(b *testing.B) func(body []byte) int {
+	m := metrics.New(prometheus.NewRegistry())
+	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel)
+	d := dispatch.New(playbookSet(b), nil, notify.NotifierFunc(func(context.Context, *notify.Notification) (bool, error) { return false, nil }),
+		store.NewMemory(), dispatch.Options{QueueSize: 1 << 20, Logger: log, Metrics: m})
+	h := handlers.Logging(log, &handlers.Webhook{Acceptor: d, Metrics: m, Logger: log})
+	return func(body []byte) int {
+		r := httptest.NewRequest(http.MethodPost, "/alertmanager", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
 	}
 }
 
