@@ -16,12 +16,16 @@ const (
 	VerdictInconclusive     = "inconclusive"
 	VerdictHealthy          = "healthy"
 	VerdictNoData           = "no-data"
+	VerdictEngineStalled    = "engine-stalled"
+	VerdictLoadImbalance    = "load-imbalance"
+	VerdictPrefixCollapse   = "prefix-cache-collapse"
 )
 
 // KnownVerdicts lists every verdict id a playbook may use.
 var KnownVerdicts = []string{
 	VerdictCapacityPastKnee, VerdictKVPreemption, VerdictKVPressure, VerdictPrefillBound,
 	VerdictDecodeBound, VerdictClientAborts, VerdictInconclusive, VerdictHealthy, VerdictNoData,
+	VerdictEngineStalled, VerdictLoadImbalance, VerdictPrefixCollapse,
 }
 
 // Diagnosis is the result of running one playbook for one scope. It is what notifiers render and
@@ -38,6 +42,8 @@ type Diagnosis struct {
 	Scope        map[string]string `json:"scope"`
 	OfferProfile bool              `json:"offer_profile,omitempty"`
 	Charts       []ChartSpec       `json:"charts,omitempty"`
+	// Fleet compares the pod with its siblings (same model and namespace), pod by pod.
+	Fleet *FleetView `json:"fleet,omitempty"`
 	// Error is set when the evidence could not be gathered at all (Prometheus unreachable):
 	// the diagnosis is then degraded and says so.
 	Error       string        `json:"error,omitempty"`

@@ -27,7 +27,9 @@ type Fixture struct {
 	Alert    map[string]string `yaml:"alert"`
 	// Values are the recorded results by query name; a query absent or null returned no data.
 	Values map[string]*float64 `yaml:"values"`
-	Expect FixtureExpect       `yaml:"expect"`
+	// Fleet are recorded fleet query results: query -> pod -> value (a pod absent had no series).
+	Fleet  map[string]map[string]float64 `yaml:"fleet"`
+	Expect FixtureExpect                 `yaml:"expect"`
 }
 
 // FixtureExpect is what the diagnosis must show.
@@ -38,6 +40,10 @@ type FixtureExpect struct {
 	// TitleContains and SummaryContains are substrings of the rendered texts.
 	TitleContains   string `yaml:"title_contains"`
 	SummaryContains string `yaml:"summary_contains"`
+	// FleetFocus is the pod the diagnosis names (the alert's, or the worst when it names none);
+	// FleetScopeContains a substring of "this pod alone (1 of 3 pods)" and the like.
+	FleetFocus         string `yaml:"fleet_focus"`
+	FleetScopeContains string `yaml:"fleet_scope_contains"`
 }
 
 // FixtureResult is one test's outcome; Diff is empty when it passed.
@@ -123,11 +129,19 @@ func runFixture(set *Set, fx Fixture) string {
 			return fmt.Sprintf("values.%s: playbook %s has no query %q", name, pb.Name, name)
 		}
 	}
+	for name := range fx.Fleet {
+		if pb.Fleet == nil || pb.Fleet.index == nil {
+			return fmt.Sprintf("fleet.%s: playbook %s has no fleet section", name, pb.Name)
+		}
+		if _, ok := pb.Fleet.index[name]; !ok {
+			return fmt.Sprintf("fleet.%s: playbook %s has no fleet query %q", name, pb.Name, name)
+		}
+	}
 	labels := fx.Alert
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	d := pb.Decide(fx.Values, labels)
+	d := pb.DecideFleet(fx.Values, FleetValues(fx.Fleet), labels)
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")
@@ -150,6 +164,20 @@ func runFixture(set *Set, fx Fixture) string {
 	}
 	if s := fx.Expect.SummaryContains; s != "" && !strings.Contains(d.Summary, s) {
 		diff = append(diff, fmt.Sprintf("summary does not contain %q:\n  got: %s", s, d.Summary))
+	}
+	if want := fx.Expect.FleetFocus; want != "" && (d.Fleet == nil || d.Fleet.Focus != want) {
+		got := "no fleet view"
+		if d.Fleet != nil {
+			got = d.Fleet.Focus
+		}
+		diff = append(diff, fmt.Sprintf("fleet focus:\n  -expected: %s\n  +got:      %s", want, got))
+	}
+	if s := fx.Expect.FleetScopeContains; s != "" && (d.Fleet == nil || !strings.Contains(d.Fleet.Scope, s)) {
+		got := "no fleet view"
+		if d.Fleet != nil {
+			got = d.Fleet.Scope
+		}
+		diff = append(diff, fmt.Sprintf("fleet scope does not contain %q:\n  got: %s", s, got))
 	}
 	return strings.Join(diff, "\n")
 }

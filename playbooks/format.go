@@ -117,9 +117,11 @@ func toPtr(v any) *float64 {
 }
 
 // templateData is what templates see: every query value (nil when missing), every param, the
-// scope labels under .labels, and .window.
-func templateData(p *Playbook, values map[string]*float64, labels map[string]string) map[string]any {
-	d := make(map[string]any, len(p.Queries)+len(p.Params)+2)
+// scope labels under .labels, .window, the fleet values (waiting_this, ...) and the sibling
+// comparison under .fleet (.fleet.pod, .fleet.scope, .fleet.pods, .fleet.affected,
+// .fleet.affected_pods).
+func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView) map[string]any {
+	d := make(map[string]any, len(p.Queries)+len(p.Params)+3)
 	for _, q := range p.Queries {
 		if v, ok := values[q.Name]; ok && v != nil {
 			d[q.Name] = v
@@ -127,6 +129,14 @@ func templateData(p *Playbook, values map[string]*float64, labels map[string]str
 			d[q.Name] = (*float64)(nil)
 		}
 	}
+	for _, n := range fleetNames(p) {
+		if v, ok := values[n]; ok && v != nil {
+			d[n] = v
+		} else {
+			d[n] = (*float64)(nil)
+		}
+	}
+	d["fleet"] = fleetTemplateData(fleet)
 	for k, v := range p.Params {
 		d[k] = v
 	}

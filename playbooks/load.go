@@ -29,7 +29,7 @@ var (
 	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
 	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
 	// reserved names cannot be used for queries or params: they are placeholders or template data.
-	reserved = []string{"scope", "window", "window_seconds", "labels", "nil", "true", "false"}
+	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "nil", "true", "false"}
 )
 
 // parser for validating expanded queries at load time.
@@ -194,6 +194,12 @@ func compile(source string, f *File) (*Playbook, error) {
 		}
 	}
 
+	// fleet: after the params (placeholders) and queries (name clashes), before the verdicts
+	// (which read its values)
+	if f.Fleet != nil {
+		compileFleet(el, p, f.Fleet, names)
+	}
+
 	// verdicts
 	env := exprEnv(p)
 	if len(f.Verdicts) == 0 {
@@ -213,7 +219,7 @@ func compile(source string, f *File) (*Playbook, error) {
 				el.add(path+".when", "%s", exprError(err))
 			} else {
 				v.program = prog
-				v.needs = identifiers(v.When, p.byName)
+				v.needs = identifiers(v.When, p)
 			}
 		}
 		var err error
@@ -301,11 +307,35 @@ func exprEnv(p *Playbook) map[string]any {
 	for k, v := range p.Params {
 		env[k] = v
 	}
+	for _, n := range fleetNames(p) {
+		env[n] = 0.0
+	}
 	return env
 }
 
-// identifiers returns the query names a condition reads.
-func identifiers(src string, queries map[string]*Query) []string {
+// fleetNames are the names the fleet section adds to conditions and templates.
+func fleetNames(p *Playbook) []string {
+	if p.Fleet == nil {
+		return nil
+	}
+	out := make([]string, 0, len(p.Fleet.Queries)*len(fleetStats)+2)
+	for _, q := range p.Fleet.Queries {
+		for _, s := range fleetStats {
+			out = append(out, q.Name+"_"+s)
+		}
+	}
+	return append(out, fleetPodsName, fleetAffectedName)
+}
+
+// identifiers returns the query names (and fleet values) a condition reads.
+func identifiers(src string, p *Playbook) []string {
+	known := map[string]bool{}
+	for n := range p.byName {
+		known[n] = true
+	}
+	for _, n := range fleetNames(p) {
+		known[n] = true
+	}
 	tree, err := exprparser.Parse(src)
 	if err != nil {
 		return nil
@@ -314,7 +344,7 @@ func identifiers(src string, queries map[string]*Query) []string {
 	var out []string
 	ast.Find(tree.Node, func(n ast.Node) bool {
 		if id, ok := n.(*ast.IdentifierNode); ok {
-			if _, isQuery := queries[id.Value]; isQuery && !seen[id.Value] {
+			if known[id.Value] && !seen[id.Value] {
 				seen[id.Value] = true
 				out = append(out, id.Value)
 			}
@@ -347,16 +377,20 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "template: :"))
 	}
-	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"})
+	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1})
 	for _, q := range p.Queries {
 		v := 1.0
 		sample[q.Name] = &v
+	}
+	for _, n := range fleetNames(p) {
+		v := 1.0
+		sample[n] = &v
 	}
 	if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
 		return nil, fmt.Errorf("%s", templateErr(err))
 	}
 	// Also with every value missing: templates must render "n/a", not fail.
-	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil)); err != nil {
+	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil)); err != nil {
 		return nil, fmt.Errorf("fails when values are missing: %s", templateErr(err))
 	}
 	return t, nil

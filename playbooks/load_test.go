@@ -10,14 +10,18 @@ import (
 // Every playbook error names its file and place, so an author can fix it without guessing.
 func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 	cases := map[string]string{
-		"unknown-name.yaml":           `testdata/bad/unknown-name.yaml: verdicts[1].when: unknown name "queue_meen"`,
-		"unknown-query-in-chart.yaml": `testdata/bad/unknown-query-in-chart.yaml: charts[0].queries[0]: unknown query "waitin"`,
-		"unknown-key.yaml":            `testdata/bad/unknown-key.yaml: queries.waiting: line 4: unknown key "unitt"`,
-		"bad-promql.yaml":             `testdata/bad/bad-promql.yaml: queries.waiting: invalid PromQL`,
-		"unknown-verdict.yaml":        `testdata/bad/unknown-verdict.yaml: verdicts[0].id: unknown verdict "all-good"`,
-		"template-typo.yaml":          `testdata/bad/template-typo.yaml: verdicts[0].summary: unknown name "waitng"`,
-		"unknown-placeholder.yaml":    `testdata/bad/unknown-placeholder.yaml: queries.waiting: unknown placeholder $windw`,
-		"no-match.yaml":               `testdata/bad/no-match.yaml: match: required unless on_demand is true`,
+		"unknown-name.yaml":            `testdata/bad/unknown-name.yaml: verdicts[1].when: unknown name "queue_meen"`,
+		"unknown-query-in-chart.yaml":  `testdata/bad/unknown-query-in-chart.yaml: charts[0].queries[0]: unknown query "waitin"`,
+		"unknown-key.yaml":             `testdata/bad/unknown-key.yaml: queries.waiting: line 4: unknown key "unitt"`,
+		"bad-promql.yaml":              `testdata/bad/bad-promql.yaml: queries.waiting: invalid PromQL`,
+		"unknown-verdict.yaml":         `testdata/bad/unknown-verdict.yaml: verdicts[0].id: unknown verdict "all-good"`,
+		"template-typo.yaml":           `testdata/bad/template-typo.yaml: verdicts[0].summary: unknown name "waitng"`,
+		"unknown-placeholder.yaml":     `testdata/bad/unknown-placeholder.yaml: queries.waiting: unknown placeholder $windw`,
+		"no-match.yaml":                `testdata/bad/no-match.yaml: match: required unless on_demand is true`,
+		"fleet-scope-placeholder.yaml": `testdata/bad/fleet-scope-placeholder.yaml: fleet.queries.waiting: unknown placeholder $scope (known: $siblings, $window and the params)`,
+		"fleet-scalar.yaml":            `testdata/bad/fleet-scalar.yaml: fleet.queries.pods: must return an instant vector by pod, not a scalar`,
+		"fleet-unknown-value.yaml":     `testdata/bad/fleet-unknown-value.yaml: verdicts[0].when: unknown name "queue_other_mean"`,
+		"fleet-bad-focus.yaml":         `testdata/bad/fleet-bad-focus.yaml: fleet.focus[0]: unknown fleet query "queue"`,
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {

@@ -23,6 +23,8 @@ type File struct {
 	Verdicts []VerdictFile     `yaml:"verdicts"`
 	Charts   []ChartFile       `yaml:"charts"`
 	Labels   map[string]string `yaml:"labels"`
+	// Fleet compares the alerting pod with its siblings (same model and namespace).
+	Fleet *FleetFile `yaml:"fleet"`
 }
 
 // QueryFile is one named query. In YAML it is either a bare PromQL string or an object.
@@ -75,6 +77,8 @@ type Playbook struct {
 	Verdicts    []*Verdict
 	Charts      []Chart
 	Labels      map[string]string
+	// Fleet is the sibling comparison; nil when the playbook declares none.
+	Fleet *Fleet
 
 	byName map[string]*Query
 	index  map[string]int // query name -> position in Queries

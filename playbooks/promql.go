@@ -62,7 +62,7 @@ func splitTemplate(q string, params map[string]float64) []segment {
 		name := q[m[2]:m[3]]
 		var seg segment
 		switch {
-		case name == "scope":
+		case name == "scope" || name == "siblings": // a fleet query's scope is its siblings'
 			seg = segment{kind: segScope}
 		case name == "window":
 			seg = segment{kind: segWindow}
@@ -107,6 +107,13 @@ func expand(segs []segment, scope string, window time.Duration, params map[strin
 func (p *Playbook) Expand(q *Query, labels map[string]string) string {
 	scope, _, _ := ScopeMatchers(p.Scope, labels)
 	return expand(q.segs, scope, p.Window, p.Params)
+}
+
+// ExpandFleet returns fleet query q of playbook p for an alert with these labels: the scope
+// without the fleet's label, so the vector holds every sibling.
+func (p *Playbook) ExpandFleet(q *Query, labels map[string]string) string {
+	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
+	return expand(q.segs, siblings, p.Window, p.Params)
 }
 
 // sortedLabels renders labels deterministically (cache keys, logs).

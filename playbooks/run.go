@@ -109,6 +109,7 @@ type result struct {
 	problem string
 	status  string // one of the Query* results
 	series  int
+	vec     map[string]float64 // a fleet query's value by label (shared read-only between runs)
 }
 
 // Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
@@ -126,12 +127,27 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 	exprs := make([]string, len(p.Queries))
 	results := make([]result, len(p.Queries))
 	var wg sync.WaitGroup
+	var fleetExprs []string
+	var fleetResults []result
+	if fl := p.Fleet; fl != nil {
+		siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, fl.By), labels)
+		fleetExprs = make([]string, len(fl.Queries))
+		fleetResults = make([]result, len(fl.Queries))
+		for i, q := range fl.Queries {
+			fleetExprs[i] = expand(q.segs, siblings, p.Window, p.Params)
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				fleetResults[i] = e.query(ctx, fleetExprs[i], start, fl.By)
+			}(i)
+		}
+	}
 	for i, q := range p.Queries {
 		exprs[i] = expand(q.segs, scope, p.Window, p.Params)
 		wg.Add(1)
 		go func(i int, q *Query) {
 			defer wg.Done()
-			results[i] = e.query(ctx, exprs[i], start)
+			results[i] = e.query(ctx, exprs[i], start, "")
 			if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
 				results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
 					"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", FormatValue(r.value, q.Unit))
@@ -180,6 +196,26 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		d.Evidence = append(d.Evidence, ev)
 	}
 
+	var fleetVals FleetValues
+	if p.Fleet != nil {
+		fleetVals = FleetValues{}
+		for i, q := range p.Fleet.Queries {
+			r := fleetResults[i]
+			if r.status == QueryUnreachable {
+				unreachable++
+				lastErr = r.problem
+			} else {
+				reached++
+			}
+			if r.vec != nil {
+				fleetVals[q.Name] = r.vec
+			}
+			if r.problem != "" {
+				d.Notes = append(d.Notes, fmt.Sprintf("fleet query %s: %s", q.Name, r.problem))
+			}
+		}
+	}
+
 	var runErr error
 	if reached == 0 && unreachable > 0 {
 		d.Error = "Prometheus could not be reached: " + lastErr
@@ -189,9 +225,9 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		d.Summary = "The alert is real, but the responder could not query Prometheus, so it cannot say why. Check Prometheus, then re-run triage."
 		d.Actions = []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}
 	} else {
-		e.decide(p, d, values, labels)
+		e.decide(p, d, values, fleetVals, fleetExprs, labels)
 		if unreachable > 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, len(p.Queries), lastErr))
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, reached+unreachable, lastErr))
 		}
 	}
 	for _, c := range p.Charts {
@@ -209,20 +245,32 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 
 // Decide evaluates the verdicts of p over already-known values (used by `playbooks test`).
 func (p *Playbook) Decide(values map[string]*float64, labels map[string]string) *Diagnosis {
+	return p.DecideFleet(values, nil, labels)
+}
+
+// DecideFleet is Decide with recorded fleet values (query -> pod -> value).
+func (p *Playbook) DecideFleet(values map[string]*float64, fleet FleetValues, labels map[string]string) *Diagnosis {
 	d := &Diagnosis{Playbook: p.Name, Scope: labels}
 	for _, q := range p.Queries {
 		if values[q.Name] == nil {
 			d.Missing = append(d.Missing, q.Name)
 		}
 	}
-	(&Engine{}).decide(p, d, values, labels)
+	var exprs []string
+	if p.Fleet != nil {
+		exprs = make([]string, len(p.Fleet.Queries))
+		for i, q := range p.Fleet.Queries {
+			exprs[i] = p.ExpandFleet(q, labels)
+		}
+	}
+	(&Engine{}).decide(p, d, values, fleet, exprs, labels)
 	return d
 }
 
 // decide runs the ordered verdicts: the first whose condition holds wins. A condition that needs
 // a missing value is false (unless it tests for nil or uses ??), and the diagnosis says which
 // rules could not be checked.
-func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, labels map[string]string) {
+func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, fleet FleetValues, fleetExprs []string, labels map[string]string) {
 	env := exprEnv(p)
 	for _, q := range p.Queries {
 		if v := values[q.Name]; v != nil {
@@ -234,6 +282,26 @@ func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, l
 	missing := map[string]bool{}
 	for _, m := range d.Missing {
 		missing[m] = true
+	}
+	if p.Fleet != nil {
+		fd := evalFleet(p, fleet, labels, fleetExprs)
+		d.Fleet = fd.view
+		merged := make(map[string]*float64, len(values)+len(fd.values))
+		for k, v := range values {
+			merged[k] = v
+		}
+		for k, v := range fd.values {
+			merged[k] = v
+			if v != nil {
+				env[k] = *v
+			} else {
+				env[k] = nil
+			}
+		}
+		for _, m := range fd.missing {
+			missing[m] = true
+		}
+		values = merged
 	}
 	var chosen *Verdict
 	for _, v := range p.Verdicts {
@@ -262,7 +330,7 @@ func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, l
 		d.OfferProfile = true
 		return
 	}
-	data := templateData(p, values, labels)
+	data := templateData(p, values, labels, d.Fleet)
 	d.Verdict = chosen.ID
 	d.OfferProfile = chosen.OfferProfile
 	d.Title = render(chosen.Title, data)
@@ -286,16 +354,22 @@ func render(t *template.Template, data map[string]any) string {
 
 // query runs one query with deduplication: an identical query in flight is shared, and a result
 // younger than CacheTTL is reused.
-func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
+//
+// by, when set, keeps the answer as a vector by that label (a fleet query) instead of one number.
+func (e *Engine) query(ctx context.Context, q string, at time.Time, by string) result {
+	key := q
+	if by != "" {
+		key = "by " + by + "\x00" + q
+	}
 	if e.opt.CacheTTL > 0 {
 		e.mu.Lock()
-		c, ok := e.cache[q]
+		c, ok := e.cache[key]
 		e.mu.Unlock()
 		if ok && e.opt.Now().Sub(c.fetched) < e.opt.CacheTTL {
 			return c.res
 		}
 	}
-	ch := e.sf.DoChan(q, func() (any, error) {
+	ch := e.sf.DoChan(key, func() (any, error) {
 		// Detached from the first caller's cancellation: others may be waiting on it too.
 		qctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), e.opt.QueryTimeout, e.deadlineErr)
 		defer cancel()
@@ -308,12 +382,21 @@ func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
 		t0 := time.Now()
 		v, err := e.q.Query(qctx, q, at)
 		r := interpret(v, err, qctx)
+		if by != "" && err == nil {
+			r = result{status: QueryOK}
+			r.vec, r.problem = interpretVector(v, by)
+			if r.vec == nil {
+				r.status = QueryError
+			} else if len(r.vec) == 0 {
+				r.status = QueryEmpty
+			}
+		}
 		if e.opt.Observer != nil {
 			e.opt.Observer.ObserveQuery(time.Since(t0), r.status)
 		}
 		if r.status == QueryOK || r.status == QueryEmpty {
 			e.mu.Lock()
-			e.cache[q] = cached{res: r, fetched: e.opt.Now()}
+			e.cache[key] = cached{res: r, fetched: e.opt.Now()}
 			e.pruneLocked()
 			e.mu.Unlock()
 		}

@@ -1,0 +1,153 @@
+package playbooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/rs/zerolog"
+)
+
+// fleetQuerier answers fleet queries (those with `by (pod)`) with one sample per pod from
+// byPod[signal], every other query with one number; it records what was asked.
+type fleetQuerier struct {
+	mu     sync.Mutex
+	asked  []string
+	byPod  map[string]map[string]float64 // signal (a metric name in the query) -> pod -> value
+	scalar float64
+}
+
+func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Value, error) {
+	f.mu.Lock()
+	f.asked = append(f.asked, q)
+	f.mu.Unlock()
+	if !strings.HasPrefix(q, "sum by (pod)") && !strings.HasPrefix(q, "max by (pod)") {
+		return model.Vector{{Metric: model.Metric{}, Value: model.SampleValue(f.scalar)}}, nil
+	}
+	var vec model.Vector
+	for _, signal := range []string{"stall", "waiting", "running", "kv", "arrivals", "tokens"} {
+		if !isSignal(q, signal) {
+			continue
+		}
+		for pod, v := range f.byPod[signal] {
+			vec = append(vec, &model.Sample{Metric: model.Metric{"pod": model.LabelValue(pod)}, Value: model.SampleValue(v)})
+		}
+		break
+	}
+	return vec, nil
+}
+
+// isSignal tells the built-in fleet queries apart by their text.
+func isSignal(q, signal string) bool {
+	switch signal {
+	case "stall":
+		return strings.Contains(q, "min_over_time")
+	case "arrivals":
+		return strings.Contains(q, "deriv(")
+	case "tokens":
+		return strings.Contains(q, "prompt_tokens_total") && !strings.Contains(q, "min_over_time")
+	case "waiting":
+		return strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_waiting")
+	case "running":
+		return strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_running")
+	case "kv":
+		return strings.HasPrefix(q, "max by (pod)")
+	}
+	return false
+}
+
+func builtinSet(t testing.TB) *Set {
+	t.Helper()
+	pbs, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSet(pbs, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// On-demand triage of a model names the wedged pod, and the number of queries is the same for 3
+// pods as for 50: one vector by pod per signal.
+func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
+	p := builtinSet(t).Triage()
+	count := func(pods int) (*Diagnosis, *fleetQuerier) {
+		fq := &fleetQuerier{byPod: map[string]map[string]float64{"waiting": {}, "running": {}, "tokens": {}, "arrivals": {}, "stall": {}}}
+		for i := range pods {
+			pod := fmt.Sprintf("vllm-%d", i)
+			fq.byPod["waiting"][pod], fq.byPod["running"][pod], fq.byPod["tokens"][pod], fq.byPod["arrivals"][pod] = 1, 10, 2000, 4
+		}
+		fq.byPod["waiting"]["vllm-1"], fq.byPod["running"]["vllm-1"], fq.byPod["tokens"]["vllm-1"] = 30, 0, 0
+		fq.byPod["stall"]["vllm-1"] = 12
+		e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()})
+		d, err := e.Run(context.Background(), p, map[string]string{"model_name": `llama"} or vector(1) #`, "namespace": "prod"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, fq
+	}
+	d3, q3 := count(3)
+	d50, q50 := count(50)
+	for _, d := range []*Diagnosis{d3, d50} {
+		if d.Verdict != VerdictEngineStalled || d.Fleet == nil || d.Fleet.Focus != "vllm-1" || !d.Fleet.FocusChosen {
+			t.Fatalf("verdict %s, fleet %+v; want engine-stalled naming vllm-1", d.Verdict, d.Fleet)
+		}
+		if !strings.Contains(d.Title, "vllm-1") || !strings.Contains(d.Summary, "this pod alone (1 of ") {
+			t.Errorf("title %q / summary %q should name vllm-1 and say it is this pod alone", d.Title, d.Summary)
+		}
+	}
+	if d50.Fleet.Pods != 50 || len(d50.Fleet.Rows) != 50 || d50.Fleet.Rows[0].Pod != "vllm-1" {
+		t.Errorf("50 pods: %d pods, %d rows, first %q; want 50, 50, the focus vllm-1 first", d50.Fleet.Pods, len(d50.Fleet.Rows), d50.Fleet.Rows[0].Pod)
+	}
+	if len(q3.asked) != len(q50.asked) || len(q3.asked) != len(p.Queries)+len(p.Fleet.Queries) {
+		t.Errorf("queries: %d for 3 pods, %d for 50; want both %d (queries + fleet queries)", len(q3.asked), len(q50.asked), len(p.Queries)+len(p.Fleet.Queries))
+	}
+	for _, q := range q3.asked {
+		if strings.Contains(q, "pod=") {
+			t.Errorf("a query narrowed to one pod: %s", q)
+		}
+		if !strings.Contains(q, `model_name="llama\"} or vector(1) #"`) {
+			t.Errorf("label value not quoted as a PromQL string: %s", q)
+		}
+		if strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_") && !strings.Contains(q, `server=""`) {
+			t.Errorf("fleet query counts the router's series (label server) as pods: %s", q)
+		}
+	}
+}
+
+// A pod that has no series for a signal shows n/a there; its other values still count.
+func TestFleetViewShowsAMissingValueAsNA(t *testing.T) {
+	p, _ := builtinSet(t).Get("ttft-p99-high")
+	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
+		"waiting": {"vllm-0": 140, "vllm-1": 0, "vllm-2": 1},
+		"kv":      {"vllm-0": 0.3, "vllm-1": 0.1},
+	}}
+	e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()})
+	d, err := e.Run(context.Background(), p, map[string]string{"model_name": "llama", "namespace": "prod", "pod": "vllm-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fleet == nil || d.Fleet.Focus != "vllm-0" || d.Fleet.FocusChosen || d.Fleet.Pods != 3 {
+		t.Fatalf("fleet %+v; want 3 pods with the alert's vllm-0 in focus", d.Fleet)
+	}
+	kvCol := -1
+	for i, c := range d.Fleet.Columns {
+		if c.Name == "kv" {
+			kvCol = i
+		}
+	}
+	for _, r := range d.Fleet.Rows {
+		if r.Pod == "vllm-2" && (r.Values[kvCol] != nil || r.Texts[kvCol] != NA) {
+			t.Errorf("vllm-2 has no KV series; got %v %q", r.Values[kvCol], r.Texts[kvCol])
+		}
+	}
+	if d.Fleet.Scope != "this pod alone (1 of 3 pods)" {
+		t.Errorf("scope %q", d.Fleet.Scope)
+	}
+}
