@@ -37,6 +37,7 @@ var AlertNames = []string{
 	"VLLMKVCacheNearFull",
 	"VLLMRequestAbortRateHigh",
 	"VLLMQueueDepthHigh",
+	"VLLMEngineStalled",
 }
 
 var (
@@ -72,6 +73,7 @@ type Profile struct {
 		KVCache Alert      `yaml:"kv_cache"`
 		Abort   AbortAlert `yaml:"abort"`
 		Queue   Alert      `yaml:"queue"`
+		Stall   Alert      `yaml:"stall"`
 	} `yaml:"alerts"`
 }
 
@@ -236,6 +238,7 @@ func (p Profile) Validate() error {
 	alert("kv_cache", p.Alerts.KVCache, 1)
 	alert("abort", p.Alerts.Abort.Alert, 1)
 	alert("queue", p.Alerts.Queue, 0)
+	alert("stall", p.Alerts.Stall, 0)
 	if !(p.Alerts.Abort.MinFinishRate > 0) {
 		errs = append(errs, fmt.Errorf("alerts.abort.min_finish_rate: %g must be above 0 (it keeps idle models quiet)", p.Alerts.Abort.MinFinishRate))
 	}

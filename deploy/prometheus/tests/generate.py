@@ -298,6 +298,7 @@ queue = {"eval_interval": "1m", "tests": [
               {"at": "8m", "alert": "VLLMQueueDepthHigh"}, {"at": "12m", "alert": "VLLMQueueDepthHigh"}]},
 ]}
 
+# stall.yml (VLLMEngineStalled) is written by hand, not by this script.
 for name, cases in [("ttft", ttft), ("itl", itl), ("kv_cache", kv), ("abort", abort), ("queue", queue)]:
     open(f"{D}/tests/{name}.yml", "w").write(emit(f"{D}/vllm-alerts.rules.yml", "../vllm-alerts.rules.yml", cases, HDR % name) + "\n")
 
