@@ -130,7 +130,16 @@ type Scenario struct {
 	TimeoutShare  float64       `json:"timeout_share"`
 	TimeoutMin    time.Duration `json:"timeout_min"`
 	TimeoutMax    time.Duration `json:"timeout_max"`
-	PrefixHitRate float64       `json:"prefix_hit_rate"` // share of prompt tokens found in the prefix cache
+	PrefixHitRate float64       `json:"prefix_hit_rate"` // share of each prompt that is a prefix the clients share (a system prompt)
+	// UniquePrefixShare of the clients put something unique at the top of the prompt (a request
+	// id, a timestamp in the chat template) from UniquePrefixAfter on: their shared part no longer
+	// matches any cached block, so the prefix cache misses although the prompts are as long.
+	UniquePrefixShare float64       `json:"unique_prefix_share"`
+	UniquePrefixAfter time.Duration `json:"unique_prefix_after"`
+	// EngineStalled is a fault, not a load: the engine loop stops making steps (a wedged engine,
+	// vLLM #39863). Arrivals still join the queue and HTTP, /health and /metrics still answer,
+	// but nothing is scheduled, computed or finished.
+	EngineStalled bool `json:"engine_stalled"`
 	// Burst requests arrive at once when the scenario starts (a batch job
 	// fanning out), on top of the Poisson stream; it makes the signature show
 	// up in seconds instead of one request lifetime.
@@ -173,6 +182,27 @@ var Scenarios = map[string]Scenario{
 		TimeoutShare: 0.4, TimeoutMin: 500 * time.Millisecond, TimeoutMax: 2500 * time.Millisecond,
 		PrefixHitRate: 0.2,
 	},
+}
+
+func init() {
+	// The prefix-cache scenarios: a chat workload whose long system prompt the prefix cache
+	// serves (about 90% of every prompt's tokens), then the same clients after a template change.
+	shared := Scenario{
+		Name: "shared-prefix", Description: "chat clients sharing a long system prompt: ~4000-token prompts, ~90% of them served by the prefix cache, short prefill",
+		ArrivalRate: 1.5, PromptMean: 4000, PromptSigma: 0.15, OutputMean: 120, OutputSigma: 0.6, MaxTokens: 1024,
+		PrefixHitRate: 0.9,
+	}
+	collapse := shared
+	collapse.Name = "prefix-collapse"
+	collapse.Description = "shared-prefix for 90 s, then a chat-template change puts a request id at the top of every prompt: same prompt lengths, the prefix cache stops hitting, prefill recomputes"
+	collapse.UniquePrefixShare, collapse.UniquePrefixAfter = 1, 90*time.Second
+	stalled := Scenarios["healthy"]
+	stalled.Name = "engine-stalled"
+	stalled.Description = "healthy load on a wedged engine: no step is made, the queue grows, /health still answers 200"
+	stalled.EngineStalled = true
+	for _, sc := range []Scenario{shared, collapse, stalled} {
+		Scenarios[sc.Name] = sc
+	}
 }
 
 // ScenarioNames lists the built-in scenarios in a stable order.

@@ -39,6 +39,7 @@ type request struct {
 	firstTokenAt time.Time
 	lastTokenAt  time.Time
 	preemptions  int
+	uniquePrefix bool // the prompt starts with something unique: no prefix-cache hit
 	// uncounted preemptions: the scheduler's PREEMPTED events ride on the request's next output,
 	// so vllm:num_preemptions_total counts them when it emits its next token after recompute,
 	// and never if its client gives up first (scheduler.py, stats.py)
@@ -95,6 +96,7 @@ type Engine struct {
 	mu          sync.Mutex
 	rng         *rand.Rand
 	scenario    Scenario
+	scenarioAt  time.Time // when the scenario started
 	nextArrival time.Time // zero = no synthetic arrivals
 	waiting     []*request
 	running     []*request
@@ -157,7 +159,7 @@ func (e *Engine) Scenario() Scenario {
 func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.scenario = s
+	e.scenario, e.scenarioAt = s, now
 	if reset {
 		e.waiting = e.dropSynthetic(e.waiting)
 		e.running = e.dropSynthetic(e.running)
@@ -295,6 +297,9 @@ func (e *Engine) addSynthetic(at time.Time) {
 		synthetic: true, arrival: at, deadline: deadline, promptLen: prompt,
 		targetOutput: min(natural, maxTok), targetReason: reasonStop,
 	}
+	if s.UniquePrefixShare > 0 && !at.Before(e.scenarioAt.Add(s.UniquePrefixAfter)) {
+		r.uniquePrefix = e.rng.Float64() < s.UniquePrefixShare
+	}
 	if natural >= maxTok {
 		r.targetReason = reasonLength
 	}
@@ -330,6 +335,16 @@ func (e *Engine) Step(now time.Time) StepResult {
 	defer e.mu.Unlock()
 
 	e.generate(now)
+	if e.scenario.EngineStalled {
+		// Wedged: arrivals queue up, the gauges are still published, but no step runs (nor
+		// the client timeouts, which the engine loop would process).
+		e.publishGauges()
+		idle := 50 * time.Millisecond
+		if !e.nextArrival.IsZero() {
+			idle = min(idle, max(e.nextArrival.Sub(now), time.Millisecond))
+		}
+		return StepResult{Duration: idle}
+	}
 	e.expireTimeouts(now)
 	if len(e.running) == 0 && len(e.waiting) == 0 {
 		e.publishGauges()
@@ -379,9 +394,10 @@ func (e *Engine) Step(now time.Time) StepResult {
 		for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
 			r := e.waiting[0]
 			hits := 0
-			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching {
+			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching && !r.uniquePrefix {
 				// Prefix cache lookup on first scheduling: full blocks only, and
-				// at least one token must be computed.
+				// at least one token must be computed. A prompt that starts with
+				// something unique matches no cached block.
 				hits = int(e.scenario.PrefixHitRate*float64(r.promptLen)) / e.cfg.BlockSize * e.cfg.BlockSize
 				hits = max(0, min(hits, (r.promptLen-1)/e.cfg.BlockSize*e.cfg.BlockSize))
 			}

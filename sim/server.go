@@ -46,6 +46,14 @@ func NewServer(eng *Engine, prof *Profiler, log zerolog.Logger) *Server {
 	return s
 }
 
+// ServeFleet adds GET and POST /admin/fleet: this pod is one of f's, and a fleet scenario
+// posted to any of them switches all.
+func (s *Server) ServeFleet(f *Fleet) {
+	h := f.Handler()
+	s.mux.Handle("GET /admin/fleet", h)
+	s.mux.Handle("POST /admin/fleet", h)
+}
+
 // ServeHTTP implements http.Handler, answering unknown paths like FastAPI does.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {

@@ -13,9 +13,13 @@
 //
 // Flags:
 //
-//	--listen ADDR                 address to serve on (default 127.0.0.1:8000; :0 picks a port, logged as listen_addr)
+//	--listen ADDR[,ADDR...]       address to serve on (default 127.0.0.1:8000; :0 picks a port, logged as listen_addr);
+//	                              several addresses serve several pods of the model, one engine each (seeds
+//	                              --seed, --seed+1, ...), switched together by /admin/fleet
 //	--model-name NAME             served model name, the model_name label (default meta-llama/Llama-3.1-8B-Instruct)
-//	--scenario NAME               initial load: idle, healthy, overload, kv-pressure, long-prompts, wide-batch, client-timeouts (default healthy)
+//	--scenario NAME               initial load of every pod: idle, healthy, overload, kv-pressure, long-prompts, wide-batch,
+//	                              client-timeouts, shared-prefix, prefix-collapse, engine-stalled, or a fleet scenario
+//	                              (engine-stall, router-imbalance) (default healthy)
 //	--arrival-rate R              override the initial scenario's arrival rate, requests/s (default: the scenario's)
 //	--seed N                      RNG seed; the same seed and load give the same engine behaviour (default 1)
 //	--max-num-seqs N              cap on the running batch (default 256)
@@ -53,6 +57,9 @@
 //	                                  "arrival_rate" (number) and "reset" (default true: the old scenario's
 //	                                  synthetic requests vanish uncounted so the new signature shows at once)
 //	GET  /admin/stats                 engine stats (running, waiting, KV blocks, preemptions)
+//	GET  /admin/fleet                 every pod's scenario and stats
+//	POST /admin/fleet                 switch every pod: body {"scenario":"router-imbalance"} (a fleet scenario)
+//	                                  or a pod scenario name (every pod gets it); optional "reset"
 //
 // Scenarios (calibrated for the default engine flags; signature within 15-60 s of switching):
 //
@@ -71,6 +78,17 @@
 //	                 no queue (queue mean ~0.8 s for the first minute while the burst drains), no preemption
 //	client-timeouts  healthy-like load but 40% of clients give up after 0.5-2.5 s: ~30% of the requests
 //	                 that got a first token never finish, e2e latency normal
+//	shared-prefix    1.5 req/s of ~4000-token chat prompts sharing a system prompt: ~90% prefix-cache hits
+//	prefix-collapse  shared-prefix for 90 s, then a template change puts a request id at the top of every
+//	                 prompt: same lengths, hit rate ~0, prefill ~6x and TTFT p99 ~0.2 s
+//	engine-stalled   healthy load on a wedged engine: no step, no token, the queue grows 4/s; /health 200
+//
+// Fleet scenarios (several --listen addresses; POST /admin/fleet):
+//
+//	engine-stall     healthy load on every pod, the engine of pod 0 wedged
+//	router-imbalance 20 req/s per pod overall of overload-shaped requests, the router sending pod 0 eight
+//	                 shares to every other pod's one: with 3 pods, 48 req/s on pod 0 (past the knee) and
+//	                 6 on each sibling
 //
 // Aborts and preemptions are recorded as real vLLM V1 records them (VLLM.md): a client that gives
 // up is never counted as finished (request_success_total{finished_reason="abort"} stays 0; its
@@ -89,6 +107,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -157,49 +178,73 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		fmt.Fprintf(stderr, "vllm-sim: --metric-names: %v\n", err)
 		return 2
 	}
-	sc, err := sim.LookupScenario(*scenario)
-	if err != nil {
+	addrs := strings.Split(*listen, ",")
+	engines := make([]*sim.Engine, len(addrs))
+	for i := range addrs {
+		c := cfg
+		c.Seed = cfg.Seed + uint64(i) // each pod its own clients
+		if engines[i], err = sim.NewEngine(c); err != nil {
+			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
+			return 2
+		}
+	}
+	fleet := sim.NewFleet(engines...)
+	if err := fleet.Apply(*scenario, true, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
 		return 2
 	}
 	if *arrivalRate >= 0 {
-		sc.ArrivalRate = *arrivalRate
+		for _, eng := range engines {
+			sc := eng.Scenario()
+			sc.ArrivalRate = *arrivalRate
+			eng.SetScenario(sc, true, time.Now())
+		}
 	}
-	eng, err := sim.NewEngine(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
-		return 2
-	}
-	eng.SetScenario(sc, true, time.Now())
-
-	var prof *sim.Profiler
-	if *profDir != "" {
-		prof = sim.NewProfiler(*profDir, *flushDelay, *tp, log)
-	}
-	srv := sim.NewServer(eng, prof, log)
-
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		log.Error().Err(err).Str("listen_addr", *listen).Msg("cannot listen")
-		return 1
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 
 	engCtx, cancelEngine := context.WithCancel(ctx)
 	defer cancelEngine()
-	engDone := make(chan struct{})
-	go func() {
-		defer close(engDone)
-		eng.Run(engCtx)
-	}()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-
-	log.Info().Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
-		Float64("arrival_rate", sc.ArrivalRate).Str("metric_names", string(cfg.MetricNames)).
-		Str("profiler_dir", *profDir).Msg("vllm-sim serving")
+	var runs sync.WaitGroup
+	serveErr := make(chan error, len(addrs))
+	var servers []*http.Server
+	var bound []string
+	for i, addr := range addrs {
+		eng := engines[i]
+		var prof *sim.Profiler
+		if *profDir != "" {
+			dir := *profDir
+			if len(addrs) > 1 {
+				dir = filepath.Join(dir, fmt.Sprintf("pod-%d", i))
+			}
+			prof = sim.NewProfiler(dir, *flushDelay, *tp, log)
+		}
+		srv := sim.NewServer(eng, prof, log)
+		srv.ServeFleet(fleet)
+		ln, err := net.Listen("tcp", strings.TrimSpace(addr))
+		if err != nil {
+			log.Error().Err(err).Str("listen_addr", addr).Msg("cannot listen")
+			cancelEngine()
+			runs.Wait()
+			for _, hs := range servers {
+				_ = hs.Close()
+			}
+			return 1
+		}
+		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, hs)
+		bound = append(bound, ln.Addr().String())
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			eng.Run(engCtx)
+		}()
+		go func() { serveErr <- hs.Serve(ln) }()
+		sc := eng.Scenario()
+		log.Info().Int("pod", i).Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
+			Float64("arrival_rate", sc.ArrivalRate).Bool("engine_stalled", sc.EngineStalled).Str("metric_names", string(cfg.MetricNames)).
+			Str("profiler_dir", *profDir).Msg("vllm-sim serving")
+	}
 	if ready != nil {
-		ready <- ln.Addr().String()
+		ready <- strings.Join(bound, ",")
 	}
 
 	code := 0
@@ -211,9 +256,11 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = hs.Shutdown(shutdownCtx)
+	for _, hs := range servers {
+		_ = hs.Shutdown(shutdownCtx)
+	}
 	cancelEngine()
-	<-engDone
+	runs.Wait()
 	log.Info().Msg("vllm-sim stopped")
 	return code
 }
