@@ -427,3 +427,93 @@ func fleetTemplateData(v *FleetView) map[string]any {
 	return map[string]any{"pod": v.Focus, "pods": v.Pods, "affected": v.Affected, "scope": v.Scope,
 		"affected_pods": strings.Join(firstN(v.AffectedPods, 5), ", "), "chosen": v.FocusChosen}
 }
+
+// Table renders the sibling comparison as aligned plain-text lines (a header, then one line per
+// pod, the focus pod first marked ">" and affected pods "!"), at most maxRows pods; a last line
+// says how many more there are. Notifiers show it as it is (Slack in a code block).
+func (v *FleetView) Table(maxRows int) []string {
+	if v == nil || len(v.Rows) == 0 {
+		return nil
+	}
+	cols := make([][]string, 0, len(v.Columns)+1)
+	head := append([]string{v.By}, make([]string, len(v.Columns))...)
+	for i, c := range v.Columns {
+		head[i+1] = c.Title
+	}
+	rows := v.Rows
+	if maxRows > 0 && len(rows) > maxRows {
+		rows = rows[:maxRows]
+	}
+	cols = append(cols, head)
+	for _, r := range rows {
+		line := append([]string{r.Pod}, r.Texts...)
+		cols = append(cols, line)
+	}
+	width := make([]int, len(head))
+	for _, l := range cols {
+		for i, c := range l {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	out := make([]string, 0, len(cols)+1)
+	for i, l := range cols {
+		mark := "  "
+		if i > 0 {
+			r := rows[i-1]
+			switch {
+			case r.Focus && r.Affected:
+				mark = ">!"
+			case r.Focus:
+				mark = "> "
+			case r.Affected:
+				mark = " !"
+			}
+		}
+		var b strings.Builder
+		b.WriteString(mark + " ")
+		for j, c := range l {
+			pad := width[j] - len([]rune(c))
+			if j == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString("  " + strings.Repeat(" ", pad) + c)
+			}
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	if n := len(v.Rows) - len(rows); n > 0 {
+		more := 0
+		for _, r := range v.Rows[len(rows):] {
+			if r.Affected {
+				more++
+			}
+		}
+		out = append(out, fmt.Sprintf("   … %d more %ss (%d of them affected)", n, v.By, more))
+	}
+	return out
+}
+
+// Headline is the one line above the table: "this pod alone (1 of 3 pods) · model_name=m
+// namespace=ns", with the pod chosen when the alert named none.
+func (v *FleetView) Headline() string {
+	if v == nil {
+		return ""
+	}
+	s := v.Scope
+	if v.FocusChosen && v.Focus != "" {
+		s = fmt.Sprintf("worst %s %s: %s", v.By, v.Focus, s)
+	}
+	keys := make([]string, 0, len(v.Siblings))
+	for k := range v.Siblings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		sep := " "
+		if i == 0 {
+			sep = " · "
+		}
+		s += sep + k + "=" + v.Siblings[k]
+	}
+	return s
+}

@@ -3,7 +3,9 @@ package main
 // End to end, on the real chain: vllm-sim pods -> a real Prometheus (scraping them, evaluating the
 // alert rules rendered by rulegen with the sim profile) -> a real Alertmanager -> this responder (serve, in-process)
 // -> the console notifier. Each scenario runs on a vllm-sim process of its own (its own `pod`
-// label), all at once, so the test takes about as long as the slowest signature.
+// label, and a namespace of its own so that no scenario is another's sibling), all at once, so
+// the test takes about as long as the slowest signature. The fleet scenarios run three pods of one
+// model in one vllm-sim process (one listener per pod).
 
 import (
 	"encoding/json"
@@ -31,16 +33,33 @@ const e2eResponderConfig = `playbooks:
 dispatch: {dedup_window: 1h}
 `
 
+// simModel is vllm-sim's default --model-name.
+const simModel = "meta-llama/Llama-3.1-8B-Instruct"
+
 type e2eCase struct {
 	scenario, alert, verdict string
+	// pods > 1: a fleet of that many pods named <scenario>-0, -1, ...; the alert and verdict are
+	// pod 0's, and the other pods must fire nothing.
+	pods int
 }
 
 var e2eCases = []e2eCase{
-	{"overload", "VLLMTimeToFirstTokenP99High", "capacity-past-knee"},
-	{"kv-pressure", "VLLMKVCacheNearFull", "kv-preemption"},
-	{"long-prompts", "VLLMTimeToFirstTokenP99High", "prefill-bound"},
-	{"wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound"},
-	{"client-timeouts", "VLLMRequestAbortRateHigh", "client-aborts"},
+	{"overload", "VLLMTimeToFirstTokenP99High", "capacity-past-knee", 0},
+	{"kv-pressure", "VLLMKVCacheNearFull", "kv-preemption", 0},
+	{"long-prompts", "VLLMTimeToFirstTokenP99High", "prefill-bound", 0},
+	{"wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound", 0},
+	{"client-timeouts", "VLLMRequestAbortRateHigh", "client-aborts", 0},
+	{"prefix-collapse", "VLLMTimeToFirstTokenP99High", "prefix-cache-collapse", 0},
+	{"engine-stall", "VLLMEngineStalled", "engine-stalled", 3},
+	{"router-imbalance", "VLLMTimeToFirstTokenP99High", "load-imbalance", 3},
+}
+
+// pod is the pod label of the case's alerting pod.
+func (c e2eCase) pod() string {
+	if c.pods > 1 {
+		return c.scenario + "-0"
+	}
+	return c.scenario
 }
 
 func goTool(t *testing.T) string {
@@ -113,7 +132,7 @@ func promAlerts(promURL string) []string {
 
 func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end: starts six simulators, Prometheus and Alertmanager")
+		t.Skip("end-to-end: starts nine simulators (14 pods), Prometheus and Alertmanager")
 	}
 	start := time.Now()
 	dir := t.TempDir()
@@ -124,21 +143,26 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	// windows and thresholds vllm-sim's scenarios cross.
 	goRun(t, "run", "./cmd/rulegen", "-profile", "sim", "-o", rules)
 
-	scenarios := []string{"healthy"}
-	for _, c := range e2eCases {
-		scenarios = append(scenarios, c.scenario)
-	}
 	var targets []testenv.Target
-	for i, sc := range scenarios {
-		port := testenv.FreePort(t)
-		testenv.Start(t, "vllm-sim "+sc, simBin,
-			"--listen", fmt.Sprintf("127.0.0.1:%d", port),
-			"--scenario", sc, "--seed", fmt.Sprint(i+1),
+	quiet := []string{"healthy"} // pods that must fire nothing
+	for i, c := range append([]e2eCase{{scenario: "healthy"}}, e2eCases...) {
+		var addrs []string
+		for p := range max(c.pods, 1) {
+			addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+			addrs = append(addrs, addr)
+			pod := c.scenario
+			if c.pods > 1 {
+				pod = fmt.Sprintf("%s-%d", c.scenario, p)
+				if p > 0 {
+					quiet = append(quiet, pod)
+				}
+			}
+			targets = append(targets, testenv.Target{Addr: addr, Labels: map[string]string{"pod": pod, "namespace": "e2e-" + c.scenario}})
+		}
+		testenv.Start(t, "vllm-sim "+c.scenario, simBin,
+			"--listen", strings.Join(addrs, ","),
+			"--scenario", c.scenario, "--seed", fmt.Sprint(10*i+1),
 			"--profiler-dir", t.TempDir(), "--log-level", "warn")
-		targets = append(targets, testenv.Target{
-			Addr:   fmt.Sprintf("127.0.0.1:%d", port),
-			Labels: map[string]string{"pod": sc, "namespace": "e2e"},
-		})
 	}
 
 	// Alertmanager needs the responder's address and the responder Prometheus's: pick the
@@ -173,7 +197,7 @@ receivers:
 	// Every scenario's alert fires and is diagnosed with its verdict; wait for all at once.
 	want := map[string]string{}
 	for _, c := range e2eCases {
-		want[c.alert+"/"+c.scenario] = c.verdict
+		want[c.alert+"/"+c.pod()] = c.verdict
 	}
 	missing := func() []string {
 		got := consoleVerdicts(out.String())
@@ -186,7 +210,7 @@ receivers:
 		sort.Strings(m)
 		return m
 	}
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute) // prefix-collapse changes its prompts after 90 s
 	for len(missing()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -203,16 +227,29 @@ receivers:
 		t.Fatalf("after %s, verdicts missing or wrong:\n  %s\nPrometheus alerts: %v\nconsole:\n%s",
 			time.Since(start).Round(time.Second), strings.Join(m, "\n  "), promAlerts(prom.URL), out.String())
 	}
-	// The healthy pod fired nothing, neither in Prometheus nor at the responder.
-	for k := range got {
-		if strings.HasSuffix(k, "/healthy") {
-			t.Errorf("the healthy pod was diagnosed: %s %v", k, got[k])
+	// The healthy pod, and the siblings of the wedged and the overloaded pod, fired nothing,
+	// neither in Prometheus nor at the responder.
+	for _, pod := range quiet {
+		for k := range got {
+			if strings.HasSuffix(k, "/"+pod) {
+				t.Errorf("the quiet pod %s was diagnosed: %s %v", pod, k, got[k])
+			}
+		}
+		for _, a := range promAlerts(prom.URL) {
+			if strings.Contains(a, "/"+pod+" ") {
+				t.Errorf("the quiet pod %s has an alert in Prometheus: %s", pod, a)
+			}
 		}
 	}
-	for _, a := range promAlerts(prom.URL) {
-		if strings.Contains(a, "/healthy ") {
-			t.Errorf("the healthy pod has an alert in Prometheus: %s", a)
-		}
+	// The fleet view says the wedged pod is alone, and on-demand triage of the model (no pod)
+	// finds and names it.
+	if o := out.String(); !strings.Contains(o, "this pod alone (1 of 3 pods)") {
+		t.Errorf("no diagnosis says \"this pod alone (1 of 3 pods)\":\n%s", o)
+	}
+	cfg := writeConfig(t, prom.URL, e2eResponderConfig)
+	res, stderr, code := triage(t, "--config", cfg, "--label", "namespace=e2e-engine-stall", "--label", "model_name="+simModel)
+	if code != 0 || res.Verdict != "engine-stalled" || !strings.Contains(res.Title, "engine-stall-0") {
+		t.Errorf("triage of the model with a wedged pod: exit %d, verdict %s, title %q (%s); want engine-stalled naming engine-stall-0", code, res.Verdict, res.Title, stderr)
 	}
 	// Margins, for whoever tunes the thresholds above: the worst the healthy pod got.
 	for _, q := range []string{

@@ -95,6 +95,12 @@ func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
 			b.WriteString(line + "\n")
 		}
 	}
+	if d.Fleet != nil {
+		fmt.Fprintf(b, "%sfleet:    %s\n", indent, d.Fleet.Headline())
+		for _, l := range d.Fleet.Table(12) {
+			fmt.Fprintf(b, "%s  %s\n", indent, l)
+		}
+	}
 	if len(d.Actions) > 0 {
 		fmt.Fprintf(b, "%sactions:\n", indent)
 		for _, a := range d.Actions {

@@ -54,3 +54,33 @@ func TestConsoleShowsAResolutionAndItsDuration(t *testing.T) {
 		t.Fatalf("got:\n%s", out.String())
 	}
 }
+
+func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
+	pbs, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := playbooks.NewSet(pbs, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := set.Get("queue-depth-high")
+	d := p.DecideFleet(map[string]*float64{"waiting": f(300), "running": f(256), "queue_share": f(0.9)}, playbooks.FleetValues{
+		"waiting":  {"vllm-0": 300, "vllm-1": 0, "vllm-2": 1},
+		"running":  {"vllm-0": 256, "vllm-1": 12},
+		"arrivals": {"vllm-0": 50, "vllm-1": 4, "vllm-2": 5},
+	}, map[string]string{"namespace": "prod", "model_name": "llama", "pod": "vllm-0"})
+	var b strings.Builder
+	WriteDiagnosis(&b, d, "  ")
+	out := b.String()
+	for _, want := range []string{
+		"verdict:  load-imbalance",
+		"fleet:    this pod alone (1 of 3 pods) · model_name=llama namespace=prod",
+		">! vllm-0      300      256",
+		"   vllm-2        1      n/a",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -146,6 +147,21 @@ func diagnosisFor(verdict, pod string) *playbooks.Diagnosis {
 		d.Title, d.Summary = "Healthy", "Nothing wrong: queue empty, KV cache 40% full, TTFT p99 0.4 s."
 		d.Evidence = []playbooks.Evidence{ev("ttft_p99", "TTFT p99", "0.4 s", "s", 0.4, nil, "")}
 		d.Charts = nil
+	case playbooks.VerdictEngineStalled:
+		d.Playbook = "engine-stalled"
+		d.Title, d.Summary = "Engine stalled on "+pod+": restart it", "Pod "+pod+" computed no token over the last 5m while its queue never emptied: 42 waiting, 0 running, KV 0%; this pod alone (1 of 3 pods)."
+		d.Actions = []string{"Restart pod " + pod, "Before the restart, take a stack dump: py-spy dump --pid <EngineCore pid>", "Read its logs for EngineDeadError and CUDA errors"}
+		d.Evidence = []playbooks.Evidence{ev("waiting", "Requests waiting now", "42", "count", 42, f(12), "12"), ev("gen_tps", "Generation tokens", "0/s", "per_second", 0, nil, "")}
+		d.Fleet = fleetFor(pod, map[string][3]float64{pod: {42, 0, 0}, "vllm-1": {0, 11, 1900}, "vllm-2": {1, 9, 2100}})
+	case playbooks.VerdictLoadImbalance:
+		d.Title, d.Summary = "Load imbalance: the router overloads "+pod+" while its siblings have room", "Pod "+pod+" has 140 waiting and 256 running at 48/s arrivals, while the other pods have at most 1 waiting and 6/s arrivals; this pod alone (1 of 3 pods)."
+		d.Actions = []string{"Check the router or load balancer in front of the model", "Do not add replicas for this"}
+		d.Evidence = []playbooks.Evidence{ev("waiting", "Requests waiting now", "140", "count", 140, f(60), "60")}
+		d.Fleet = fleetFor(pod, map[string][3]float64{pod: {140, 256, 12000}, "vllm-1": {0, 12, 1500}, "vllm-2": {1, 10, 1400}})
+	case playbooks.VerdictPrefixCollapse:
+		d.Title, d.Summary = "Prefix-cache collapse: the cache stopped hitting, prefill recomputes", "The prefix-cache hit rate fell to 1% (baseline 88%) with prompts unchanged (3950 tokens), prefill mean 160 ms (baseline 30 ms)."
+		d.Actions = []string{"Check routing affinity", "Check recent prompt or chat-template changes", "Check KV capacity (evictions)"}
+		d.Evidence = []playbooks.Evidence{ev("hit_rate", "Prefix-cache hit rate (tokens)", "1%", "ratio", 0.01, f(0.88), "88%")}
 	case playbooks.VerdictNoData:
 		d.Title, d.Summary = "No data", "Prometheus has no vLLM series for this scope."
 		d.Actions = []string{"Check the scrape config and the label values", "Check the metric names against your vLLM version"}
@@ -155,6 +171,32 @@ func diagnosisFor(verdict, pod string) *playbooks.Diagnosis {
 		d.Charts = nil
 	}
 	return d
+}
+
+// fleetFor is a three-column sibling comparison (waiting, running, tokens/s), pod in focus.
+func fleetFor(pod string, rows map[string][3]float64) *playbooks.FleetView {
+	v := &playbooks.FleetView{By: "pod", Focus: pod, Pods: len(rows), Affected: 1, AffectedPods: []string{pod},
+		Scope:    "this pod alone (1 of 3 pods)",
+		Siblings: map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "inference"},
+		Columns: []playbooks.FleetColumn{{Name: "waiting", Title: "Waiting", Unit: "count"}, {Name: "running", Title: "Running", Unit: "count"},
+			{Name: "tokens", Title: "Tokens", Unit: "per_second"}}}
+	names := []string{pod}
+	for n := range rows {
+		if n != pod {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names[1:])
+	for _, n := range names {
+		r := playbooks.FleetRow{Pod: n, Focus: n == pod, Affected: n == pod}
+		for i, c := range v.Columns {
+			x := rows[n][i]
+			r.Values = append(r.Values, &x)
+			r.Texts = append(r.Texts, playbooks.FormatValue(&x, c.Unit))
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	return v
 }
 
 func firingNotification(group string, items ...notify.Item) *notify.Notification {

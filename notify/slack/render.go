@@ -84,6 +84,9 @@ var verdictEmoji = map[string]string{
 	playbooks.VerdictInconclusive:     ":grey_question:",
 	playbooks.VerdictHealthy:          ":white_check_mark:",
 	playbooks.VerdictNoData:           ":ghost:",
+	playbooks.VerdictEngineStalled:    ":octagonal_sign:",
+	playbooks.VerdictLoadImbalance:    ":scales:",
+	playbooks.VerdictPrefixCollapse:   ":jigsaw:",
 }
 
 // escape makes text safe for mrkdwn: Slack reads &, < and > as control characters.
@@ -255,6 +258,7 @@ func DiagnosisBlocks(d *playbooks.Diagnosis) []slack.Block {
 	}
 	blocks = append(blocks, section(head))
 	blocks = append(blocks, evidenceBlocks(d.Evidence)...)
+	blocks = append(blocks, fleetBlocks(d.Fleet)...)
 	if t := actionsText(d.Actions); t != "" {
 		blocks = append(blocks, section(t))
 	}
