@@ -188,8 +188,8 @@ func init() {
 	// The prefix-cache scenarios: a chat workload whose long system prompt the prefix cache
 	// serves (about 90% of every prompt's tokens), then the same clients after a template change.
 	shared := Scenario{
-		Name: "shared-prefix", Description: "chat clients sharing a long system prompt: ~4000-token prompts, ~90% of them served by the prefix cache, short prefill",
-		ArrivalRate: 1.5, PromptMean: 4000, PromptSigma: 0.15, OutputMean: 120, OutputSigma: 0.6, MaxTokens: 1024,
+		Name: "shared-prefix", Description: "chat clients sharing a long system prompt: ~3000-token prompts, ~90% of them served by the prefix cache, short prefill",
+		ArrivalRate: 1, PromptMean: 3000, PromptSigma: 0.15, OutputMean: 120, OutputSigma: 0.6, MaxTokens: 1024,
 		PrefixHitRate: 0.9,
 	}
 	collapse := shared

@@ -78,9 +78,9 @@
 //	                 no queue (queue mean ~0.8 s for the first minute while the burst drains), no preemption
 //	client-timeouts  healthy-like load but 40% of clients give up after 0.5-2.5 s: ~30% of the requests
 //	                 that got a first token never finish, e2e latency normal
-//	shared-prefix    1.5 req/s of ~4000-token chat prompts sharing a system prompt: ~90% prefix-cache hits
+//	shared-prefix    1 req/s of ~3000-token chat prompts sharing a system prompt: ~90% prefix-cache hits
 //	prefix-collapse  shared-prefix for 90 s, then a template change puts a request id at the top of every
-//	                 prompt: same lengths, hit rate ~0, prefill ~6x and TTFT p99 ~0.2 s
+//	                 prompt: same lengths, hit rate ~0, prefill ~4x and TTFT p99 ~0.45 s
 //	engine-stalled   healthy load on a wedged engine: no step, no token, the queue grows 4/s; /health 200
 //
 // Fleet scenarios (several --listen addresses; POST /admin/fleet):

@@ -69,6 +69,27 @@ func ScenarioLoads() []VLLMLoad {
 	}
 }
 
+// FleetModel is the model of FleetLoads, on FleetPods pods.
+const (
+	FleetModel = "llama-fleet"
+	FleetPods  = 50
+)
+
+// FleetLoads is one model on FleetPods pods (namespace "llm"): fleet-0 past the knee while the
+// router gives its siblings little (load-imbalance), the others quiet.
+func FleetLoads() []VLLMLoad {
+	out := make([]VLLMLoad, FleetPods)
+	for i := range out {
+		l := HealthyLoad
+		l.Pod, l.Model, l.ReqRate = fmt.Sprintf("fleet-%d", i), FleetModel, 2
+		if i == 0 {
+			l.ReqRate, l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 40, 35, 34, 140, 256, 0.6
+		}
+		out[i] = l
+	}
+	return out
+}
+
 // series writes samples from start to end every step; counters grow from 0 at t0.
 func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Duration, t0 time.Time) {
 	lbl := func(extra string) string {

@@ -7,6 +7,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"os"
 	"runtime"
 	"strings"
@@ -71,6 +72,7 @@ func main() {
 		gb    []goBench
 		gbErr error
 		ttd   ttdReport
+		fleet ttdReport
 		ing   ingestReport
 		st    stormReport
 	)
@@ -84,7 +86,11 @@ func main() {
 		proxy := startCountingProxy(t, prom.URL)
 		if o.runs("ttd") {
 			step("time to diagnosis")
-			ttd = benchTimeToDiagnosis(t, prom.URL, o.ttdReps)
+			ttd = benchTimeToDiagnosis(t, prom.URL, o.ttdReps, "ttft-p99-high", map[string]string{"alertname": "VLLMTimeToFirstTokenP99High",
+				"namespace": "llm", "pod": "vllm-capacity", "model_name": "llama", "severity": "critical"}, 1)
+			step("time to diagnosis, a model on 50 pods")
+			fleet = benchTimeToDiagnosis(t, prom.URL, o.ttdReps, "ttft-p99-high on one pod of a 50-pod model", map[string]string{"alertname": "VLLMTimeToFirstTokenP99High",
+				"namespace": "llm", "pod": "fleet-0", "model_name": testenv.FleetModel, "severity": "critical"}, testenv.FleetPods)
 		}
 		if o.runs("ingest") {
 			step("webhook ingest")
@@ -99,7 +105,7 @@ func main() {
 	}
 	step("done")
 
-	table := render(o, ing, ttd, st, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
+	table := render(o, ing, ttd, fleet, st, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
 	if len(o.only) > 0 {
 		return // a partial run does not replace the full table
@@ -130,7 +136,7 @@ func passFail(ok bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goBench, gbErr error, took time.Duration, load string) string {
+func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, gb []goBench, gbErr error, took time.Duration, load string) string {
 	cpu, cores := machine()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -179,6 +185,10 @@ func render(o options, ing ingestReport, ttd ttdReport, st stormReport, gb []goB
 		w("| time to diagnosis, references | | all %d queries alone one after the other p50 %s; all at once from bare goroutines p50 %s | responder / bare concurrent = %.2fx | info |\n",
 			ttd.queries, ms(percentile(ttd.sum, .5)), ms(percentile(ttd.concurrent, .5)),
 			float64(t50)/float64(max(percentile(ttd.concurrent, .5), 1)))
+		f50 := percentile(fleet.ttd, .5)
+		w("| time to diagnosis, %s (%d queries per diagnosis whatever the pod count: one vector by pod per fleet signal; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest query alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
+			fleet.name, fleet.queries, len(fleet.ttd), fleet.verdict, ms(f50), ms(percentile(fleet.ttd, .9)), fleet.slowestName,
+			ms(percentile(fleet.slowest, .5)), ms(percentile(fleet.slowest, .9)), ms(fleet.p50Target), passFail(f50 <= fleet.p50Target && fleet.errors == 0 && len(fleet.ttd) > 0))
 	}
 	if o.runs("storm") {
 		w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",

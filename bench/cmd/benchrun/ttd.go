@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +24,8 @@ import (
 )
 
 type ttdReport struct {
+	name         string // what was diagnosed
+	pods         int    // pods of the model
 	reps         int
 	queries      int
 	ttd, slowest []time.Duration // sorted
@@ -39,7 +42,10 @@ type ttdReport struct {
 // playbook alone (one after the other) to find the slowest. The responder's own packages are
 // wired as serve.go wires them (handlers.Webhook -> dispatch -> playbooks.Engine on client_golang),
 // in this process, with a notifier that records the moment it is called.
-func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
+//
+// labels are the alert's; pods is how many pods its model has in the recorded data (the fleet
+// queries return one sample per pod).
+func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, labels map[string]string, pods int) ttdReport {
 	// The same transport as serve's (an idle pool as large as the queries in flight), for the
 	// engine and for the bare references alike.
 	client, err := api.NewClient(api.Config{Address: promURL, RoundTripper: playbooks.PrometheusTransport(16)})
@@ -82,13 +88,20 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
 	srv := httptest.NewServer(&handlers.Webhook{Acceptor: d, Metrics: m, Logger: zerolog.Nop()})
 	defer srv.Close()
 
-	labels := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "llm", "pod": "vllm-capacity",
-		"model_name": "llama", "severity": "critical"}
-	exprs := make([]string, len(pb.Queries))
-	for i, q := range pb.Queries {
-		exprs[i] = pb.Expand(q, labels)
+	var exprs, names []string
+	for _, q := range pb.Queries {
+		exprs, names = append(exprs, pb.Expand(q, labels)), append(names, q.Name)
 	}
-	rep := ttdReport{reps: reps, queries: len(exprs)}
+	if pb.Fleet != nil {
+		for _, q := range pb.Fleet.Queries {
+			exprs, names = append(exprs, pb.ExpandFleet(q, labels)), append(names, "fleet "+q.Name)
+		}
+	}
+	labelJSON, err := json.Marshal(labels)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	rep := ttdReport{name: name, pods: pods, reps: reps, queries: len(exprs)}
 	slowestBy := map[string]int{}
 	c := newLoadClient(4)
 	defer c.CloseIdleConnections()
@@ -103,7 +116,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
 			took := time.Since(t0)
 			sum += took
 			if took > slowest {
-				slowest, name = took, pb.Queries[i].Name
+				slowest, name = took, names[i]
 			}
 			if err != nil {
 				rep.errors++
@@ -123,9 +136,9 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int) ttdReport {
 		conc := time.Since(c0)
 		// Each run is a new incident: its own group (a group's follow-ups within the cooldown of its
 		// last diagnosis wait for it by design, which is not what this measures).
-		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd-%d","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
-"alerts":[{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","namespace":"llm","pod":"vllm-capacity","model_name":"llama","severity":"critical"},
-"annotations":{},"startsAt":"2026-11-29T10:00:%02d.%03dZ","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"ttd%d"}]}`, r, r%60, r, r)
+		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd-%s-%d","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
+"alerts":[{"status":"firing","labels":%s,
+"annotations":{},"startsAt":"2026-11-29T10:00:%02d.%03dZ","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"ttd%d"}]}`, labels["pod"], r, labelJSON, r%60, r, r)
 		code, err := post(c, srv.URL, []byte(body))
 		if err != nil || code != 200 {
 			t.Fatalf("time to diagnosis: webhook answered %d, %v", code, err)
