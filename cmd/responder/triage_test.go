@@ -78,6 +78,8 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 		{"on-demand triage finds client aborts the counter never saw", "", "vllm-aborts", "client-aborts"},
 		{"an overload with aborts hidden from the counter is still capacity past the knee", "VLLMRequestAbortRateHigh", "vllm-capacity", "capacity-past-knee"},
 		{"long generations ramping up are not taken for aborts", "", "vllm-ramp", "healthy"},
+		{"an ITL rise with the batch as narrow as yesterday is inconclusive, not decode-bound", "VLLMInterTokenLatencyP99High", "vllm-itl-narrow", "inconclusive"},
+		{"on-demand triage of a narrow batch with slower steps is inconclusive", "", "vllm-itl-narrow", "inconclusive"},
 		{"a deep queue on the queue alert is capacity", "VLLMQueueDepthHigh", "vllm-capacity", "capacity-past-knee"},
 		{"on-demand triage of a quiet pod is healthy", "", "vllm-ok", "healthy"},
 		{"on-demand triage of the preempting pod finds it", "", "vllm-kv", "kv-preemption"},
