@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The demo (make demo, after make build): the whole chain on loopback ports of its own,
 #
-#   bin/vllm-sim -> Prometheus (alert rules, profile sim, 1s scrape/evaluation) -> Alertmanager -> bin/responder serve
+#   bin/vllm-sim (one model on three pods) -> Prometheus (alert rules, profile sim, 1s scrape/evaluation)
+#   -> Alertmanager -> bin/responder serve
 #
-# and a walk through vllm-sim's scenarios (healthy, overload, kv-pressure, long-prompts, wide-batch,
-# client-timeouts). Each is held until its alert's diagnosis arrives (or DEMO_TIMEOUT seconds), then
-# the sim goes back to healthy until the alerts resolve. The responder's console notifier prints each
+# and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0, overload of every pod,
+# kv-pressure, long-prompts, wide-batch and client-timeouts on pod 0, then the fleet scenarios
+# engine-stall (pod 0 wedged) and router-imbalance (pod 0 favoured by the router). Each is held
+# until the diagnosis of its alert on pod 0 arrives (or DEMO_TIMEOUT seconds), then every pod goes
+# back to healthy until the alerts resolve. The responder's console notifier prints each
 # diagnosis as it arrives; with SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they
 # go to Slack instead.
 #
@@ -62,11 +65,12 @@ waitfor() {
   return 1
 }
 
-SIM_PORT=$(freeport)
+SIM_PORTS=($(freeport) $(freeport) $(freeport))
 PROM_PORT=$(freeport)
 AM_PORT=$(freeport)
 RESP_PORT=$(freeport)
-SIM=127.0.0.1:$SIM_PORT
+SIM=127.0.0.1:${SIM_PORTS[0]}
+SIMS=127.0.0.1:${SIM_PORTS[0]},127.0.0.1:${SIM_PORTS[1]},127.0.0.1:${SIM_PORTS[2]}
 PROM=http://127.0.0.1:$PROM_PORT
 AM=http://127.0.0.1:$AM_PORT
 RESP=http://127.0.0.1:$RESP_PORT
@@ -79,9 +83,9 @@ echo "== rendering the alert rules (deploy/prometheus, profile sim: short window
 go run ./cmd/rulegen -profile sim \
   -o "$tmp/vllm-alerts.rules.yml"
 
-echo "== starting vllm-sim on $SIM"
+echo "== starting vllm-sim: one model on three pods, $SIMS"
 mkdir -p "$tmp/profiles"
-bin/vllm-sim --listen "$SIM" --scenario healthy --profiler-dir "$tmp/profiles" --log-level warn \
+bin/vllm-sim --listen "$SIMS" --scenario healthy --profiler-dir "$tmp/profiles" --log-level warn \
   >"$tmp/vllm-sim.log" 2>&1 &
 pids+=($!)
 
@@ -99,8 +103,12 @@ alerting:
 scrape_configs:
   - job_name: vllm
     static_configs:
-      - targets: ["$SIM"]
-        labels: {pod: $POD, namespace: $NS}
+      - targets: ["127.0.0.1:${SIM_PORTS[0]}"]
+        labels: {pod: vllm-demo-0, namespace: $NS}
+      - targets: ["127.0.0.1:${SIM_PORTS[1]}"]
+        labels: {pod: vllm-demo-1, namespace: $NS}
+      - targets: ["127.0.0.1:${SIM_PORTS[2]}"]
+        labels: {pod: vllm-demo-2, namespace: $NS}
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prometheus" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$tmp/prometheus.log" 2>&1 &
@@ -168,7 +176,7 @@ pids+=($!)
 
 cat <<EOF
 
-  vllm-sim       http://$SIM        (POST /admin/scenario, GET /admin/stats)
+  vllm-sim       http://$SIM        (pod 0: POST /admin/scenario, GET /admin/stats; every pod: POST /admin/fleet)
   Prometheus     $PROM      (alerts: $PROM/alerts)
   Alertmanager   $AM
   responder      $RESP      (metrics: $RESP/metrics)
@@ -182,21 +190,27 @@ banner() {
   printf '## %s\n' "$@"
   echo "################################################################################"
 }
+# scenario NAME: pod 0 gets the load NAME (its siblings keep theirs); fleet NAME: every pod, by a
+# fleet scenario (router-imbalance, engine-stall) or a pod scenario given to all.
 scenario() {
   curl -fsS -X POST "http://$SIM/admin/scenario" -H 'Content-Type: application/json' \
     -d "{\"scenario\":\"$1\"}" >/dev/null
 }
-# alerts_of_pod prints how many alerts (pending or firing) Prometheus has for the demo pod.
+fleet() {
+  curl -fsS -X POST "http://$SIM/admin/fleet" -H 'Content-Type: application/json' \
+    -d "{\"scenario\":\"$1\"}" >/dev/null
+}
+# alerts_of_pod prints how many alerts (pending or firing) Prometheus has for the demo's pods.
 alerts_of_pod() {
-  curl -fs "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{pod=\"$POD\"}) or vector(0)" |
+  curl -fs "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{namespace=\"$NS\"}) or vector(0)" |
     sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p'
 }
 no_alerts() { [ "$(alerts_of_pod)" = 0 ]; }
-# verdict_after LINE ALERT prints the verdict of the first diagnosis of ALERT after line LINE of
-# the console output.
+# verdict_after LINE ALERT prints the verdict of the first diagnosis of ALERT on pod 0 after line
+# LINE of the console output.
 verdict_after() {
   tail -n +"$(($1 + 1))" "$tmp/responder.out" |
-    awk -v a="$2" '$1 ~ /^VLLM/ { hit = ($1 == a); next } hit && $1 == "resolved" { hit = 0 }
+    awk -v a="$2" -v p="pod=\"$POD\"" '$1 ~ /^VLLM/ { hit = ($1 == a && index($0, p) > 0); next } hit && $1 == "resolved" { hit = 0 }
       hit && $1 == "verdict:" { print $2; exit }'
 }
 # resolved_since LINE: every alert that fired after line LINE of the console output was resolved.
@@ -219,11 +233,13 @@ if no_alerts; then results+=("healthy          no alerts                      ok
   results+=("healthy          alerts fired: $(alerts_of_pod)          UNEXPECTED"); failed=1
 fi
 
-run_scenario() { # scenario alert expected-verdict description
+run_scenario() { # [--fleet] scenario alert expected-verdict description
+  local switch=scenario
+  if [ "$1" = --fleet ]; then switch=fleet; shift; fi
   local sc=$1 alert=$2 want=$3 desc=$4 line got
-  banner "$sc: $desc" "expect $alert -> $want"
+  banner "$sc: $desc" "expect $alert on $POD -> $want"
   line=$(wc -l <"$tmp/responder.out")
-  scenario "$sc"
+  "$switch" "$sc"
   local t0=$SECONDS
   waitfor "$TIMEOUT" "a diagnosis of $alert" has_verdict "$line" "$alert" || true
   got=$(verdict_after "$line" "$alert")
@@ -234,12 +250,14 @@ run_scenario() { # scenario alert expected-verdict description
   echo
   echo ">> $r"
   echo ">> back to healthy until the alerts resolve"
-  scenario healthy
+  fleet healthy
   waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
 }
 
-run_scenario overload VLLMTimeToFirstTokenP99High capacity-past-knee \
-  "70 req/s, about twice capacity: the queue grows without bound."
+run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
+  "chat prompts sharing a system prompt (90% cache hits) for 90s, then a template change puts a request id on top: same prompts, no hits."
+run_scenario --fleet overload VLLMTimeToFirstTokenP99High capacity-past-knee \
+  "70 req/s on every pod, about twice capacity: the whole model queues without bound."
 run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \
   "a burst of long requests fills the KV cache; the scheduler preempts, but vLLM counts a preemption only when its request resumes."
 run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \
@@ -248,6 +266,10 @@ run_scenario wide-batch VLLMInterTokenLatencyP99High decode-bound \
   "~200 requests decoding at once: every decode step is slower."
 run_scenario client-timeouts VLLMRequestAbortRateHigh client-aborts \
   "healthy load, but 40% of clients give up after 0.5-2.5s (vLLM counts none of them as aborted)."
+run_scenario --fleet engine-stall VLLMEngineStalled engine-stalled \
+  "healthy load on three pods; the engine of pod 0 wedges: its queue grows, it computes nothing, /health still 200."
+run_scenario --fleet router-imbalance VLLMTimeToFirstTokenP99High load-imbalance \
+  "60 req/s over three pods, but the router sends pod 0 eight shares to each sibling's one."
 
 banner "summary"
 printf '  %s\n' "${results[@]}"
