@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/alertmanager/template"
@@ -54,11 +55,13 @@ type Dispatcher struct {
 	log      zerolog.Logger
 	m        *metrics.Responder
 
-	mu      sync.RWMutex
-	closed  bool
-	queue   chan *job
-	wg      sync.WaitGroup
-	started bool
+	mu     sync.RWMutex
+	closed bool
+	// draining is set once Shutdown began (read by finished without d.mu).
+	draining atomic.Bool
+	queue    chan *job
+	wg       sync.WaitGroup
+	started  bool
 
 	// Alertmanager groups by group key (groups.go): the job of each that no worker has taken
 	// yet, which newer notifications of the group merge into, and when one was last taken.
@@ -116,6 +119,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	wasClosed := d.closed
 	d.closed = true // Accept refuses from here on
+	d.draining.Store(true)
 	d.mu.Unlock()
 	if !wasClosed {
 		// Jobs held by a group's cooldown are accepted work: queue them now.
@@ -292,6 +296,7 @@ func (d *Dispatcher) worker() {
 		// diagnosis is under way and will be posted as it is.
 		d.taken(j)
 		d.process(j)
+		d.finished(j)
 	}
 }
 

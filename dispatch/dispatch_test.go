@@ -529,3 +529,58 @@ func TestSweepingIdleGroupsKeepsTheWaitingOnes(t *testing.T) {
 		t.Fatalf("%v of %d follow-ups merged into their group's waiting notification", got, groups)
 	}
 }
+
+// A group's notifications are handled one at a time: a resolution that arrives while the
+// group's firing notification is still being posted (a slow Slack) waits for that post, even
+// with idle workers and no cooldown, so it never overtakes the message it resolves.
+func TestAGroupsResolutionWaitsForItsFiringPostInProgress(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	called, release := make(chan struct{}), make(chan struct{})
+	g := &collector{}
+	n := notify.NotifierFunc(func(ctx context.Context, nt *notify.Notification) (bool, error) {
+		if nt.GroupKey == "g1" && nt.Status == "firing" {
+			close(called)
+			<-release
+		}
+		return g.Notify(ctx, nt)
+	})
+	d := New(set, engine, n, store.NewMemory(), Options{Workers: 4, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	ctx := context.Background()
+	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	<-called // the firing post is in flight
+	res := message("g1", alert("a"))
+	res.Status, res.Alerts[0].Status = "resolved", "resolved"
+	if _, err := d.Accept(ctx, res, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Idle workers would take the resolution now; it must wait. The first post completes only
+	// after a second notification had every chance to start.
+	if _, err := d.Accept(ctx, message("g2", alert("b")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "another group's notification", func() bool {
+		for _, x := range g.all() {
+			if x.GroupKey == "g2" {
+				return true
+			}
+		}
+		return false
+	})
+	close(release)
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ns := g.all()
+	var order []string
+	for _, x := range ns {
+		if x.GroupKey == "g1" {
+			order = append(order, x.Status)
+		}
+	}
+	if strings.Join(order, " ") != "firing resolved" {
+		t.Fatalf("g1's notifications in order %v; want firing then resolved", order)
+	}
+}
