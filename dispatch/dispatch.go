@@ -41,8 +41,15 @@ type Options struct {
 	GroupCooldown time.Duration
 	RunTimeout    time.Duration
 	NotifyTimeout time.Duration
-	Logger        zerolog.Logger
-	Metrics       *metrics.Responder
+	// RunConcurrency bounds the diagnoses one job runs at once (default 4): the work of a
+	// notification does not grow with its alerts.
+	RunConcurrency int
+	// StormThreshold: a job with more firing alerts to diagnose than this is a storm, summarised
+	// by one run per playbook over the labels its alerts share (group-wide queries) instead of
+	// one run per alert; 0 never summarises.
+	StormThreshold int
+	Logger         zerolog.Logger
+	Metrics        *metrics.Responder
 }
 
 // Dispatcher is the queue and workers between the webhook and the notifier.
@@ -91,6 +98,9 @@ func New(set *playbooks.Set, engine *playbooks.Engine, n notify.Notifier, st sto
 	}
 	if o.NotifyTimeout <= 0 {
 		o.NotifyTimeout = time.Minute
+	}
+	if o.RunConcurrency <= 0 {
+		o.RunConcurrency = 4
 	}
 	d := &Dispatcher{set: set, engine: engine, notifier: n, store: st, opt: o, log: o.Logger, m: o.Metrics,
 		queue: make(chan *job, o.QueueSize), groups: map[string]*group{}, nextSweep: minSweep}
@@ -303,7 +313,10 @@ func (d *Dispatcher) worker() {
 // process diagnoses every firing item of a job and notifies. It runs detached from any request.
 func (d *Dispatcher) process(j *job) {
 	n := j.n
-	var wg sync.WaitGroup
+	// The firing alerts a playbook knows, by playbook, in order of first appearance.
+	var pbs []*playbooks.Playbook
+	byPB := map[*playbooks.Playbook][]*notify.Item{}
+	total := 0
 	for i := range n.Items {
 		it := &n.Items[i]
 		if it.Alert.Status == notify.StatusResolved || (it.Alert.Status == "" && n.Status == notify.StatusResolved) {
@@ -318,13 +331,33 @@ func (d *Dispatcher) process(j *job) {
 			continue
 		}
 		d.count("diagnosed")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			it.Diagnosis = d.run(pb, it.Alert.Labels)
-		}()
+		if _, seen := byPB[pb]; !seen {
+			pbs = append(pbs, pb)
+		}
+		byPB[pb] = append(byPB[pb], it)
+		total++
 	}
-	wg.Wait()
+	if d.opt.StormThreshold > 0 && total > d.opt.StormThreshold {
+		// A storm: one run per playbook over what its alerts share, each alert pointing at it.
+		d.forEach(len(pbs), func(i int) {
+			items := byPB[pbs[i]]
+			diag := d.run(pbs[i], commonLabels(items))
+			diag.Notes = append(diag.Notes, fmt.Sprintf("alert storm: %d alerts summarised by one diagnosis from group-wide queries; "+
+				"per-alert detail with /vllm triage or responder triage", len(items)))
+			for _, it := range items {
+				it.Diagnosis = diag
+			}
+		})
+	} else {
+		var todo []*notify.Item
+		var runs []*playbooks.Playbook
+		for _, pb := range pbs {
+			for _, it := range byPB[pb] {
+				todo, runs = append(todo, it), append(runs, pb)
+			}
+		}
+		d.forEach(len(todo), func(i int) { todo[i].Diagnosis = d.run(runs[i], todo[i].Alert.Labels) })
+	}
 
 	if !worthNotifying(n) {
 		d.confirm(j.claims)
@@ -344,6 +377,41 @@ func (d *Dispatcher) process(j *job) {
 		return
 	}
 	d.confirm(j.claims)
+}
+
+// forEach calls f(0..n-1) on at most RunConcurrency goroutines.
+func (d *Dispatcher) forEach(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, d.opt.RunConcurrency) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// commonLabels are the labels every item carries with the same value: the scope of a
+// group-wide diagnosis (a label that differs, such as pod, is left out, and the queries cover
+// every value of it).
+func commonLabels(items []*notify.Item) map[string]string {
+	out := map[string]string{}
+	if len(items) == 0 {
+		return out
+	}
+	for k, v := range items[0].Alert.Labels {
+		out[k] = v
+	}
+	for _, it := range items[1:] {
+		for k, v := range out {
+			if it.Alert.Labels[k] != v {
+				delete(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // worthNotifying: a firing notification whose alerts no playbook knows is logged, not posted.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
@@ -582,5 +583,96 @@ func TestAGroupsResolutionWaitsForItsFiringPostInProgress(t *testing.T) {
 	}
 	if strings.Join(order, " ") != "firing resolved" {
 		t.Fatalf("g1's notifications in order %v; want firing then resolved", order)
+	}
+}
+
+// countingQuerier answers every query with one sample, counting them; while hold is open it
+// blocks each query until hold is closed, recording the peak of queries in flight.
+type countingQuerier struct {
+	calls, inFlight, peak atomic.Int64
+	hold                  chan struct{}
+}
+
+func (q *countingQuerier) Query(ctx context.Context, _ string, _ time.Time) (model.Value, error) {
+	q.calls.Add(1)
+	n := q.inFlight.Add(1)
+	defer q.inFlight.Add(-1)
+	for p := q.peak.Load(); n > p && !q.peak.CompareAndSwap(p, n); p = q.peak.Load() {
+	}
+	if q.hold != nil {
+		select {
+		case <-q.hold:
+		case <-ctx.Done():
+		}
+	}
+	return model.Vector{&model.Sample{Value: 1}}, nil
+}
+
+func stormMessage(group string, n int) *Message {
+	var alerts []template.Alert
+	for i := range n {
+		alerts = append(alerts, alert(fmt.Sprintf("p%04d", i)))
+	}
+	return message(group, alerts...)
+}
+
+// A group larger than the storm threshold is summarised by one diagnosis from group-wide queries
+// (the labels its alerts share), not diagnosed alert by alert: its queries do not grow with it.
+func TestAStormIsSummarisedFromGroupWideQueriesNotAlertByAlert(t *testing.T) {
+	set, _ := engineOn(t, "http://127.0.0.1:1")
+	q := &countingQuerier{}
+	engine := playbooks.NewEngine(q, playbooks.EngineOptions{CacheTTL: -1})
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, StormThreshold: 5, Logger: zerolog.Nop()})
+	d.Start()
+	if _, err := d.Accept(context.Background(), stormMessage("g1", 500), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := set.Match(alert("x").Labels)
+	if got := q.calls.Load(); got > int64(len(pb.Queries)) {
+		t.Errorf("a storm of 500 alerts sent %d queries; want at most one run's %d", got, len(pb.Queries))
+	}
+	ns := c.all()
+	if len(ns) != 1 || len(ns[0].Items) != 500 {
+		t.Fatalf("want one notification of 500 alerts, got %d", len(ns))
+	}
+	shared := ns[0].Items[0].Diagnosis
+	for _, it := range ns[0].Items {
+		if it.Diagnosis == nil || it.Diagnosis != shared {
+			t.Fatal("every alert of the storm must point at the one group diagnosis")
+		}
+	}
+	if _, ok := shared.Scope["pod"]; ok || shared.Scope["model_name"] != "m" {
+		t.Errorf("the group diagnosis' scope %v must be what the alerts share (model_name), not one pod", shared.Scope)
+	}
+}
+
+// Below the storm threshold every alert is diagnosed, but at most RunConcurrency at a time: the
+// queries in flight do not grow with the alerts of a notification.
+func TestTheDiagnosesOfOneNotificationRunAtBoundedConcurrency(t *testing.T) {
+	set, _ := engineOn(t, "http://127.0.0.1:1")
+	q := &countingQuerier{hold: make(chan struct{})}
+	engine := playbooks.NewEngine(q, playbooks.EngineOptions{CacheTTL: -1, MaxConcurrent: 100000})
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, RunConcurrency: 2, Logger: zerolog.Nop()})
+	d.Start()
+	pb, _ := set.Match(alert("x").Labels)
+	bound := int64(2 * len(pb.Queries))
+	if _, err := d.Accept(context.Background(), stormMessage("g1", 300), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "two diagnoses' queries in flight", func() bool { return q.inFlight.Load() >= bound })
+	close(q.hold)
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := q.peak.Load(); p > bound {
+		t.Errorf("%d queries were in flight at once for one notification; want at most %d (2 diagnoses)", p, bound)
+	}
+	if n := c.all(); len(n) != 1 || n[0].Items[299].Diagnosis == nil {
+		t.Fatal("every alert must still be diagnosed")
 	}
 }
