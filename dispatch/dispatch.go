@@ -176,6 +176,23 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	}
 	var claims []string
 	group := groupHash(msg.GroupKey)
+	// One claim for the group's whole state first: replicas handed the same notification at
+	// once do not split its alerts between them (exactly one handles it), and a re-send costs
+	// one store call. The winner then claims each alert, so what an earlier state of the group
+	// already handled is not diagnosed again.
+	state := stateKey(group, msg.Alerts)
+	switch ok, err := d.store.Claim(ctx, state, d.lease()); {
+	case err != nil:
+		d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
+	case !ok:
+		acc.Duplicates = len(msg.Alerts)
+		for range msg.Alerts {
+			d.count("duplicate")
+		}
+		return acc, nil
+	default:
+		claims = append(claims, state)
+	}
 	for _, a := range msg.Alerts {
 		key := dedupKey(group, a)
 		ok, err := d.store.Claim(ctx, key, d.lease())
@@ -197,6 +214,8 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	}
 	acc.New = len(n.Items)
 	if acc.New == 0 {
+		// Every alert was handled in an earlier state (the group shrank): the state claim stays
+		// a lease, so this state's re-sends are one store call each.
 		return acc, nil
 	}
 	d.mu.RLock()
@@ -271,6 +290,21 @@ func dedupKey(group [16]byte, a template.Alert) string {
 	b = append(b, ':')
 	b = strconv.AppendInt(b, a.StartsAt.UnixMilli(), 10)
 	return string(b)
+}
+
+// stateKey identifies a group's whole state: the set of its alerts' dedup keys.
+func stateKey(group [16]byte, alerts []template.Alert) string {
+	keys := make([]string, len(alerts))
+	for i, a := range alerts {
+		keys[i] = dedupKey(group, a)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+	}
+	return "dedup:" + string(group[:]) + ":state:" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // groupHash is the group part of a dedup key: 8 bytes of the group key's SHA-256, in hex.

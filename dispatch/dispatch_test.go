@@ -257,23 +257,27 @@ func TestClaimsAreLeasesUntilTheNotificationIsSent(t *testing.T) {
 	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	ttl := func() time.Duration {
+	ttls := func() []time.Duration {
 		keys, err := st.Client().Keys(ctx, prefix+"dedup:*").Result()
-		if err != nil || len(keys) != 1 {
-			t.Fatalf("want one claim, got %v %v", keys, err)
+		if err != nil || len(keys) != 2 {
+			t.Fatalf("want two claims (the group's state, the alert), got %v %v", keys, err)
 		}
-		return st.Client().TTL(ctx, keys[0]).Val()
+		return []time.Duration{st.Client().TTL(ctx, keys[0]).Val(), st.Client().TTL(ctx, keys[1]).Val()}
 	}
-	if got := ttl(); got <= 0 || got > 90*time.Second {
-		t.Fatalf("in-flight claim TTL %s, want a lease of about 90s", got)
+	for _, got := range ttls() {
+		if got <= 0 || got > 90*time.Second {
+			t.Fatalf("in-flight claim TTL %s, want a lease of about 90s", got)
+		}
 	}
 	d.Start()
 	d.Shutdown(ctx)
 	if len(c.all()) != 1 {
 		t.Fatal("not notified")
 	}
-	if got := ttl(); got < 3*time.Hour {
-		t.Fatalf("notified claim TTL %s, want the 4h dedup window", got)
+	for _, got := range ttls() {
+		if got < 3*time.Hour {
+			t.Fatalf("notified claim TTL %s, want the 4h dedup window", got)
+		}
 	}
 }
 
@@ -674,5 +678,65 @@ func TestTheDiagnosesOfOneNotificationRunAtBoundedConcurrency(t *testing.T) {
 	}
 	if n := c.all(); len(n) != 1 || n[0].Items[299].Diagnosis == nil {
 		t.Fatal("every alert must still be diagnosed")
+	}
+}
+
+type replicaID struct{}
+
+// scripted is a store whose claims are taken in a scripted order of callers (the replica id in
+// the context): the interleaving that split a notification between two replicas. A caller
+// that is done no longer holds up the script.
+type scripted struct {
+	store.Store
+	mu     sync.Mutex
+	cond   *sync.Cond
+	script []int
+	done   map[int]bool
+}
+
+func (s *scripted) Claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	id := ctx.Value(replicaID{}).(int)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.script) > 0 && s.script[0] != id && !s.done[s.script[0]] {
+		s.cond.Wait()
+	}
+	if len(s.script) > 0 && s.script[0] == id {
+		s.script = s.script[1:]
+	}
+	defer s.cond.Broadcast()
+	return s.Store.Claim(ctx, key, ttl)
+}
+
+func (s *scripted) finish(id int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done[id] = true
+	s.cond.Broadcast()
+}
+
+// Two replicas handed the same two-alert notification at once: exactly one handles all of it,
+// even when the other overtakes it between two claims (A claims, B claims twice, A again).
+func TestTwoReplicasNeverSplitOneNotification(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	st := &scripted{Store: store.NewMemory(), script: []int{0, 1, 1, 0, 0, 1}, done: map[int]bool{}}
+	st.cond = sync.NewCond(&st.mu)
+	msg := message("g1", alert("a"), alert("b"))
+	got := make([]Accepted, 2)
+	var wg sync.WaitGroup
+	for id := range 2 {
+		d := New(set, engine, &collector{}, st, Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+		wg.Go(func() {
+			defer st.finish(id)
+			acc, err := d.Accept(context.WithValue(context.Background(), replicaID{}, id), msg, time.Now())
+			if err != nil {
+				t.Error(err)
+			}
+			got[id] = acc
+		})
+	}
+	wg.Wait()
+	if !(got[0].New == 2 && got[1].New == 0) && !(got[1].New == 2 && got[0].New == 0) {
+		t.Fatalf("the notification was split between the replicas: %+v and %+v", got[0], got[1])
 	}
 }
