@@ -164,7 +164,7 @@ func Parse(source string, data []byte) (*Config, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %s", source, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if err := expandEnv(&root); err != nil {
+	if err := expandEnv(&root, reflect.TypeOf(Config{})); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	expanded, err := yaml.Marshal(&root)
@@ -221,16 +221,40 @@ var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
 // expandEnv replaces ${VAR} and ${VAR:-default} in every scalar value (not in keys) after
 // parsing, so a value from the environment can never change the YAML structure. An unset
-// variable expands to its default, or to empty (an empty secret means "not configured").
-func expandEnv(n *yaml.Node) error {
+// variable expands to its default, or to empty (an empty secret means "not configured"). t is
+// the type the node decodes into: a value expanded into a string field stays a string, never
+// YAML (a token "null" or "~" is that token, not a null that would turn auth off); into any
+// other field (a number, a duration, a bool) it is resolved for that type.
+func expandEnv(n *yaml.Node, t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch n.Kind {
-	case yaml.DocumentNode, yaml.SequenceNode:
+	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			_ = expandEnv(c)
+			_ = expandEnv(c, t)
+		}
+	case yaml.SequenceNode:
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for _, c := range n.Content {
+			_ = expandEnv(c, elem)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			_ = expandEnv(n.Content[i+1])
+			var vt reflect.Type
+			switch {
+			case t == nil:
+			case t.Kind() == reflect.Struct:
+				if f, ok := fieldByYAMLKey(t, n.Content[i].Value); ok {
+					vt = f.Type
+				}
+			case t.Kind() == reflect.Map:
+				vt = t.Elem()
+			}
+			_ = expandEnv(n.Content[i+1], vt)
 		}
 	case yaml.ScalarNode:
 		if !strings.Contains(n.Value, "${") {
@@ -243,8 +267,11 @@ func expandEnv(n *yaml.Node) error {
 			}
 			return sub[3]
 		})
-		// Let the encoder choose a quoting that keeps the value one scalar, and the decoder
-		// resolve it for the field's type (a port number, a token).
+		if t != nil && t.Kind() == reflect.String {
+			n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+			return nil
+		}
+		// Let the decoder resolve it for the field's type (a port number, a duration).
 		n.Tag, n.Style = "", 0
 	}
 	return nil

@@ -108,3 +108,24 @@ func TestSentinelConfig(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A value from the environment is a string, never YAML: a token that reads as null in YAML
+// (null, ~, Null, NULL) is that token, and webhook auth stays on.
+func TestAnEnvValueThatLooksLikeNullIsAString(t *testing.T) {
+	for _, v := range []string{"null", "~", "Null", "NULL", "true", "0x10", "[a]"} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv("TEST_WEBHOOK_TOKEN", v)
+			t.Setenv("TEST_WORKERS", "7")
+			c, err := Parse("test.yaml", []byte("webhook:\n  bearer_token: ${TEST_WEBHOOK_TOKEN}\ndispatch:\n  workers: ${TEST_WORKERS}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Webhook.BearerToken.Reveal(); got != v {
+				t.Fatalf("bearer_token = %q, want the environment's %q (auth must not turn off)", got, v)
+			}
+			if c.Dispatch.Workers != 7 {
+				t.Fatalf("a number from the environment is still a number: workers = %d", c.Dispatch.Workers)
+			}
+		})
+	}
+}

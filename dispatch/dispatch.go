@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/alertmanager/template"
@@ -40,8 +41,15 @@ type Options struct {
 	GroupCooldown time.Duration
 	RunTimeout    time.Duration
 	NotifyTimeout time.Duration
-	Logger        zerolog.Logger
-	Metrics       *metrics.Responder
+	// RunConcurrency bounds the diagnoses one job runs at once (default 4): the work of a
+	// notification does not grow with its alerts.
+	RunConcurrency int
+	// StormThreshold: a job with more firing alerts to diagnose than this is a storm, summarised
+	// by one run per playbook over the labels its alerts share (group-wide queries) instead of
+	// one run per alert; 0 never summarises.
+	StormThreshold int
+	Logger         zerolog.Logger
+	Metrics        *metrics.Responder
 }
 
 // Dispatcher is the queue and workers between the webhook and the notifier.
@@ -54,11 +62,13 @@ type Dispatcher struct {
 	log      zerolog.Logger
 	m        *metrics.Responder
 
-	mu      sync.RWMutex
-	closed  bool
-	queue   chan *job
-	wg      sync.WaitGroup
-	started bool
+	mu     sync.RWMutex
+	closed bool
+	// draining is set once Shutdown began (read by finished without d.mu).
+	draining atomic.Bool
+	queue    chan *job
+	wg       sync.WaitGroup
+	started  bool
 
 	// Alertmanager groups by group key (groups.go): the job of each that no worker has taken
 	// yet, which newer notifications of the group merge into, and when one was last taken.
@@ -89,6 +99,9 @@ func New(set *playbooks.Set, engine *playbooks.Engine, n notify.Notifier, st sto
 	if o.NotifyTimeout <= 0 {
 		o.NotifyTimeout = time.Minute
 	}
+	if o.RunConcurrency <= 0 {
+		o.RunConcurrency = 4
+	}
 	d := &Dispatcher{set: set, engine: engine, notifier: n, store: st, opt: o, log: o.Logger, m: o.Metrics,
 		queue: make(chan *job, o.QueueSize), groups: map[string]*group{}, nextSweep: minSweep}
 	if d.m != nil {
@@ -116,6 +129,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	wasClosed := d.closed
 	d.closed = true // Accept refuses from here on
+	d.draining.Store(true)
 	d.mu.Unlock()
 	if !wasClosed {
 		// Jobs held by a group's cooldown are accepted work: queue them now.
@@ -162,6 +176,23 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	}
 	var claims []string
 	group := groupHash(msg.GroupKey)
+	// One claim for the group's whole state first: replicas handed the same notification at
+	// once do not split its alerts between them (exactly one handles it), and a re-send costs
+	// one store call. The winner then claims each alert, so what an earlier state of the group
+	// already handled is not diagnosed again.
+	state := stateKey(group, msg.Alerts)
+	switch ok, err := d.store.Claim(ctx, state, d.lease()); {
+	case err != nil:
+		d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
+	case !ok:
+		acc.Duplicates = len(msg.Alerts)
+		for range msg.Alerts {
+			d.count("duplicate")
+		}
+		return acc, nil
+	default:
+		claims = append(claims, state)
+	}
 	for _, a := range msg.Alerts {
 		key := dedupKey(group, a)
 		ok, err := d.store.Claim(ctx, key, d.lease())
@@ -183,6 +214,8 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	}
 	acc.New = len(n.Items)
 	if acc.New == 0 {
+		// Every alert was handled in an earlier state (the group shrank): the state claim stays
+		// a lease, so this state's re-sends are one store call each.
 		return acc, nil
 	}
 	d.mu.RLock()
@@ -259,6 +292,21 @@ func dedupKey(group [16]byte, a template.Alert) string {
 	return string(b)
 }
 
+// stateKey identifies a group's whole state: the set of its alerts' dedup keys.
+func stateKey(group [16]byte, alerts []template.Alert) string {
+	keys := make([]string, len(alerts))
+	for i, a := range alerts {
+		keys[i] = dedupKey(group, a)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+	}
+	return "dedup:" + string(group[:]) + ":state:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // groupHash is the group part of a dedup key: 8 bytes of the group key's SHA-256, in hex.
 func groupHash(groupKey string) (h [16]byte) {
 	sum := sha256.Sum256([]byte(groupKey))
@@ -292,13 +340,17 @@ func (d *Dispatcher) worker() {
 		// diagnosis is under way and will be posted as it is.
 		d.taken(j)
 		d.process(j)
+		d.finished(j)
 	}
 }
 
 // process diagnoses every firing item of a job and notifies. It runs detached from any request.
 func (d *Dispatcher) process(j *job) {
 	n := j.n
-	var wg sync.WaitGroup
+	// The firing alerts a playbook knows, by playbook, in order of first appearance.
+	var pbs []*playbooks.Playbook
+	byPB := map[*playbooks.Playbook][]*notify.Item{}
+	total := 0
 	for i := range n.Items {
 		it := &n.Items[i]
 		if it.Alert.Status == notify.StatusResolved || (it.Alert.Status == "" && n.Status == notify.StatusResolved) {
@@ -313,13 +365,33 @@ func (d *Dispatcher) process(j *job) {
 			continue
 		}
 		d.count("diagnosed")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			it.Diagnosis = d.run(pb, it.Alert.Labels)
-		}()
+		if _, seen := byPB[pb]; !seen {
+			pbs = append(pbs, pb)
+		}
+		byPB[pb] = append(byPB[pb], it)
+		total++
 	}
-	wg.Wait()
+	if d.opt.StormThreshold > 0 && total > d.opt.StormThreshold {
+		// A storm: one run per playbook over what its alerts share, each alert pointing at it.
+		d.forEach(len(pbs), func(i int) {
+			items := byPB[pbs[i]]
+			diag := d.run(pbs[i], commonLabels(items))
+			diag.Notes = append(diag.Notes, fmt.Sprintf("alert storm: %d alerts summarised by one diagnosis from group-wide queries; "+
+				"per-alert detail with /vllm triage or responder triage", len(items)))
+			for _, it := range items {
+				it.Diagnosis = diag
+			}
+		})
+	} else {
+		var todo []*notify.Item
+		var runs []*playbooks.Playbook
+		for _, pb := range pbs {
+			for _, it := range byPB[pb] {
+				todo, runs = append(todo, it), append(runs, pb)
+			}
+		}
+		d.forEach(len(todo), func(i int) { todo[i].Diagnosis = d.run(runs[i], todo[i].Alert.Labels) })
+	}
 
 	if !worthNotifying(n) {
 		d.confirm(j.claims)
@@ -339,6 +411,41 @@ func (d *Dispatcher) process(j *job) {
 		return
 	}
 	d.confirm(j.claims)
+}
+
+// forEach calls f(0..n-1) on at most RunConcurrency goroutines.
+func (d *Dispatcher) forEach(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, d.opt.RunConcurrency) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// commonLabels are the labels every item carries with the same value: the scope of a
+// group-wide diagnosis (a label that differs, such as pod, is left out, and the queries cover
+// every value of it).
+func commonLabels(items []*notify.Item) map[string]string {
+	out := map[string]string{}
+	if len(items) == 0 {
+		return out
+	}
+	for k, v := range items[0].Alert.Labels {
+		out[k] = v
+	}
+	for _, it := range items[1:] {
+		for k, v := range out {
+			if it.Alert.Labels[k] != v {
+				delete(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // worthNotifying: a firing notification whose alerts no playbook knows is logged, not posted.

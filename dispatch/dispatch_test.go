@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
@@ -256,23 +257,27 @@ func TestClaimsAreLeasesUntilTheNotificationIsSent(t *testing.T) {
 	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	ttl := func() time.Duration {
+	ttls := func() []time.Duration {
 		keys, err := st.Client().Keys(ctx, prefix+"dedup:*").Result()
-		if err != nil || len(keys) != 1 {
-			t.Fatalf("want one claim, got %v %v", keys, err)
+		if err != nil || len(keys) != 2 {
+			t.Fatalf("want two claims (the group's state, the alert), got %v %v", keys, err)
 		}
-		return st.Client().TTL(ctx, keys[0]).Val()
+		return []time.Duration{st.Client().TTL(ctx, keys[0]).Val(), st.Client().TTL(ctx, keys[1]).Val()}
 	}
-	if got := ttl(); got <= 0 || got > 90*time.Second {
-		t.Fatalf("in-flight claim TTL %s, want a lease of about 90s", got)
+	for _, got := range ttls() {
+		if got <= 0 || got > 90*time.Second {
+			t.Fatalf("in-flight claim TTL %s, want a lease of about 90s", got)
+		}
 	}
 	d.Start()
 	d.Shutdown(ctx)
 	if len(c.all()) != 1 {
 		t.Fatal("not notified")
 	}
-	if got := ttl(); got < 3*time.Hour {
-		t.Fatalf("notified claim TTL %s, want the 4h dedup window", got)
+	for _, got := range ttls() {
+		if got < 3*time.Hour {
+			t.Fatalf("notified claim TTL %s, want the 4h dedup window", got)
+		}
 	}
 }
 
@@ -527,5 +532,211 @@ func TestSweepingIdleGroupsKeepsTheWaitingOnes(t *testing.T) {
 	}
 	if got := c.GetCounter().GetValue(); got != groups {
 		t.Fatalf("%v of %d follow-ups merged into their group's waiting notification", got, groups)
+	}
+}
+
+// A group's notifications are handled one at a time: a resolution that arrives while the
+// group's firing notification is still being posted (a slow Slack) waits for that post, even
+// with idle workers and no cooldown, so it never overtakes the message it resolves.
+func TestAGroupsResolutionWaitsForItsFiringPostInProgress(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	called, release := make(chan struct{}), make(chan struct{})
+	g := &collector{}
+	n := notify.NotifierFunc(func(ctx context.Context, nt *notify.Notification) (bool, error) {
+		if nt.GroupKey == "g1" && nt.Status == "firing" {
+			close(called)
+			<-release
+		}
+		return g.Notify(ctx, nt)
+	})
+	d := New(set, engine, n, store.NewMemory(), Options{Workers: 4, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	ctx := context.Background()
+	if _, err := d.Accept(ctx, message("g1", alert("a")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	<-called // the firing post is in flight
+	res := message("g1", alert("a"))
+	res.Status, res.Alerts[0].Status = "resolved", "resolved"
+	if _, err := d.Accept(ctx, res, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Idle workers would take the resolution now; it must wait. The first post completes only
+	// after a second notification had every chance to start.
+	if _, err := d.Accept(ctx, message("g2", alert("b")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "another group's notification", func() bool {
+		for _, x := range g.all() {
+			if x.GroupKey == "g2" {
+				return true
+			}
+		}
+		return false
+	})
+	close(release)
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ns := g.all()
+	var order []string
+	for _, x := range ns {
+		if x.GroupKey == "g1" {
+			order = append(order, x.Status)
+		}
+	}
+	if strings.Join(order, " ") != "firing resolved" {
+		t.Fatalf("g1's notifications in order %v; want firing then resolved", order)
+	}
+}
+
+// countingQuerier answers every query with one sample, counting them; while hold is open it
+// blocks each query until hold is closed, recording the peak of queries in flight.
+type countingQuerier struct {
+	calls, inFlight, peak atomic.Int64
+	hold                  chan struct{}
+}
+
+func (q *countingQuerier) Query(ctx context.Context, _ string, _ time.Time) (model.Value, error) {
+	q.calls.Add(1)
+	n := q.inFlight.Add(1)
+	defer q.inFlight.Add(-1)
+	for p := q.peak.Load(); n > p && !q.peak.CompareAndSwap(p, n); p = q.peak.Load() {
+	}
+	if q.hold != nil {
+		select {
+		case <-q.hold:
+		case <-ctx.Done():
+		}
+	}
+	return model.Vector{&model.Sample{Value: 1}}, nil
+}
+
+func stormMessage(group string, n int) *Message {
+	var alerts []template.Alert
+	for i := range n {
+		alerts = append(alerts, alert(fmt.Sprintf("p%04d", i)))
+	}
+	return message(group, alerts...)
+}
+
+// A group larger than the storm threshold is summarised by one diagnosis from group-wide queries
+// (the labels its alerts share), not diagnosed alert by alert: its queries do not grow with it.
+func TestAStormIsSummarisedFromGroupWideQueriesNotAlertByAlert(t *testing.T) {
+	set, _ := engineOn(t, "http://127.0.0.1:1")
+	q := &countingQuerier{}
+	engine := playbooks.NewEngine(q, playbooks.EngineOptions{CacheTTL: -1})
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, StormThreshold: 5, Logger: zerolog.Nop()})
+	d.Start()
+	if _, err := d.Accept(context.Background(), stormMessage("g1", 500), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := set.Match(alert("x").Labels)
+	if got := q.calls.Load(); got > int64(len(pb.Queries)) {
+		t.Errorf("a storm of 500 alerts sent %d queries; want at most one run's %d", got, len(pb.Queries))
+	}
+	ns := c.all()
+	if len(ns) != 1 || len(ns[0].Items) != 500 {
+		t.Fatalf("want one notification of 500 alerts, got %d", len(ns))
+	}
+	shared := ns[0].Items[0].Diagnosis
+	for _, it := range ns[0].Items {
+		if it.Diagnosis == nil || it.Diagnosis != shared {
+			t.Fatal("every alert of the storm must point at the one group diagnosis")
+		}
+	}
+	if _, ok := shared.Scope["pod"]; ok || shared.Scope["model_name"] != "m" {
+		t.Errorf("the group diagnosis' scope %v must be what the alerts share (model_name), not one pod", shared.Scope)
+	}
+}
+
+// Below the storm threshold every alert is diagnosed, but at most RunConcurrency at a time: the
+// queries in flight do not grow with the alerts of a notification.
+func TestTheDiagnosesOfOneNotificationRunAtBoundedConcurrency(t *testing.T) {
+	set, _ := engineOn(t, "http://127.0.0.1:1")
+	q := &countingQuerier{hold: make(chan struct{})}
+	engine := playbooks.NewEngine(q, playbooks.EngineOptions{CacheTTL: -1, MaxConcurrent: 100000})
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, RunConcurrency: 2, Logger: zerolog.Nop()})
+	d.Start()
+	pb, _ := set.Match(alert("x").Labels)
+	bound := int64(2 * len(pb.Queries))
+	if _, err := d.Accept(context.Background(), stormMessage("g1", 300), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "two diagnoses' queries in flight", func() bool { return q.inFlight.Load() >= bound })
+	close(q.hold)
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := q.peak.Load(); p > bound {
+		t.Errorf("%d queries were in flight at once for one notification; want at most %d (2 diagnoses)", p, bound)
+	}
+	if n := c.all(); len(n) != 1 || n[0].Items[299].Diagnosis == nil {
+		t.Fatal("every alert must still be diagnosed")
+	}
+}
+
+type replicaID struct{}
+
+// scripted is a store whose claims are taken in a scripted order of callers (the replica id in
+// the context): the interleaving that split a notification between two replicas. A caller
+// that is done no longer holds up the script.
+type scripted struct {
+	store.Store
+	mu     sync.Mutex
+	cond   *sync.Cond
+	script []int
+	done   map[int]bool
+}
+
+func (s *scripted) Claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	id := ctx.Value(replicaID{}).(int)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.script) > 0 && s.script[0] != id && !s.done[s.script[0]] {
+		s.cond.Wait()
+	}
+	if len(s.script) > 0 && s.script[0] == id {
+		s.script = s.script[1:]
+	}
+	defer s.cond.Broadcast()
+	return s.Store.Claim(ctx, key, ttl)
+}
+
+func (s *scripted) finish(id int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done[id] = true
+	s.cond.Broadcast()
+}
+
+// Two replicas handed the same two-alert notification at once: exactly one handles all of it,
+// even when the other overtakes it between two claims (A claims, B claims twice, A again).
+func TestTwoReplicasNeverSplitOneNotification(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	st := &scripted{Store: store.NewMemory(), script: []int{0, 1, 1, 0, 0, 1}, done: map[int]bool{}}
+	st.cond = sync.NewCond(&st.mu)
+	msg := message("g1", alert("a"), alert("b"))
+	got := make([]Accepted, 2)
+	var wg sync.WaitGroup
+	for id := range 2 {
+		d := New(set, engine, &collector{}, st, Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+		wg.Go(func() {
+			defer st.finish(id)
+			acc, err := d.Accept(context.WithValue(context.Background(), replicaID{}, id), msg, time.Now())
+			if err != nil {
+				t.Error(err)
+			}
+			got[id] = acc
+		})
+	}
+	wg.Wait()
+	if !(got[0].New == 2 && got[1].New == 0) && !(got[1].New == 2 && got[0].New == 0) {
+		t.Fatalf("the notification was split between the replicas: %+v and %+v", got[0], got[1])
 	}
 }

@@ -19,12 +19,17 @@ import (
 // so a group cannot keep workers and Prometheus busy with its own follow-ups; the first
 // notification of a group is never held.
 
+// And a group's jobs run one at a time: while a worker diagnoses and posts one, the next is held
+// (merging) until it is done, so a resolution never overtakes the post it resolves, and the
+// notifier sees a group's states in order.
+
 // group is the dispatcher's state of one Alertmanager group (under Dispatcher.gmu).
 type group struct {
 	waiting *job        // queued or held, not yet taken by a worker
-	held    bool        // waiting is held by the cooldown: not in the queue yet
-	timer   *time.Timer // queues a held job when the cooldown has passed
+	held    bool        // waiting is held (cooldown, or a job of the group running): not in the queue yet
+	timer   *time.Timer // queues a held job when the cooldown has passed; nil while held for a running job
 	taken   time.Time   // when a worker last took a job of this group
+	running bool        // a worker is processing a job of this group
 }
 
 // minSweep is the size of the group table below which idle groups are not swept.
@@ -53,6 +58,16 @@ func (d *Dispatcher) enqueue(j *job) (coalesced bool, err error) {
 		return true, nil
 	}
 	now := time.Now()
+	if g != nil && g.running {
+		// Held until the running job of the group is done (finished releases it).
+		if d.held+len(d.queue) >= cap(d.queue) {
+			return false, ErrQueueFull
+		}
+		g.waiting, g.held, g.timer = j, true, nil
+		d.held++
+		d.releasing.Add(1) // done by release once queued, or by flushHeld
+		return false, nil
+	}
 	if g != nil && d.opt.GroupCooldown > 0 {
 		if wait := g.taken.Add(d.opt.GroupCooldown).Sub(now); wait > 0 {
 			if d.held+len(d.queue) >= cap(d.queue) {
@@ -119,7 +134,9 @@ func (d *Dispatcher) flushHeld(ctx context.Context) error {
 	var jobs []*job
 	d.gmu.Lock()
 	for _, g := range d.groups {
-		if g.held && g.timer.Stop() {
+		// A job held for its group's running one is left to finished, which queues it at
+		// once now (d.draining): the group's order holds on shutdown too.
+		if g.held && g.timer != nil && g.timer.Stop() {
 			jobs = append(jobs, g.waiting)
 			g.held = false
 			d.held--
@@ -157,7 +174,29 @@ func (d *Dispatcher) taken(j *job) {
 			g.waiting = nil
 		}
 		g.taken = time.Now()
+		g.running = true
 	}
+}
+
+// finished records that a worker is done with j: a job of its group held meanwhile is queued
+// once the group's cooldown (counted from when j was taken) has passed.
+func (d *Dispatcher) finished(j *job) {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	g := d.groups[j.n.GroupKey]
+	if g == nil {
+		return
+	}
+	g.running = false
+	if !g.held || g.timer != nil {
+		return
+	}
+	next, key := g.waiting, j.n.GroupKey
+	wait := max(g.taken.Add(d.opt.GroupCooldown).Sub(time.Now()), 0)
+	if d.draining.Load() {
+		wait = 0 // shutdown: accepted work is queued at once (flushHeld waits for it)
+	}
+	g.timer = time.AfterFunc(wait, func() { d.release(key, next) })
 }
 
 // sweep forgets idle groups (nothing waiting, cooldown over) once the table has doubled since the
@@ -167,7 +206,7 @@ func (d *Dispatcher) sweep(now time.Time) {
 		return
 	}
 	for k, g := range d.groups {
-		if g.waiting == nil && now.Sub(g.taken) > d.opt.GroupCooldown {
+		if g.waiting == nil && !g.running && now.Sub(g.taken) > d.opt.GroupCooldown {
 			delete(d.groups, k)
 		}
 	}

@@ -108,8 +108,8 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 
 	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),
-		GroupCooldown: time.Duration(c.Dispatch.GroupCooldown),
-		RunTimeout:    time.Duration(c.Dispatch.RunTimeout), NotifyTimeout: time.Duration(c.Dispatch.NotifyTimeout),
+		GroupCooldown: time.Duration(c.Dispatch.GroupCooldown), StormThreshold: c.Slack.StormThreshold,
+		RunTimeout: time.Duration(c.Dispatch.RunTimeout), NotifyTimeout: time.Duration(c.Dispatch.NotifyTimeout),
 		Logger: log, Metrics: m,
 	})
 	d.Start()

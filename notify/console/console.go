@@ -43,7 +43,12 @@ func WriteNotification(b *strings.Builder, n *notify.Notification) {
 	if n.TruncatedAlerts > 0 {
 		fmt.Fprintf(b, "  %d more alert(s) were left out by Alertmanager (max_alerts)\n", n.TruncatedAlerts)
 	}
+	shown := map[*playbooks.Diagnosis]bool{} // a storm's alerts share one diagnosis: print it once
 	for _, it := range n.Items {
+		if it.Diagnosis != nil && shown[it.Diagnosis] {
+			fmt.Fprintf(b, "%s %s  (the group diagnosis above)\n", it.Alert.Labels["alertname"], labelLine(it.Alert.Labels))
+			continue
+		}
 		fmt.Fprintf(b, "%s\n", strings.Repeat("-", 78))
 		fmt.Fprintf(b, "%s %s\n", it.Alert.Labels["alertname"], labelLine(it.Alert.Labels))
 		switch {
@@ -56,6 +61,7 @@ func WriteNotification(b *strings.Builder, n *notify.Notification) {
 		case it.Unmatched:
 			fmt.Fprintf(b, "  no playbook matches this alert\n")
 		case it.Diagnosis != nil:
+			shown[it.Diagnosis] = true
 			WriteDiagnosis(b, it.Diagnosis, "  ")
 		}
 	}

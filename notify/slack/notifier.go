@@ -99,10 +99,13 @@ type Thread struct {
 	Status    string `json:"status"`
 	// Verdicts maps the fingerprint of every alert shown in the thread to its last verdict, so
 	// that only news is posted.
-	Verdicts   map[string]string `json:"verdicts"`
-	StartedAt  time.Time         `json:"started_at"`
-	ResolvedAt time.Time         `json:"resolved_at,omitzero"`
-	UpdatedAt  time.Time         `json:"updated_at"`
+	Verdicts map[string]string `json:"verdicts"`
+	// Starts maps the same fingerprints to the alert's startsAt (Unix ms): an alert that fires
+	// again (a new startsAt) is a new incident and is posted, whatever its verdict.
+	Starts     map[string]int64 `json:"starts,omitempty"`
+	StartedAt  time.Time        `json:"started_at"`
+	ResolvedAt time.Time        `json:"resolved_at,omitzero"`
+	UpdatedAt  time.Time        `json:"updated_at"`
 	// Blocks and Text are the parent message, kept for the edit that marks it resolved.
 	Blocks json.RawMessage `json:"blocks,omitempty"`
 	Text   string          `json:"text,omitempty"`
@@ -169,6 +172,20 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	}
 	items := firing(nt.Items)
 	if nt.Resolved() || len(items) == 0 {
+		// A parent of this group may be on its way (a slow Slack, another worker or replica
+		// holds the claim to create it): the resolution waits for it instead of being lost.
+		if !storeDown && n.parentPending(ctx, nt.GroupKey) {
+			prev := ""
+			if th != nil {
+				prev = th.TS
+			}
+			th, err := n.waitThread(ctx, nt.GroupKey, prev)
+			if err != nil {
+				return true, err
+			}
+			log.Debug().Str("thread_ts", th.TS).Msg("the group's parent message appeared; resolving it")
+			return retry(n.followUp(ctx, log, nt, th))
+		}
 		// Nothing open to resolve or reply to, and nothing new firing.
 		log.Debug().Msg("no open slack thread for this group and nothing firing; nothing to post")
 		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
@@ -235,6 +252,13 @@ func firing(items []notify.Item) []notify.Item {
 	return out
 }
 
+// parentPending reports whether someone holds the claim to create the group's parent message
+// (it is held from before the post until the group resolves).
+func (n *Notifier) parentPending(ctx context.Context, groupKey string) bool {
+	_, ok, err := n.store.Get(ctx, ParentKey(groupKey))
+	return err == nil && ok
+}
+
 // waitThread waits for the replica that won the parent claim to save the thread (one other
 // than prevTS), up to parent_wait.
 func (n *Notifier) waitThread(ctx context.Context, groupKey, prevTS string) (*Thread, error) {
@@ -275,11 +299,12 @@ func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, item
 	raw, _ := json.Marshal(blocks)
 	th := &Thread{
 		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
-		Status: notify.StatusFiring, Verdicts: map[string]string{}, StartedAt: earliestStart(items, nt.ReceivedAt),
-		Blocks: raw, Text: text,
+		Status: notify.StatusFiring, Verdicts: map[string]string{}, Starts: map[string]int64{},
+		StartedAt: earliestStart(items, nt.ReceivedAt), Blocks: raw, Text: text,
 	}
 	for _, it := range items {
 		th.Verdicts[fingerprint(it)] = itemVerdict(it)
+		th.Starts[fingerprint(it)] = it.Alert.StartsAt.UnixMilli()
 	}
 	return th, blocks, nil
 }
@@ -311,6 +336,9 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 	if th.Verdicts == nil {
 		th.Verdicts = map[string]string{}
 	}
+	if th.Starts == nil {
+		th.Starts = map[string]int64{}
+	}
 	var news []notify.Item
 	var intros []string
 	var resolved []string
@@ -321,14 +349,22 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 				resolved = append(resolved, fmt.Sprintf("• *%s* %s after %s", escape(it.Alert.Labels["alertname"]),
 					scopeText(pick(it.Alert.Labels, scopeOrder...)), humanDuration(it.Alert.EndsAt.Sub(it.Alert.StartsAt))))
 				delete(th.Verdicts, fp)
+				delete(th.Starts, fp)
 			}
 			continue
 		}
 		v := itemVerdict(it)
 		old, known := th.Verdicts[fp]
+		start := it.Alert.StartsAt.UnixMilli()
+		prevStart, seen := th.Starts[fp]
+		th.Starts[fp] = start
 		switch {
 		case !known:
 			intros = append(intros, ":new: *New alert in this group*")
+		case seen && prevStart != start:
+			// It resolved and fired again (its resolution may never have reached this thread):
+			// a new incident, posted whatever its verdict.
+			intros = append(intros, fmt.Sprintf(":repeat: *Fired again*: `%s`", escapeCode(v)))
 		case old != v:
 			intros = append(intros, fmt.Sprintf(":arrows_counterclockwise: *Verdict changed*: `%s` → `%s`", escapeCode(old), escapeCode(v)))
 		default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,5 +272,90 @@ func TestTwoRespondersSharingRedisPostOneParentPerGroup(t *testing.T) {
 	}
 	if parents != 5 || replies != 5 {
 		t.Errorf("5 groups, 2 alerts each: got %d parents and %d replies, want 5 and 5", parents, replies)
+	}
+}
+
+// getHook is a store that reports each Get of a key.
+type getHook struct {
+	store.Store
+	onGet func(key string)
+}
+
+func (s getHook) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	s.onGet(key)
+	return s.Store.Get(ctx, key)
+}
+
+// A resolution that arrives while the group's first post is still in flight (a slow Slack) is
+// not dropped: it waits for the parent message and marks it resolved.
+func TestAResolutionArrivingWhileTheParentIsPostedReachesIt(t *testing.T) {
+	asked := make(chan struct{})
+	var once sync.Once
+	st := getHook{Store: store.NewMemory(), onGet: func(key string) {
+		if strings.HasPrefix(key, parentKeyPrefix) {
+			once.Do(func() { close(asked) })
+		}
+	}}
+	h := newHarness(t, st, nil, "chat.update")
+	release := make(chan struct{})
+	var posts atomic.Int32
+	h.slack.Handle("chat.postMessage", func(c fakeslack.Call) fakeslack.Response {
+		r := fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "channel": "C0INCIDENT", "ts": fmt.Sprintf("1700000000.%06d", posts.Add(1))}}
+		if c.Form.Get("thread_ts") == "" {
+			r.Hold = release // the parent post answers late
+		}
+		return r
+	})
+	group := `{}:{alertname="VLLMTimeToFirstTokenP99High"}`
+	fired := make(chan error, 1)
+	go func() {
+		_, err := h.n.Notify(context.Background(), firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")))
+		fired <- err
+	}()
+	h.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)
+
+	res := firingNotification(group, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	resolved := make(chan error, 1)
+	go func() {
+		_, err := h.n.Notify(context.Background(), res)
+		resolved <- err
+	}()
+	select {
+	case err := <-resolved:
+		t.Fatalf("the resolution returned (err=%v) before the parent it resolves existed: it was dropped", err)
+	case <-asked: // it looked for a parent in flight
+	}
+	close(release)
+	if err := <-fired; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-resolved; err != nil {
+		t.Fatal(err)
+	}
+	if up := h.slack.Calls("chat.update"); len(up) != 1 || !strings.Contains(up[0].Form.Get("text"), "RESOLVED") {
+		t.Fatalf("want one edit marking the parent resolved, got %+v", up)
+	}
+	th, err := h.n.loadThread(context.Background(), group)
+	if err != nil || th == nil || th.Status != notify.StatusResolved {
+		t.Fatalf("thread = %+v, %v; want resolved", th, err)
+	}
+}
+
+// An alert whose resolution never reached its thread fires again (a new startsAt) with the same
+// verdict: it is a new incident and is posted, not taken for an unchanged re-send.
+func TestAnAlertThatFiresAgainInAnOpenThreadIsPosted(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage")
+	group := `{}:{alertname="VLLMTimeToFirstTokenP99High"}`
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictKVPressure, "vllm-0")))
+	again := item(playbooks.VerdictKVPressure, "vllm-0")
+	again.Alert.StartsAt = startTS.Add(30 * time.Minute)
+	notifyOK(t, h.n, firingNotification(group, again))
+	posts := h.slack.Calls("chat.postMessage")
+	if len(posts) != 2 {
+		t.Fatalf("want the parent and a reply for the new incident, got %d posts", len(posts))
+	}
+	if posts[1].Form.Get("thread_ts") == "" || !strings.Contains(posts[1].Form.Get("blocks"), "Fired again") {
+		t.Errorf("the new incident is not a reply saying it fired again: %v", posts[1].Form)
 	}
 }

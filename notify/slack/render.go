@@ -515,6 +515,19 @@ func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]s
 		head = intro + "\n" + head
 	}
 	blocks = append(blocks, section(head))
+	// A storm summarised by the dispatcher: its alerts share a group-wide diagnosis per playbook.
+	seen := map[*playbooks.Diagnosis]bool{}
+	for _, it := range nt.Items {
+		d := it.Diagnosis
+		if d == nil || seen[d] || len(seen) >= 3 {
+			continue
+		}
+		seen[d] = true
+		if shared := countShared(nt.Items, d); shared > 1 {
+			blocks = append(blocks, section(truncate(fmt.Sprintf("*Group diagnosis* (%d alerts, group-wide queries over %s): `%s` %s\n%s",
+				shared, scopeText(d.Scope), escapeCode(d.Verdict), escape(d.Title), escape(d.Summary)), maxSectionChars)))
+		}
+	}
 
 	rows := make([]notify.Item, len(nt.Items))
 	copy(rows, nt.Items)
@@ -556,6 +569,16 @@ func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]s
 	links = append(links, "Per-alert detail: `/vllm triage <model> <pod>`")
 	blocks = append(blocks, contextBlock(links...))
 	return capBlocks(blocks), fallbackText(nt, name)
+}
+
+func countShared(items []notify.Item, d *playbooks.Diagnosis) int {
+	n := 0
+	for _, it := range items {
+		if it.Diagnosis == d {
+			n++
+		}
+	}
+	return n
 }
 
 func itemVerdict(it notify.Item) string {

@@ -47,16 +47,16 @@ func main() {
 	flag.DurationVar(&o.openRound, "open-round", 4*time.Second, "length of one open-loop round")
 	flag.IntVar(&o.ttdReps, "ttd-reps", 30, "time-to-diagnosis repetitions")
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the Go benchmarks")
-	only := flag.String("only", "", "comma-separated sections to run (go,ttd,ingest,storm); BENCHMARKS.md is written only by a full run")
+	only := flag.String("only", "", "comma-separated sections to run (go,ttd,ingest,storm,big); BENCHMARKS.md is written only by a full run")
 	flag.Parse()
 	if *only != "" {
 		o.only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case "go", "ttd", "ingest", "storm":
+			case "go", "ttd", "ingest", "storm", "big":
 				o.only[s] = true
 			default:
-				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, ttd, ingest, storm)\n", s)
+				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, ttd, ingest, storm, big)\n", s)
 				os.Exit(2)
 			}
 		}
@@ -75,12 +75,13 @@ func main() {
 		fleet ttdReport
 		ing   ingestReport
 		st    stormReport
+		big   bigReport
 	)
 	if o.runs("go") {
 		step("Go benchmarks")
 		gb, gbErr = runGoBenchmarks(o.repo, o.benchtime)
 	}
-	if o.runs("ttd") || o.runs("ingest") || o.runs("storm") {
+	if o.runs("ttd") || o.runs("ingest") || o.runs("storm") || o.runs("big") {
 		step("starting Prometheus with recorded vLLM series")
 		prom := startRecordedPrometheus(t)
 		proxy := startCountingProxy(t, prom.URL)
@@ -102,10 +103,14 @@ func main() {
 			step("alert storm")
 			st = benchStorm(t, o.responderBin, proxy)
 		}
+		if o.runs("big") {
+			step("one notification of 10,000 alerts")
+			big = benchBigNotification(t, o.responderBin, proxy)
+		}
 	}
 	step("done")
 
-	table := render(o, ing, ttd, fleet, st, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
+	table := render(o, ing, ttd, fleet, st, big, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
 	if len(o.only) > 0 {
 		return // a partial run does not replace the full table
@@ -136,7 +141,7 @@ func passFail(ok bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, gb []goBench, gbErr error, took time.Duration, load string) string {
+func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, big bigReport, gb []goBench, gbErr error, took time.Duration, load string) string {
 	cpu, cores := machine()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -208,6 +213,14 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, g
 			lost, st.drainTime.Round(10*time.Millisecond), passFail(st.lost == 0 && st.drained))
 	}
 
+	if o.runs("big") {
+		w("| one notification of %d alerts on distinct pods (%d KB body): peak RSS (VmHWM) | %.1f MB; HTTP %d, %d accepted; peak %.0f goroutines | | < 100 MB | %s |\n",
+			big.alerts, big.bodyBytes/1000, float64(big.peakRSS)/1e6, big.status, big.accepted, big.peakG,
+			passFail(big.peakRSS > 0 && big.peakRSS < 100e6 && big.status == 200 && big.accepted == big.alerts))
+		w("| one notification of %d alerts: work | %d Prometheus queries (group-wide storm summary), %d parent post, %d replies; posted in %s | | one summary, bounded queries | %s |\n",
+			big.alerts, big.queries, big.parents, big.replies, big.took.Round(10*time.Millisecond), passFail(big.drained && big.parents == 1 && big.queries < 100))
+	}
+
 	w("\n| Go benchmark (-benchmem, -benchtime %s) | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n", o.benchtime)
 	if gbErr != nil {
 		w("| failed: %s | | | |\n", strings.ReplaceAll(gbErr.Error(), "\n", " "))
@@ -238,5 +251,8 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, g
 	w("  Queries are counted by a reverse proxy in front of Prometheus; distinct pairs are the expanded queries of every alert's playbook.\n")
 	w("  Goroutines are read from the responder's /metrics; the peers close their idle keep-alive connections first (as the 90 s idle\n")
 	w("  timeout would), since each idle pooled connection holds two goroutines.\n")
+	w("- One notification of 10,000 alerts: one `VLLMQueueDepthHigh` group of 10,000 pods of one model in a single webhook\n")
+	w("  (`webhook.max_body_bytes` raised to 4 MiB for it), Slack the recording fake. Peak RSS is the responder's VmHWM over its whole\n")
+	w("  life; goroutines are sampled from its /metrics every 50 ms until the summary is posted.\n")
 	return b.String()
 }

@@ -35,6 +35,9 @@ type Response struct {
 	Status int
 	Header map[string]string
 	Body   any // marshalled as JSON; a string is sent as is
+	// Hold, when set, delays the answer until it is closed (a slow Slack); the call is recorded
+	// at once, and other calls are answered meanwhile.
+	Hold <-chan struct{}
 }
 
 // Handler answers one method.
@@ -145,6 +148,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if h == nil {
 		s.t.Errorf("fakeslack: unexpected call %s %s", r.Method, r.URL.Path)
 		resp = Response{Status: 200, Body: map[string]any{"ok": false, "error": "unexpected_call_in_test"}}
+	}
+	if resp.Hold != nil {
+		select {
+		case <-resp.Hold:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	for k, v := range resp.Header {
 		w.Header().Set(k, v)
