@@ -1,12 +1,15 @@
 package playbooks
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 // QuoteLabelValue returns v as a PromQL string literal. Label values come from alerts and from
@@ -126,4 +129,61 @@ func sortedLabels(m map[string]string) string {
 		b.WriteString(strconv.Quote(m[k]))
 	}
 	return b.String()
+}
+
+// Placeholder stand-ins of the same length as the placeholders, so that the parser's positions
+// in a sample are positions in the template (see vllmnames.RewriteTemplate).
+const (
+	scopeStandIn  = `_s="1"`  // $scope
+	windowStandIn = `999999s` // $window
+)
+
+// sameLengthSample renders a split template twice: as written, and with every placeholder
+// replaced by a stand-in of the same length that parses.
+func sameLengthSample(segs []segment) (tmpl, sample string) {
+	var t, s strings.Builder
+	for _, sg := range segs {
+		switch sg.kind {
+		case segLiteral:
+			t.WriteString(sg.text)
+			s.WriteString(sg.text)
+		case segScope:
+			t.WriteString("$scope")
+			s.WriteString(scopeStandIn)
+		case segWindow:
+			t.WriteString("$window")
+			s.WriteString(windowStandIn)
+		case segParam:
+			t.WriteString("$" + sg.text)
+			s.WriteString(strings.Repeat("1", len(sg.text)+1))
+		}
+	}
+	return t.String(), s.String()
+}
+
+// withNaming returns p with every query's vLLM metrics renamed and router series excluded
+// (vllmnames), rewritten through the PromQL parser once, when the playbooks load. p itself is
+// not changed: a copy is returned whenever a query changes.
+func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
+	if n.Identity() {
+		return p, nil
+	}
+	cp := *p
+	cp.Queries = make([]*Query, len(p.Queries))
+	cp.byName = make(map[string]*Query, len(p.Queries))
+	var errs []error
+	for i, q := range p.Queries {
+		qc := *q
+		tmpl, sample := sameLengthSample(q.segs)
+		out, err := n.RewriteTemplate(tmpl, sample)
+		if err != nil {
+			errs = append(errs, &Error{Source: p.Source, Path: "queries." + q.Name, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
+		} else if out != tmpl {
+			qc.Expr = out
+			qc.segs = splitTemplate(out, p.Params)
+		}
+		cp.Queries[i] = &qc
+		cp.byName[qc.Name] = &qc
+	}
+	return &cp, errors.Join(errs...)
 }

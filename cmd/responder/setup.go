@@ -62,7 +62,8 @@ func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error
 			p.Window = w
 		}
 	}
-	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Triage: c.Playbooks.Triage})
+	naming := c.VLLM.Naming()
+	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Triage: c.Playbooks.Triage, Naming: &naming})
 }
 
 // newPrometheusAPI returns the v1 API client for the configured Prometheus.
