@@ -86,3 +86,31 @@ func TestUserPlaybookRenameError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestPodScopeFallsBackToInstance(t *testing.T) {
+	scope := []string{"namespace", "pod", "model_name"}
+	cases := []struct {
+		name   string
+		ps     PodScope
+		labels map[string]string
+		want   string
+	}{
+		{"a pod label is used as it is", PodScope{}, map[string]string{"pod": "p", "instance": "i:1", "model_name": "m"}, `pod="p",model_name="m"`},
+		{"no pod label: the instance stands in", PodScope{}, map[string]string{"instance": "10.0.0.1:8000", "model_name": "m"}, `instance="10.0.0.1:8000",model_name="m"`},
+		{"pod_label instance: the pod a person names is an instance", PodScope{Label: "instance"}, map[string]string{"pod": "10.0.0.1:8000"}, `instance="10.0.0.1:8000"`},
+		{"a custom pod label is read from the alert", PodScope{Label: "kubernetes_pod_name"}, map[string]string{"kubernetes_pod_name": "p", "pod": "q"}, `kubernetes_pod_name="p"`},
+		{"nothing names a pod: missing", PodScope{}, map[string]string{"model_name": "m"}, `model_name="m"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, _, _ := c.ps.Matchers(scope, c.labels)
+			if got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+	// A scope that names instance itself does not get it twice.
+	if got, _, missing := (PodScope{}).Matchers([]string{"pod", "instance"}, map[string]string{"instance": "i"}); got != `instance="i"` || len(missing) != 1 {
+		t.Errorf("got %s, missing %v", got, missing)
+	}
+}

@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,23 +20,70 @@ import (
 func QuoteLabelValue(v string) string { return strconv.Quote(v) }
 
 // ScopeMatchers builds the `$scope` text: one equality matcher per scope label the alert carries,
-// in the playbook's order. It also returns the scope labels that were missing.
+// in the playbook's order. It also returns the scope labels that were missing. The scope's pod
+// entry names pods by the pod label, falling back to instance (see PodScope).
 func ScopeMatchers(scope []string, labels map[string]string) (matchers string, used map[string]string, missing []string) {
+	return PodScope{}.Matchers(scope, labels)
+}
+
+// PodScope says which series label names a pod: the scope entry "pod" of a playbook stands for
+// it. Static scrape configs (vLLM's own example has only job and instance) carry no pod label,
+// so where the alert has none, its instance stands in.
+type PodScope struct {
+	// Label is the series label that names a pod (vllm.pod_label); empty: pod.
+	Label string
+}
+
+func (ps PodScope) label() string {
+	if ps.Label == "" {
+		return vllmnames.DefaultPodLabel
+	}
+	return ps.Label
+}
+
+// Resolve returns the label and value the scope's pod entry selects: the pod label's value; else
+// the alert's (or triage request's) pod, which is what a person names, under the pod label; else
+// the instance. ok is false when the labels name no pod.
+func (ps PodScope) Resolve(labels map[string]string) (label, value string, ok bool) {
+	l := ps.label()
+	switch {
+	case labels[l] != "":
+		return l, labels[l], true
+	case labels[vllmnames.DefaultPodLabel] != "":
+		return l, labels[vllmnames.DefaultPodLabel], true
+	case labels[vllmnames.FallbackPodLabel] != "":
+		return vllmnames.FallbackPodLabel, labels[vllmnames.FallbackPodLabel], true
+	}
+	return "", "", false
+}
+
+// Matchers builds the `$scope` text (see ScopeMatchers); used is keyed by the series label each
+// matcher selects on (instance when it stood in for pod).
+func (ps PodScope) Matchers(scope []string, labels map[string]string) (matchers string, used map[string]string, missing []string) {
 	used = map[string]string{}
 	var b strings.Builder
 	for _, name := range scope {
-		v, ok := labels[name]
-		if !ok || v == "" {
+		label, v, ok := name, labels[name], labels[name] != ""
+		if name == vllmnames.DefaultPodLabel {
+			label, v, ok = ps.Resolve(labels)
+			if ok && label != name && slices.Contains(scope, label) {
+				ok = false // the scope names that label itself
+			}
+		}
+		if !ok {
 			missing = append(missing, name)
+			continue
+		}
+		if _, dup := used[label]; dup {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(name)
+		b.WriteString(label)
 		b.WriteByte('=')
 		b.WriteString(QuoteLabelValue(v))
-		used[name] = v
+		used[label] = v
 	}
 	return b.String(), used, missing
 }

@@ -86,6 +86,7 @@ func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog
 		CacheTTL:      time.Duration(c.Prometheus.CacheTTL),
 		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
 		Observer:      obs,
+		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},
 		Logger:        log,
 	})
 }

@@ -155,7 +155,7 @@ func TestLoadProfileErrorsNameTheKey(t *testing.T) {
 // promtool is required, not optional: CI installs it (Debian package prometheus).
 func promtool(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("PROMTOOL"); p != "" { // PROMETHEUS3=1 make test: promtool of Prometheus 3
+	if p := os.Getenv("PROMTOOL_BIN"); p != "" { // PROMETHEUS3=1 make test: promtool of Prometheus 3
 		return p
 	}
 	path, err := exec.LookPath("promtool")
