@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 )
@@ -35,6 +36,25 @@ type Config struct {
 	Playbooks    PlaybooksConfig    `yaml:"playbooks"`
 	Dispatch     DispatchConfig     `yaml:"dispatch"`
 	Profile      profile.Config     `yaml:"profile"`
+	VLLM         VLLMConfig         `yaml:"vllm"`
+}
+
+// VLLMConfig says how vLLM's series are named and labelled in Prometheus.
+type VLLMConfig struct {
+	// MetricPrefix replaces "vllm:" in every playbook query ("kserve_vllm:" on KServe and
+	// OpenShift AI, whose PodMonitor renames the metrics).
+	MetricPrefix string `yaml:"metric_prefix"`
+	// RouterLabel is the label only the production-stack router's series carry ("server"):
+	// queries exclude series that have it. Empty turns the exclusion off.
+	RouterLabel string `yaml:"router_label"`
+	// PodLabel is the series label that names a pod ("pod"); where an alert or a series has
+	// none, "instance" stands in (static scrape configs have only job and instance).
+	PodLabel string `yaml:"pod_label"`
+}
+
+// Naming is the metric naming the playbook queries are rewritten to.
+func (v VLLMConfig) Naming() vllmnames.Naming {
+	return vllmnames.Naming{Prefix: v.MetricPrefix, RouterLabel: v.RouterLabel}
 }
 
 // LogConfig sets the log level and format.
@@ -144,6 +164,7 @@ func Default() *Config {
 		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: model.Duration(4 * time.Hour), GroupCooldown: model.Duration(time.Second),
 			RunTimeout: model.Duration(30 * time.Second), NotifyTimeout: model.Duration(60 * time.Second), DrainTimeout: model.Duration(30 * time.Second)},
 	}
+	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel}
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
 	return c
@@ -195,6 +216,8 @@ func errEOF(err error) error {
 	}
 	return errors.New("not eof")
 }
+
+var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 var fieldNotFoundRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
 
@@ -389,6 +412,14 @@ func (c *Config) Validate() error {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			add("slack.%s", line)
 		}
+	}
+	if err := c.VLLM.Naming().Validate(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			add("vllm.%s", line)
+		}
+	}
+	if !labelNameRE.MatchString(c.VLLM.PodLabel) {
+		add("vllm.pod_label: %q is not a valid label name", c.VLLM.PodLabel)
 	}
 	if err := c.Profile.Validate(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {

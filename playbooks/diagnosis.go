@@ -31,17 +31,20 @@ var KnownVerdicts = []string{
 // Diagnosis is the result of running one playbook for one scope. It is what notifiers render and
 // what `responder triage --output json` prints.
 type Diagnosis struct {
-	Playbook     string            `json:"playbook"`
-	Verdict      string            `json:"verdict"`
-	Title        string            `json:"title"`
-	Summary      string            `json:"summary"`
-	Actions      []string          `json:"actions"`
-	Evidence     []Evidence        `json:"evidence"`
-	Missing      []string          `json:"missing,omitempty"`
-	Notes        []string          `json:"notes,omitempty"`
-	Scope        map[string]string `json:"scope"`
-	OfferProfile bool              `json:"offer_profile,omitempty"`
-	Charts       []ChartSpec       `json:"charts,omitempty"`
+	Playbook string            `json:"playbook"`
+	Verdict  string            `json:"verdict"`
+	Title    string            `json:"title"`
+	Summary  string            `json:"summary"`
+	Actions  []string          `json:"actions"`
+	Evidence []Evidence        `json:"evidence"`
+	Missing  []string          `json:"missing,omitempty"`
+	Notes    []string          `json:"notes,omitempty"`
+	Scope    map[string]string `json:"scope"`
+	// PodLabel is the series label the pod scope selected on: pod, or instance where the alert
+	// had no pod label (static scrape configs), or the configured vllm.pod_label.
+	PodLabel     string      `json:"pod_label,omitempty"`
+	OfferProfile bool        `json:"offer_profile,omitempty"`
+	Charts       []ChartSpec `json:"charts,omitempty"`
 	// Fleet compares the pod with its siblings (same model and namespace), pod by pod.
 	Fleet *FleetView `json:"fleet,omitempty"`
 	// Error is set when the evidence could not be gathered at all (Prometheus unreachable):

@@ -1,12 +1,16 @@
 package playbooks
 
 import (
+	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 // QuoteLabelValue returns v as a PromQL string literal. Label values come from alerts and from
@@ -16,23 +20,70 @@ import (
 func QuoteLabelValue(v string) string { return strconv.Quote(v) }
 
 // ScopeMatchers builds the `$scope` text: one equality matcher per scope label the alert carries,
-// in the playbook's order. It also returns the scope labels that were missing.
+// in the playbook's order. It also returns the scope labels that were missing. The scope's pod
+// entry names pods by the pod label, falling back to instance (see PodScope).
 func ScopeMatchers(scope []string, labels map[string]string) (matchers string, used map[string]string, missing []string) {
+	return PodScope{}.Matchers(scope, labels)
+}
+
+// PodScope says which series label names a pod: the scope entry "pod" of a playbook stands for
+// it. Static scrape configs (vLLM's own example has only job and instance) carry no pod label,
+// so where the alert has none, its instance stands in.
+type PodScope struct {
+	// Label is the series label that names a pod (vllm.pod_label); empty: pod.
+	Label string
+}
+
+func (ps PodScope) label() string {
+	if ps.Label == "" {
+		return vllmnames.DefaultPodLabel
+	}
+	return ps.Label
+}
+
+// Resolve returns the label and value the scope's pod entry selects: the pod label's value; else
+// the alert's (or triage request's) pod, which is what a person names, under the pod label; else
+// the instance. ok is false when the labels name no pod.
+func (ps PodScope) Resolve(labels map[string]string) (label, value string, ok bool) {
+	l := ps.label()
+	switch {
+	case labels[l] != "":
+		return l, labels[l], true
+	case labels[vllmnames.DefaultPodLabel] != "":
+		return l, labels[vllmnames.DefaultPodLabel], true
+	case labels[vllmnames.FallbackPodLabel] != "":
+		return vllmnames.FallbackPodLabel, labels[vllmnames.FallbackPodLabel], true
+	}
+	return "", "", false
+}
+
+// Matchers builds the `$scope` text (see ScopeMatchers); used is keyed by the series label each
+// matcher selects on (instance when it stood in for pod).
+func (ps PodScope) Matchers(scope []string, labels map[string]string) (matchers string, used map[string]string, missing []string) {
 	used = map[string]string{}
 	var b strings.Builder
 	for _, name := range scope {
-		v, ok := labels[name]
-		if !ok || v == "" {
+		label, v, ok := name, labels[name], labels[name] != ""
+		if name == vllmnames.DefaultPodLabel {
+			label, v, ok = ps.Resolve(labels)
+			if ok && label != name && slices.Contains(scope, label) {
+				ok = false // the scope names that label itself
+			}
+		}
+		if !ok {
 			missing = append(missing, name)
+			continue
+		}
+		if _, dup := used[label]; dup {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(name)
+		b.WriteString(label)
 		b.WriteByte('=')
 		b.WriteString(QuoteLabelValue(v))
-		used[name] = v
+		used[label] = v
 	}
 	return b.String(), used, missing
 }
@@ -133,4 +184,61 @@ func sortedLabels(m map[string]string) string {
 		b.WriteString(strconv.Quote(m[k]))
 	}
 	return b.String()
+}
+
+// Placeholder stand-ins of the same length as the placeholders, so that the parser's positions
+// in a sample are positions in the template (see vllmnames.RewriteTemplate).
+const (
+	scopeStandIn  = `_s="1"`  // $scope
+	windowStandIn = `999999s` // $window
+)
+
+// sameLengthSample renders a split template twice: as written, and with every placeholder
+// replaced by a stand-in of the same length that parses.
+func sameLengthSample(segs []segment) (tmpl, sample string) {
+	var t, s strings.Builder
+	for _, sg := range segs {
+		switch sg.kind {
+		case segLiteral:
+			t.WriteString(sg.text)
+			s.WriteString(sg.text)
+		case segScope:
+			t.WriteString("$scope")
+			s.WriteString(scopeStandIn)
+		case segWindow:
+			t.WriteString("$window")
+			s.WriteString(windowStandIn)
+		case segParam:
+			t.WriteString("$" + sg.text)
+			s.WriteString(strings.Repeat("1", len(sg.text)+1))
+		}
+	}
+	return t.String(), s.String()
+}
+
+// withNaming returns p with every query's vLLM metrics renamed and router series excluded
+// (vllmnames), rewritten through the PromQL parser once, when the playbooks load. p itself is
+// not changed: a copy is returned whenever a query changes.
+func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
+	if n.Identity() {
+		return p, nil
+	}
+	cp := *p
+	cp.Queries = make([]*Query, len(p.Queries))
+	cp.byName = make(map[string]*Query, len(p.Queries))
+	var errs []error
+	for i, q := range p.Queries {
+		qc := *q
+		tmpl, sample := sameLengthSample(q.segs)
+		out, err := n.RewriteTemplate(tmpl, sample)
+		if err != nil {
+			errs = append(errs, &Error{Source: p.Source, Path: "queries." + q.Name, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
+		} else if out != tmpl {
+			qc.Expr = out
+			qc.segs = splitTemplate(out, p.Params)
+		}
+		cp.Queries[i] = &qc
+		cp.byName[qc.Name] = &qc
+	}
+	return &cp, errors.Join(errs...)
 }

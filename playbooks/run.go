@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -62,8 +63,10 @@ type EngineOptions struct {
 	// MaxConcurrent bounds queries in flight to Prometheus across all runs (default 16).
 	MaxConcurrent int
 	Observer      Observer
-	Logger        zerolog.Logger
-	Now           func() time.Time
+	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
+	PodScope PodScope
+	Logger   zerolog.Logger
+	Now      func() time.Time
 }
 
 // defaultMaxConcurrent is EngineOptions.MaxConcurrent's default.
@@ -128,8 +131,20 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		// Results at a fixed past time are cached apart from the "now" results of the same query.
 		evalAt, cacheSuffix = at, "\x00@"+at.UTC().Format(time.RFC3339Nano)
 	}
-	scope, used, missingScope := ScopeMatchers(p.Scope, labels)
+	scope, used, missingScope := e.opt.PodScope.Matchers(p.Scope, labels)
 	d := &Diagnosis{Playbook: p.Name, Scope: used, EvaluatedAt: evalAt}
+	if slices.Contains(p.Scope, "pod") {
+		if lbl, v, ok := e.opt.PodScope.Resolve(labels); ok && used[lbl] == v {
+			d.PodLabel = lbl
+			if lbl != "pod" {
+				why := "vllm.pod_label"
+				if lbl != e.opt.PodScope.label() {
+					why = "the alert has no " + e.opt.PodScope.label() + " label"
+				}
+				d.Notes = append(d.Notes, fmt.Sprintf("pod selected by the %s label (%s=%q; %s)", lbl, lbl, v, why))
+			}
+		}
+	}
 	if len(missingScope) > 0 && len(p.Scope) > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("scope labels missing from the alert: %s; the evidence covers every value of them",
 			strings.Join(missingScope, ", ")))

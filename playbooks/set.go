@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 //go:embed builtin/*.yaml
@@ -37,6 +39,9 @@ type SetOptions struct {
 	Params map[string]map[string]float64
 	// Triage names the on-demand playbook (default "triage").
 	Triage string
+	// Naming renames the vLLM metrics of every query (vllm.metric_prefix) and excludes router
+	// series (vllm.router_label); nil is vllmnames.Default().
+	Naming *vllmnames.Naming
 }
 
 // NewSet combines built-in and user playbooks. A user playbook with a built-in's name replaces
@@ -82,6 +87,18 @@ func NewSet(builtin, user []*Playbook, o SetOptions) (*Set, error) {
 			cp.Params[k] = o.Params[name][k]
 		}
 		s.byName[name] = &cp
+	}
+	naming := vllmnames.Default()
+	if o.Naming != nil {
+		naming = *o.Naming
+	}
+	for _, name := range sortedKeys(s.byName) {
+		p, err := s.byName[name].withNaming(naming)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.byName[name] = p
 	}
 	if _, ok := s.byName[s.triage]; !ok {
 		errs = append(errs, fmt.Errorf("playbooks.triage: no playbook named %q", s.triage))

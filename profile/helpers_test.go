@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/sim"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -36,11 +37,12 @@ func (p *staticProm) Query(_ context.Context, q string, _ time.Time, _ ...v1.Opt
 	p.mu.Unlock()
 	var vec model.Vector
 	for _, m := range p.series {
-		if resolveQuery(string(m["pod"]), string(m["namespace"])) == q || resolveQuery(string(m["pod"]), "") == q {
+		if resolveQuery(vllmnames.Naming{}, "pod", string(m["pod"]), string(m["namespace"])) == q || resolveQuery(vllmnames.Naming{}, "pod", string(m["pod"]), "") == q {
 			vec = append(vec, &model.Sample{Metric: model.Metric{"namespace": m["namespace"], "instance": m["instance"]}, Value: 1})
 		}
 	}
-	if vec == nil && !strings.HasPrefix(q, "group by (namespace, instance) (vllm:num_requests_running{pod=") {
+	if vec == nil && !strings.HasPrefix(q, "group by (namespace, instance) (vllm:num_requests_running{pod=") &&
+		!strings.HasPrefix(q, "group by (namespace, instance) (vllm:num_requests_running{instance=") {
 		p.t.Errorf("unexpected query %q", q)
 	}
 	return vec, nil, nil, nil

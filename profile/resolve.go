@@ -13,6 +13,8 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 // Querier is the part of the Prometheus API the capture needs; v1.API implements it.
@@ -37,43 +39,65 @@ func podName(namespace, pod string) string {
 	return namespace + "/" + pod
 }
 
-// Kubernetes object names, plus upper case and underscores for pod labels outside Kubernetes.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$`)
+// Kubernetes object names, plus upper case and underscores for pod labels outside Kubernetes, and
+// host:port for a pod named by its instance (static scrape configs).
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._:-]{0,251}[A-Za-z0-9])?$`)
 
-// resolveQuery is the PromQL that finds a pod's scrape endpoint; values are quoted, never
-// concatenated raw.
-func resolveQuery(pod, namespace string) string {
-	sel := "pod=" + strconv.Quote(pod)
+// resolveQuery is the PromQL that finds a pod's scrape endpoint by the label that names pods;
+// values are quoted, never concatenated raw. Router series (vllm.router_label) are excluded: a
+// production-stack router is not an engine to profile.
+func resolveQuery(n vllmnames.Naming, podLabel, pod, namespace string) string {
+	sel := podLabel + "=" + strconv.Quote(pod)
 	if namespace != "" {
 		sel += ",namespace=" + strconv.Quote(namespace)
 	}
-	return "group by (namespace, instance) (vllm:num_requests_running{" + sel + "})"
+	return "group by (namespace, instance) (" + n.Selector("num_requests_running", sel) + ")"
 }
 
 // resolve finds the pod's vLLM endpoint from the instance label Prometheus attached to its
 // series, renders it through url_template and checks it against allowed_networks.
+//
+// Pods are looked up by vllm.pod_label (default pod); where no series has it, as under a static
+// scrape config with only job and instance, the name is looked up as an instance.
 func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, error) {
-	q := resolveQuery(pod, namespace)
-	val, _, _, err := s.prom.Query(ctx, q, time.Now())
-	if err != nil {
-		return target{}, fmt.Errorf("resolve pod %s with Prometheus: %w", podName(namespace, pod), err)
-	}
-	vec, ok := val.(model.Vector)
-	if !ok {
-		return target{}, fmt.Errorf("resolve pod %s: Prometheus returned %s, want a vector", podName(namespace, pod), val.Type())
-	}
 	type found struct{ ns, instance string }
 	var all []found
-	for _, smp := range vec {
-		f := found{string(smp.Metric["namespace"]), string(smp.Metric["instance"])}
-		if f.instance != "" && !slices.Contains(all, f) {
-			all = append(all, f)
+	labelsTried := []string{s.podLabel}
+	if s.podLabel != vllmnames.FallbackPodLabel {
+		labelsTried = append(labelsTried, vllmnames.FallbackPodLabel)
+	}
+	for _, lbl := range labelsTried {
+		q := resolveQuery(s.naming, lbl, pod, namespace)
+		val, _, _, err := s.prom.Query(ctx, q, time.Now())
+		if err != nil {
+			return target{}, fmt.Errorf("resolve pod %s with Prometheus: %w", podName(namespace, pod), err)
+		}
+		vec, ok := val.(model.Vector)
+		if !ok {
+			return target{}, fmt.Errorf("resolve pod %s: Prometheus returned %s, want a vector", podName(namespace, pod), val.Type())
+		}
+		for _, smp := range vec {
+			f := found{string(smp.Metric["namespace"]), string(smp.Metric["instance"])}
+			if f.instance != "" && !slices.Contains(all, f) {
+				all = append(all, f)
+			}
+		}
+		if len(all) > 0 {
+			break
 		}
 	}
 	switch {
 	case len(all) == 0:
-		return target{}, fmt.Errorf("%w: no vllm:num_requests_running series with pod=%q%s (is it scraped, with a pod label?)",
-			ErrUnknownPod, pod, map[bool]string{true: fmt.Sprintf(" namespace=%q", namespace)}[namespace != ""])
+		ns := ""
+		if namespace != "" {
+			ns = fmt.Sprintf(" namespace=%q", namespace)
+		}
+		also := ""
+		if len(labelsTried) > 1 {
+			also = fmt.Sprintf(", nor with %s=%q", labelsTried[1], pod)
+		}
+		return target{}, fmt.Errorf("%w: no %s series with %s=%q%s%s (is it scraped, with a %s label?)",
+			ErrUnknownPod, s.naming.Metric("num_requests_running"), s.podLabel, pod, ns, also, s.podLabel)
 	case len(all) > 1:
 		var names []string
 		for _, f := range all {
@@ -86,6 +110,7 @@ func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, e
 		return target{}, fmt.Errorf("%w: pod %s is ambiguous (%s): %s", ErrInvalidRequest, pod, hint, strings.Join(names, ", "))
 	}
 	t := target{Namespace: all[0].ns, Pod: pod, Instance: all[0].instance}
+	var err error
 	t.Endpoint, err = s.cfg.render(s.cfg.urlTmpl, t.Instance, t.Pod, t.Namespace)
 	if err != nil {
 		return target{}, fmt.Errorf("render profile.url_template for %s: %w", t.name(), err)

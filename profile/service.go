@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
@@ -88,6 +89,11 @@ type Deps struct {
 	Logger     zerolog.Logger
 	// Replica names this responder in records and holder names; empty: hostname-pid.
 	Replica string
+	// Naming is how vLLM's series are named (vllm.metric_prefix, vllm.router_label); the zero
+	// value is vLLM's own names without router exclusion.
+	Naming vllmnames.Naming
+	// PodLabel is the series label that names a pod (vllm.pod_label); empty: pod.
+	PodLabel string
 }
 
 // Service runs captures and the janitor.
@@ -99,6 +105,9 @@ type Service struct {
 	log     zerolog.Logger
 	replica string
 	client  *vllmClient
+	naming  vllmnames.Naming
+	// podLabel names pods in Prometheus (vllm.pod_label); instance is tried after it.
+	podLabel string
 	// grace is added to every record deadline before the janitor acts on it.
 	grace time.Duration
 
@@ -123,6 +132,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}
+	if d.PodLabel == "" {
+		d.PodLabel = vllmnames.DefaultPodLabel
+	}
 	if d.Replica == "" {
 		h, _ := os.Hostname()
 		d.Replica = h + "-" + strconv.Itoa(os.Getpid())
@@ -135,6 +147,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 		log:       d.Logger.With().Str("component", "profile").Logger(),
 		replica:   d.Replica,
 		client:    newVLLMClient(cfg.networks, cfg.BearerToken),
+		naming:    d.Naming,
+		podLabel:  d.PodLabel,
 		grace:     5 * time.Second,
 		active:    make(map[string]*capture),
 		janitored: make(map[string]bool),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
@@ -222,8 +223,14 @@ func TestRequestsThatCannotBeServedAreRefused(t *testing.T) {
 }
 
 func TestPodLabelValuesAreQuotedInPromQL(t *testing.T) {
-	got := resolveQuery(`a"b\c`, "n\ns")
+	got := resolveQuery(vllmnames.Naming{}, "pod", `a"b\c`, "n\ns")
 	want := `group by (namespace, instance) (vllm:num_requests_running{pod="a\"b\\c",namespace="n\ns"})`
+	if got != want {
+		t.Fatalf("query\n got %s\nwant %s", got, want)
+	}
+	// Renamed metrics, router series excluded, pods named by instance.
+	got = resolveQuery(vllmnames.Naming{Prefix: "kserve_vllm:", RouterLabel: "server"}, "instance", "10.0.0.5:8000", "")
+	want = `group by (namespace, instance) (kserve_vllm:num_requests_running{server="",instance="10.0.0.5:8000"})`
 	if got != want {
 		t.Fatalf("query\n got %s\nwant %s", got, want)
 	}

@@ -46,6 +46,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		st = "redis"
 	}
 	fmt.Fprintf(stdout, "  prometheus: %s\n  notifier:   %s\n  store:      %s\n  profiling:  %v\n", secret.URL(c.Prometheus.URL), notifier, st, c.Profile.Enabled)
+	router := "router series excluded (" + c.VLLM.RouterLabel + `="")`
+	if c.VLLM.RouterLabel == "" {
+		router = "router series not excluded (vllm.router_label is empty)"
+	}
+	fmt.Fprintf(stdout, "  vllm:       metric prefix %s; pods by label %s (else instance); %s\n", c.VLLM.MetricPrefix, c.VLLM.PodLabel, router)
 	fmt.Fprintf(stdout, "playbooks (%d, in matching order):\n", len(set.All()))
 	for _, p := range set.All() {
 		origin := p.Source

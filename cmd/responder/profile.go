@@ -54,7 +54,7 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer st.Close()
-	svc, err := profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Logger: log.Level(zerolog.WarnLevel)})
+	svc, err := profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Logger: log.Level(zerolog.WarnLevel), Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -62,7 +62,8 @@ func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error
 			p.Window = w
 		}
 	}
-	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Triage: c.Playbooks.Triage})
+	naming := c.VLLM.Naming()
+	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Triage: c.Playbooks.Triage, Naming: &naming})
 }
 
 // newPrometheusAPI returns the v1 API client for the configured Prometheus.
@@ -85,6 +86,7 @@ func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog
 		CacheTTL:      time.Duration(c.Prometheus.CacheTTL),
 		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
 		Observer:      obs,
+		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},
 		Logger:        log,
 	})
 }

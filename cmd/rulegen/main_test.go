@@ -54,7 +54,7 @@ func TestOverridesReachTheRulesAndWarn(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	if !strings.Contains(stdout, "avg_over_time(vllm:num_requests_waiting[15s])) > 5\n") {
+	if !strings.Contains(stdout, "avg_over_time(vllm:num_requests_waiting{server=\"\"}[15s])) > 5\n") {
 		t.Fatalf("queue threshold override missing:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "rulegen: warning: alerts.ttft.threshold 30 s is above") {
@@ -79,7 +79,7 @@ func TestCheckReportsStaleFiles(t *testing.T) {
 
 func TestListProfiles(t *testing.T) {
 	code, stdout, _ := runCmd(t, "-list")
-	if code != 0 || stdout != "fast\nproduction\nsim\n" {
+	if code != 0 || stdout != "fast\nkserve\nproduction\nsim\nstatic\n" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 }
@@ -91,7 +91,7 @@ func TestBadInvocations(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown profile", []string{"-profile", "nope"}, 1, `rulegen: profiles.yaml: unknown profile "nope" (have fast, production, sim)`},
+		{"unknown profile", []string{"-profile", "nope"}, 1, `rulegen: profiles.yaml: unknown profile "nope" (have fast, kserve, production, sim, static)`},
 		{"unknown key", []string{"-set", "alerts.foo.threshold=1"}, 1, `rulegen: override "alerts.foo.threshold=1": unknown key "alerts.foo"`},
 		{"stray argument", []string{"fast"}, 2, `rulegen: unexpected argument "fast"`},
 		{"both -o and -check", []string{"-o", "a", "-check", "b"}, 2, "rulegen: -o and -check are exclusive"},

@@ -8,6 +8,7 @@ package prometheus
 
 //go:generate go run ../../cmd/rulegen -profile production -o vllm-alerts.rules.yml
 //go:generate go run ../../cmd/rulegen -profile fast -o vllm-alerts.fast.rules.yml
+//go:generate go run ../../cmd/rulegen -profile kserve -o vllm-alerts.kserve.rules.yml
 
 import (
 	"bytes"
@@ -28,6 +29,7 @@ import (
 const (
 	ProductionFile = "vllm-alerts.rules.yml"
 	FastFile       = "vllm-alerts.fast.rules.yml"
+	KServeFile     = "vllm-alerts.kserve.rules.yml"
 )
 
 // AlertNames are the built-in alerts, in the order the rules file defines them.
@@ -68,6 +70,13 @@ type Profile struct {
 	RateWindow   string `yaml:"rate_window"`
 	GaugeWindow  string `yaml:"gauge_window"`
 	EvalInterval string `yaml:"eval_interval"`
+	// MetricPrefix replaces vLLM's "vllm:" in every metric name (kserve_vllm: on KServe and
+	// OpenShift AI); RouterLabel is the label only router series carry (excluded: server="");
+	// PodLabel is the label that names a pod, which the rules group by (instance for static
+	// scrape configs without pod).
+	MetricPrefix string `yaml:"metric_prefix"`
+	RouterLabel  string `yaml:"router_label"`
+	PodLabel     string `yaml:"pod_label"`
 	Alerts       struct {
 		TTFT    Alert      `yaml:"ttft"`
 		ITL     Alert      `yaml:"itl"`
@@ -200,8 +209,9 @@ func set(m map[string]any, kv string) error {
 }
 
 var (
-	durationRE = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
-	severityRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	durationRE  = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	severityRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
 // Validate checks every parameter, naming the offending key.
@@ -221,6 +231,12 @@ func (p Profile) Validate() error {
 	dur("rate_window", p.RateWindow, false)
 	dur("gauge_window", p.GaugeWindow, false)
 	dur("eval_interval", p.EvalInterval, true)
+	if err := p.naming().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if !labelNameRE.MatchString(p.PodLabel) {
+		errs = append(errs, fmt.Errorf("pod_label: %q is not a valid label name", p.PodLabel))
+	}
 	alert := func(key string, a Alert, maxThreshold float64) {
 		if !(a.Threshold > 0) || (maxThreshold > 0 && a.Threshold > maxThreshold) {
 			limit := ""
@@ -288,6 +304,12 @@ func Render(p Profile) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendered rules (profile %q): %w", p.Name, err)
 	}
+	adapted, err := p.adapt(buf.Bytes(), rf)
+	if err != nil {
+		return nil, fmt.Errorf("rendered rules (profile %q): %w", p.Name, err)
+	}
+	buf.Reset()
+	buf.Write(adapted)
 	var got []string
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-var committed = map[string]string{"production": ProductionFile, "fast": FastFile}
+var committed = map[string]string{"production": ProductionFile, "fast": FastFile, "kserve": KServeFile}
 
 func TestCommittedRulesFilesAreUpToDate(t *testing.T) {
 	for profile, file := range committed {
@@ -126,7 +126,7 @@ func TestLoadProfileErrorsNameTheKey(t *testing.T) {
 		overrides []string
 		want      string
 	}{
-		{"unknown profile", "staging", nil, `profiles.yaml: unknown profile "staging" (have fast, production, sim)`},
+		{"unknown profile", "staging", nil, `profiles.yaml: unknown profile "staging" (have fast, kserve, production, sim, static)`},
 		{"override without =", "production", []string{"rate_window"}, `override "rate_window": want key=value, e.g. alerts.ttft.threshold=2.5`},
 		{"unknown override key", "production", []string{"alerts.ttft.treshold=3"}, `override "alerts.ttft.treshold=3": unknown key "alerts.ttft.treshold"`},
 		{"override of a section", "production", []string{"alerts.ttft=3"}, `override "alerts.ttft=3": key "alerts.ttft" is a section, not a value`},
@@ -155,6 +155,9 @@ func TestLoadProfileErrorsNameTheKey(t *testing.T) {
 // promtool is required, not optional: CI installs it (Debian package prometheus).
 func promtool(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("PROMTOOL_BIN"); p != "" { // PROMETHEUS3=1 make test: promtool of Prometheus 3
+		return p
+	}
 	path, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool not found on PATH (%v): install it (apt-get install prometheus) to check the alert rules", err)

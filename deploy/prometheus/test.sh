@@ -18,6 +18,7 @@ step() { printf '\n== %s\n' "$*"; }
 step "committed rules are up to date with vllm-alerts.rules.yml.tmpl + profiles.yaml"
 go run ./cmd/rulegen -profile production -check deploy/prometheus/vllm-alerts.rules.yml
 go run ./cmd/rulegen -profile fast -check deploy/prometheus/vllm-alerts.fast.rules.yml
+go run ./cmd/rulegen -profile kserve -check deploy/prometheus/vllm-alerts.kserve.rules.yml
 echo ok
 
 step "the fast variant renders from scratch"
@@ -25,7 +26,7 @@ go run ./cmd/rulegen -profile fast -o "$tmp/fast.rules.yml"
 go run ./cmd/rulegen -profile sim -o "$tmp/sim.rules.yml"
 
 step "promtool check rules"
-promtool check rules deploy/prometheus/vllm-alerts.rules.yml deploy/prometheus/vllm-alerts.fast.rules.yml "$tmp/fast.rules.yml" "$tmp/sim.rules.yml"
+promtool check rules deploy/prometheus/vllm-alerts.rules.yml deploy/prometheus/vllm-alerts.fast.rules.yml deploy/prometheus/vllm-alerts.kserve.rules.yml "$tmp/fast.rules.yml" "$tmp/sim.rules.yml"
 
 step "promtool test rules (production)"
 promtool test rules deploy/prometheus/tests/*.yml

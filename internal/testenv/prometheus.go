@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"fmt"
+	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 type Target struct {
 	Addr   string
 	Labels map[string]string
+	// Job is the scrape job (default vllm); targets of one job share its relabelling.
+	Job string
 }
 
 // PromOptions configures a test Prometheus.
@@ -28,6 +32,25 @@ type PromOptions struct {
 	EvaluationInterval time.Duration
 	// Alertmanagers receive the alerts (host:port).
 	Alertmanagers []string
+	// MetricRelabelConfigs is the YAML list of metric_relabel_configs of the vllm job (KServe's
+	// PodMonitor renames vllm:* to kserve_vllm:* this way), indented for the job.
+	MetricRelabelConfigs string
+	// WebConfig is the content of Prometheus' --web.config.file (tls_server_config,
+	// basic_auth_users). With tls_server_config the URL is https. Client, then required, is what
+	// the readiness check uses (it must trust the certificate and send the credentials).
+	WebConfig string
+	Client    *http.Client
+}
+
+// Binaries: PROMETHEUS_BIN and PROMTOOL_BIN, when set, name the Prometheus under test (the
+// opt-in PROMETHEUS3=1 make test points them at a Prometheus 3 built from its Go module);
+// otherwise Debian's on PATH.
+func promBinary(t testing.TB, env, name string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	return Binary(t, name)
 }
 
 // PromServer is a real Prometheus started for a test.
@@ -40,11 +63,11 @@ type PromServer struct {
 // Prometheus starts a real Prometheus on a loopback port and waits until it is ready.
 func Prometheus(t testing.TB, o PromOptions) *PromServer {
 	t.Helper()
-	bin := Binary(t, "prometheus")
+	bin := promBinary(t, "PROMETHEUS_BIN", "prometheus")
 	dir := t.TempDir()
 	data := dir + "/data"
 	if o.OpenMetrics != "" {
-		promtool := Binary(t, "promtool")
+		promtool := promBinary(t, "PROMTOOL_BIN", "promtool")
 		src := writeFile(t, dir, "backfill.om", o.OpenMetrics)
 		mustRun(t, promtool, "tsdb", "create-blocks-from", "openmetrics", src, data)
 	}
@@ -69,13 +92,31 @@ func Prometheus(t testing.TB, o PromOptions) *PromServer {
 		}
 	}
 	if len(o.ScrapeTargets) > 0 {
-		cfg.WriteString("scrape_configs:\n  - job_name: vllm\n    static_configs:\n")
+		cfg.WriteString("scrape_configs:\n")
+		var jobs []string
+		byJob := map[string][]Target{}
 		for _, tg := range o.ScrapeTargets {
-			fmt.Fprintf(&cfg, "      - targets: [%q]\n", tg.Addr)
-			if len(tg.Labels) > 0 {
-				cfg.WriteString("        labels:\n")
-				for k, v := range tg.Labels {
-					fmt.Fprintf(&cfg, "          %s: %q\n", k, v)
+			if tg.Job == "" {
+				tg.Job = "vllm"
+			}
+			if _, ok := byJob[tg.Job]; !ok {
+				jobs = append(jobs, tg.Job)
+			}
+			byJob[tg.Job] = append(byJob[tg.Job], tg)
+		}
+		for _, job := range jobs {
+			fmt.Fprintf(&cfg, "  - job_name: %q\n", job)
+			if job == "vllm" && o.MetricRelabelConfigs != "" {
+				cfg.WriteString("    metric_relabel_configs:\n" + o.MetricRelabelConfigs + "\n")
+			}
+			cfg.WriteString("    static_configs:\n")
+			for _, tg := range byJob[job] {
+				fmt.Fprintf(&cfg, "      - targets: [%q]\n", tg.Addr)
+				if len(tg.Labels) > 0 {
+					cfg.WriteString("        labels:\n")
+					for k, v := range tg.Labels {
+						fmt.Fprintf(&cfg, "          %s: %q\n", k, v)
+					}
 				}
 			}
 		}
@@ -83,15 +124,26 @@ func Prometheus(t testing.TB, o PromOptions) *PromServer {
 	cfgPath := writeFile(t, dir, "prometheus.yml", cfg.String())
 	port := FreePort(t)
 	p := &PromServer{URL: "http://" + addr(port), Dir: dir}
-	p.Proc = Start(t, "prometheus", bin,
-		"--config.file="+cfgPath,
+	args := []string{"--config.file=" + cfgPath}
+	ready := httpOK
+	if o.WebConfig != "" {
+		args = append(args, "--web.config.file="+writeFile(t, dir, "web.yml", o.WebConfig))
+		if strings.Contains(o.WebConfig, "tls_server_config") {
+			p.URL = "https://" + addr(port)
+		}
+		if o.Client == nil {
+			t.Fatal("testenv.Prometheus: WebConfig needs a Client for the readiness check")
+		}
+		ready = func(u string) bool { return clientOK(o.Client, u) }
+	}
+	p.Proc = Start(t, "prometheus", bin, append(args,
 		"--storage.tsdb.path="+data,
 		"--storage.tsdb.retention.time=30d",
 		"--web.listen-address="+addr(port),
 		"--web.enable-lifecycle",
 		"--query.lookback-delta=5m",
-	)
-	WaitFor(t, 60*time.Second, "prometheus to be ready", func() bool { return httpOK(p.URL + "/-/ready") })
+	)...)
+	WaitFor(t, 60*time.Second, "prometheus to be ready", func() bool { return ready(p.URL + "/-/ready") })
 	return p
 }
 

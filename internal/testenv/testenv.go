@@ -155,11 +155,13 @@ func tail(s string, n int) string {
 }
 
 // httpOK reports whether GET url answers 200.
-func httpOK(url string) bool {
+func httpOK(url string) bool { return clientOK(http.DefaultClient, url) }
+
+func clientOK(c *http.Client, url string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return false
 	}

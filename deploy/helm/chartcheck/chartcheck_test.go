@@ -528,11 +528,12 @@ func TestUserPlaybooksInTheChartParse(t *testing.T) {
 // TestCopiesInTheChartAreUpToDate: .Files.Get cannot reach outside the chart, so the rules and
 // the dashboard are copied into files/. Refresh with:
 //
-//	cp deploy/prometheus/vllm-alerts.rules.yml deploy/grafana/vllm-responder-dashboard.json deploy/helm/vllm-responder/files/
+//	cp deploy/prometheus/vllm-alerts.rules.yml deploy/prometheus/vllm-alerts.kserve.rules.yml deploy/grafana/vllm-responder-dashboard.json deploy/helm/vllm-responder/files/
 func TestCopiesInTheChartAreUpToDate(t *testing.T) {
 	for src, dst := range map[string]string{
-		repoRoot + "/deploy/prometheus/vllm-alerts.rules.yml":      chartDir + "/files/vllm-alerts.rules.yml",
-		repoRoot + "/deploy/grafana/vllm-responder-dashboard.json": chartDir + "/files/vllm-responder-dashboard.json",
+		repoRoot + "/deploy/prometheus/vllm-alerts.rules.yml":        chartDir + "/files/vllm-alerts.rules.yml",
+		repoRoot + "/deploy/prometheus/vllm-alerts.kserve.rules.yml": chartDir + "/files/vllm-alerts.kserve.rules.yml",
+		repoRoot + "/deploy/grafana/vllm-responder-dashboard.json":   chartDir + "/files/vllm-responder-dashboard.json",
 	} {
 		a, err := os.ReadFile(src)
 		if err != nil {

@@ -162,12 +162,16 @@ func TestOtherMisconfigurationsFailToRender(t *testing.T) {
 		{"config.slack.socket_mode=true", "secrets.slackAppToken.existingSecret"},
 		{"playbooks.existingConfigMap=mine", "playbooks.existingConfigMapFiles"},
 		{"secrets.slackBotToken.key=", "secrets.slackBotToken.key: required"},
+		{"config.vllm.metric_prefix=other:", `ships rules for config.vllm.metric_prefix vllm: and kserve_vllm:, not "other:"`},
 	} {
 		vals := map[string]any{}
 		for _, s := range []string{"replicaCount=1", c.set} {
 			if err := strvals.ParseInto(s, vals); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if strings.HasPrefix(c.set, "config.vllm.metric_prefix") {
+			_ = strvals.ParseInto("prometheusRule.enabled=true", vals)
 		}
 		if strings.HasPrefix(c.set, "secrets.slackBotToken.key") {
 			_ = strvals.ParseInto("secrets.slackBotToken.existingSecret=s", vals)
@@ -195,5 +199,40 @@ func TestEveryCIValuesFileIsRendered(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(chartDir, "values.yaml")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPrometheusRuleFollowsTheMetricPrefix: with config.vllm.metric_prefix kserve_vllm: the
+// PrometheusRule queries KServe's names, and the default vLLM's own.
+func TestPrometheusRuleFollowsTheMetricPrefix(t *testing.T) {
+	for prefix, want := range map[string]string{"": "(vllm:num_requests_waiting{", "kserve_vllm:": "(kserve_vllm:num_requests_waiting{"} {
+		vals := map[string]any{}
+		sets := []string{"replicaCount=1", "prometheusRule.enabled=true"}
+		if prefix != "" {
+			sets = append(sets, "config.vllm.metric_prefix="+prefix)
+		}
+		for _, s := range sets {
+			if err := strvals.ParseInto(s, vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := renderChart(t, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(out, "kind: PrometheusRule")
+		if i < 0 {
+			t.Fatalf("prefix %q: no PrometheusRule rendered", prefix)
+		}
+		rule := out[i:]
+		if j := strings.Index(rule, "\n---"); j >= 0 {
+			rule = rule[:j]
+		}
+		if !strings.Contains(rule, want) {
+			t.Errorf("prefix %q: the PrometheusRule does not query %s", prefix, want)
+		}
+		if prefix != "" && strings.Contains(rule, "(vllm:") {
+			t.Errorf("prefix %q: the PrometheusRule still queries vllm: names", prefix)
+		}
 	}
 }

@@ -1,0 +1,116 @@
+package playbooks
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+)
+
+// TestBuiltinQueriesUnderKServeNames: with vllm.metric_prefix kserve_vllm:, every selector of
+// every built-in query names a kserve_vllm: metric and excludes router series, the query still
+// parses once expanded, and a hostile label value stays inside its string.
+func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
+	builtin, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := vllmnames.Naming{Prefix: "kserve_vllm:", RouterLabel: "server"}
+	set, err := NewSet(builtin, nil, SetOptions{Naming: &n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := map[string]string{"model_name": `"} or vector(1) #`, "pod": "vllm-0", "namespace": "llm"}
+	selectors := 0
+	for _, p := range set.All() {
+		for _, q := range p.Queries {
+			for _, lbls := range []map[string]string{hostile, {}} {
+				e := p.Expand(q, lbls)
+				expr, err := parser.NewParser(parser.Options{}).ParseExpr(e)
+				if err != nil {
+					t.Fatalf("%s/%s: %v\n%s", p.Name, q.Name, err, e)
+				}
+				parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+					vs, ok := node.(*parser.VectorSelector)
+					if !ok {
+						return nil
+					}
+					selectors++
+					if !strings.HasPrefix(vs.Name, "kserve_vllm:") {
+						t.Errorf("%s/%s: selector %s not renamed", p.Name, q.Name, vs)
+					}
+					var router, model bool
+					for _, m := range vs.LabelMatchers {
+						switch {
+						case m.Name == "server" && m.Type == labels.MatchEqual && m.Value == "":
+							router = true
+						case m.Name == "model_name":
+							model = m.Value == hostile["model_name"]
+						}
+					}
+					if !router {
+						t.Errorf("%s/%s: selector %s does not exclude router series", p.Name, q.Name, vs)
+					}
+					if len(lbls) > 0 && !model {
+						t.Errorf("%s/%s: selector %s lost the scope's model_name", p.Name, q.Name, vs)
+					}
+					return nil
+				})
+			}
+		}
+		// The playbook as loaded is not changed by the rename: a copy carries it.
+		if orig, _ := Builtin(); len(orig) > 0 && strings.Contains(orig[0].Queries[0].Expr, "kserve_vllm:") {
+			t.Fatal("the rename changed the loaded playbook in place")
+		}
+	}
+	if selectors == 0 {
+		t.Fatal("no selectors seen")
+	}
+}
+
+// TestUserPlaybookRenameError: a user query the rename cannot place fails when it loads, with
+// its place.
+func TestUserPlaybookRenameError(t *testing.T) {
+	src := "name: mine\nmatch: {alertname: X}\nqueries: {w: \"count({__name__=~'vllm:.*'})\"}\nverdicts: [{id: healthy, when: 'true', title: ok}]\n"
+	p, err := Parse("mine.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := vllmnames.Naming{Prefix: "kserve_vllm:"}
+	builtin, _ := Builtin()
+	_, err = NewSet(builtin, []*Playbook{p}, SetOptions{Naming: &n})
+	if err == nil || !strings.Contains(err.Error(), "mine.yaml: queries.w: vllm.metric_prefix: cannot rename") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPodScopeFallsBackToInstance(t *testing.T) {
+	scope := []string{"namespace", "pod", "model_name"}
+	cases := []struct {
+		name   string
+		ps     PodScope
+		labels map[string]string
+		want   string
+	}{
+		{"a pod label is used as it is", PodScope{}, map[string]string{"pod": "p", "instance": "i:1", "model_name": "m"}, `pod="p",model_name="m"`},
+		{"no pod label: the instance stands in", PodScope{}, map[string]string{"instance": "10.0.0.1:8000", "model_name": "m"}, `instance="10.0.0.1:8000",model_name="m"`},
+		{"pod_label instance: the pod a person names is an instance", PodScope{Label: "instance"}, map[string]string{"pod": "10.0.0.1:8000"}, `instance="10.0.0.1:8000"`},
+		{"a custom pod label is read from the alert", PodScope{Label: "kubernetes_pod_name"}, map[string]string{"kubernetes_pod_name": "p", "pod": "q"}, `kubernetes_pod_name="p"`},
+		{"nothing names a pod: missing", PodScope{}, map[string]string{"model_name": "m"}, `model_name="m"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, _, _ := c.ps.Matchers(scope, c.labels)
+			if got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+	// A scope that names instance itself does not get it twice.
+	if got, _, missing := (PodScope{}).Matchers([]string{"pod", "instance"}, map[string]string{"instance": "i"}); got != `instance="i"` || len(missing) != 1 {
+		t.Errorf("got %s, missing %v", got, missing)
+	}
+}
