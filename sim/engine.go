@@ -101,6 +101,7 @@ type Engine struct {
 	preemptions int64
 	dropped     int64 // synthetic arrivals dropped by the MaxWaiting cap
 	onStep      func(StepRecord)
+	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
 	wake        chan struct{}
 }
 
@@ -543,6 +544,7 @@ func (e *Engine) finish(r *request, reason string, at time.Time) {
 	if r.done != nil {
 		r.done <- Result{FinishReason: reason, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: at}
 	}
+	e.observeFinish(r, reason, at)
 	if reason == reasonAbort && e.cfg.AbortCaveat {
 		return // recent vLLM: client-disconnect aborts never reach the finished-request stats
 	}
