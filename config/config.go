@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // Config is the whole configuration file.
@@ -35,6 +36,8 @@ type Config struct {
 	Playbooks    PlaybooksConfig    `yaml:"playbooks"`
 	Dispatch     DispatchConfig     `yaml:"dispatch"`
 	Profile      profile.Config     `yaml:"profile"`
+	// Traces finds the slowest requests of every diagnosis in Jaeger (off when its url is empty).
+	Traces traces.Config `yaml:"traces"`
 }
 
 // LogConfig sets the log level and format.
@@ -146,6 +149,7 @@ func Default() *Config {
 	}
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
+	c.Traces.SetDefaults()
 	return c
 }
 
@@ -368,6 +372,14 @@ func (c *Config) Validate() error {
 			add("profile.%s", line)
 		}
 	}
+	if err := c.Traces.Validate(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			add("traces.%s", line)
+		}
+	}
+	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
+		add("traces.timeout: must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", c.Dispatch.RunTimeout)
+	}
 	return errors.Join(errs...)
 }
 
@@ -392,6 +404,8 @@ func (c *Config) Redacted() string {
 	// Plain URL fields may still carry a password (http://user:pw@host): redact it too.
 	cp.Prometheus.URL = secret.URL(cp.Prometheus.URL).String()
 	cp.Alertmanager.URL = secret.URL(cp.Alertmanager.URL).String()
+	cp.Traces.URL = secret.URL(cp.Traces.URL).String()
+	cp.Traces.UIURL = secret.URL(cp.Traces.UIURL).String()
 	b, err := yaml.Marshal(&cp)
 	if err != nil {
 		return fmt.Sprintf("(cannot render config: %v)", err)

@@ -2,6 +2,8 @@ package playbooks
 
 import (
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // Verdict ids are the machine-readable outcome of a diagnosis. They are a contract: other tools and
@@ -38,6 +40,9 @@ type Diagnosis struct {
 	Scope        map[string]string `json:"scope"`
 	OfferProfile bool              `json:"offer_profile,omitempty"`
 	Charts       []ChartSpec       `json:"charts,omitempty"`
+	// SlowestRequests is what the traces show (nil when traces are not configured): the slowest
+	// traced requests of the scope in the window, or why they could not be read.
+	SlowestRequests *traces.Report `json:"slowest_requests,omitempty"`
 	// Error is set when the evidence could not be gathered at all (Prometheus unreachable):
 	// the diagnosis is then degraded and says so.
 	Error       string        `json:"error,omitempty"`
