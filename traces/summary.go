@@ -162,7 +162,7 @@ func formatDuration(d time.Duration) string {
 	case d >= 10*time.Second:
 		return fmt.Sprintf("%.0fs", d.Seconds())
 	case d >= time.Second:
-		return fmt.Sprintf("%.1fs", d.Seconds())
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", d.Seconds()), ".0") + "s"
 	default:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}

@@ -2,7 +2,6 @@ package traces
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 )
@@ -58,7 +57,7 @@ func TestSummarize(t *testing.T) {
 		{"a deep queue is named as where the time went", 5, queued,
 			"The 5 slowest requests (25s-29s) spent 92% of their time queued (decode 7%, prefill 0%); prompts 300, outputs 150 tokens."},
 		{"long prompts among short ones are named with their size", 3, longPrompts,
-			"The 3 slowest requests (6.0s-8.0s) spent 71% of their time in prefill (decode 29%, queue 0%); they all had prompts over 21k tokens, against a median of 320 in the other 10 traced requests."},
+			"The 3 slowest requests (6s-8s) spent 71% of their time in prefill (decode 29%, queue 0%); they all had prompts over 21k tokens, against a median of 320 in the other 10 traced requests."},
 		{"long outputs among short ones are named with their length", 3, longOutputs,
 			"The 3 slowest requests (20s-22s) spent 100% of their time decoding (prefill 0%, queue 0%); they all generated over 1.2k tokens, against a median of 100 in the other 10 traced requests."},
 		{"prompts like every other request's are given as a range, not as the cause", 2, similar,
@@ -93,7 +92,7 @@ func TestLineAndHeading(t *testing.T) {
 	}
 	rep := &Report{Service: "vllm-m", Operation: Operation, MinDuration: time.Second, Searched: 500, Capped: true,
 		Tags: map[string]string{"k8s.pod.name": "p-0"}}
-	if got, want := rep.Heading(), `Jaeger service "vllm-m", llm_request over 1.0s, k8s.pod.name="p-0", 500 traced in the window (the most recent; more exist)`; !strings.EqualFold(got, want) {
+	if got, want := rep.Heading(), `Jaeger service "vllm-m", llm_request over 1s, k8s.pod.name="p-0", 500 traced in the window (the most recent; more exist)`; got != want {
 		t.Errorf("Heading() = %q, want %q", got, want)
 	}
 }
