@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // Config is the whole configuration file.
@@ -37,6 +38,8 @@ type Config struct {
 	Dispatch     DispatchConfig     `yaml:"dispatch"`
 	Profile      profile.Config     `yaml:"profile"`
 	VLLM         VLLMConfig         `yaml:"vllm"`
+	// Traces finds the slowest requests of every diagnosis in Jaeger (off when its url is empty).
+	Traces traces.Config `yaml:"traces"`
 }
 
 // VLLMConfig says how vLLM's series are named and labelled in Prometheus.
@@ -167,6 +170,7 @@ func Default() *Config {
 	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel}
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
+	c.Traces.SetDefaults()
 	return c
 }
 
@@ -426,6 +430,14 @@ func (c *Config) Validate() error {
 			add("profile.%s", line)
 		}
 	}
+	if err := c.Traces.Validate(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			add("traces.%s", line)
+		}
+	}
+	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
+		add("traces.timeout: must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", c.Dispatch.RunTimeout)
+	}
 	return errors.Join(errs...)
 }
 
@@ -450,6 +462,8 @@ func (c *Config) Redacted() string {
 	// Plain URL fields may still carry a password (http://user:pw@host): redact it too.
 	cp.Prometheus.URL = secret.URL(cp.Prometheus.URL).String()
 	cp.Alertmanager.URL = secret.URL(cp.Alertmanager.URL).String()
+	cp.Traces.URL = secret.URL(cp.Traces.URL).String()
+	cp.Traces.UIURL = secret.URL(cp.Traces.UIURL).String()
 	b, err := yaml.Marshal(&cp)
 	if err != nil {
 		return fmt.Sprintf("(cannot render config: %v)", err)

@@ -2,6 +2,8 @@ package playbooks
 
 import (
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // Verdict ids are the machine-readable outcome of a diagnosis. They are a contract: other tools and
@@ -47,6 +49,9 @@ type Diagnosis struct {
 	Charts       []ChartSpec `json:"charts,omitempty"`
 	// Fleet compares the pod with its siblings (same model and namespace), pod by pod.
 	Fleet *FleetView `json:"fleet,omitempty"`
+	// SlowestRequests is what the traces show (nil when traces are not configured): the slowest
+	// traced requests of the scope in the window, or why they could not be read.
+	SlowestRequests *traces.Report `json:"slowest_requests,omitempty"`
 	// Error is set when the evidence could not be gathered at all (Prometheus unreachable):
 	// the diagnosis is then degraded and says so.
 	Error       string        `json:"error,omitempty"`

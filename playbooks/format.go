@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // NA is how a missing value renders.
@@ -151,10 +153,10 @@ func toPtr(v any) *float64 {
 }
 
 // templateData is what templates see: every query value (nil when missing), every param, the
-// scope labels under .labels, .window, the fleet values (waiting_this, ...) and the sibling
+// scope labels under .labels, .window, the fleet values (waiting_this, ...), the sibling
 // comparison under .fleet (.fleet.pod, .fleet.scope, .fleet.pods, .fleet.affected,
-// .fleet.affected_pods).
-func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView) map[string]any {
+// .fleet.affected_pods) and what the traces show under .traces (see traceData).
+func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView, tr *traces.Report) map[string]any {
 	d := make(map[string]any, len(p.Queries)+len(p.Params)+3)
 	for _, q := range p.Queries {
 		if v, ok := values[q.Name]; ok && v != nil {
@@ -183,5 +185,27 @@ func templateData(p *Playbook, values map[string]*float64, labels map[string]str
 	}
 	d["labels"] = ls
 	d["window"] = fmt.Sprint(p.Window)
+	d["traces"] = traceData(tr)
+	return d
+}
+
+// traceData is .traces in templates: .traces.summary is the one line that locates the problem
+// in the slowest traced requests ("" when traces are off, failed or found none), .traces.count
+// how many are listed, .traces.service the service searched, and .traces.queue_share,
+// .traces.prefill_share, .traces.decode_share where their time went (nil without requests).
+func traceData(tr *traces.Report) map[string]any {
+	d := map[string]any{"summary": "", "count": 0, "service": "",
+		"queue_share": (*float64)(nil), "prefill_share": (*float64)(nil), "decode_share": (*float64)(nil)}
+	if tr == nil {
+		return d
+	}
+	d["service"] = tr.Service
+	d["count"] = len(tr.Requests)
+	if len(tr.Requests) > 0 {
+		d["summary"] = tr.Summary
+	}
+	if q, p, dec, ok := tr.Shares(); ok {
+		d["queue_share"], d["prefill_share"], d["decode_share"] = &q, &p, &dec
+	}
 	return d
 }

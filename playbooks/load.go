@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 var (
@@ -29,7 +31,7 @@ var (
 	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
 	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
 	// reserved names cannot be used for queries or params: they are placeholders or template data.
-	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "nil", "true", "false"}
+	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "traces", "nil", "true", "false"}
 )
 
 // parser for validating expanded queries at load time.
@@ -370,6 +372,10 @@ func firstLine(s string) string {
 	return s
 }
 
+// sampleTraces is the trace report templates are tried with at load time.
+var sampleTraces = &traces.Report{Service: "vllm-m", Summary: "The slowest request (2.0s) spent 50% of its time queued.",
+	Requests: []traces.Request{{TraceID: "1", Duration: 2 * time.Second, Queue: time.Second, Prefill: time.Second / 2, Decode: time.Second / 2}}}
+
 // compileTemplate parses a summary/title/action template and executes it once against sample
 // data, so that an unknown name fails at load time rather than during an incident.
 func compileTemplate(src string, p *Playbook) (*template.Template, error) {
@@ -377,7 +383,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "template: :"))
 	}
-	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1})
+	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces)
 	for _, q := range p.Queries {
 		v := 1.0
 		sample[q.Name] = &v
@@ -390,7 +396,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 		return nil, fmt.Errorf("%s", templateErr(err))
 	}
 	// Also with every value missing: templates must render "n/a", not fail.
-	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil)); err != nil {
+	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil, nil)); err != nil {
 		return nil, fmt.Errorf("fails when values are missing: %s", templateErr(err))
 	}
 	return t, nil

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // Querier runs one instant query. *PrometheusQuerier adapts the Prometheus v1 API; tests and
@@ -65,8 +67,18 @@ type EngineOptions struct {
 	Observer      Observer
 	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
 	PodScope PodScope
-	Logger   zerolog.Logger
-	Now      func() time.Time
+	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
+	Traces TraceFinder
+	Logger zerolog.Logger
+	Now    func() time.Time
+}
+
+// TraceFinder finds the slowest traced requests of an alert's scope (*traces.Client). Slowest
+// always returns a report; its Error says why it holds no requests when the lookup failed.
+type TraceFinder interface {
+	Slowest(ctx context.Context, labels map[string]string, start, end time.Time) (*traces.Report, error)
+	// Timeout is the lookup's own deadline, within the run's.
+	Timeout() time.Duration
 }
 
 // defaultMaxConcurrent is EngineOptions.MaxConcurrent's default.
@@ -150,6 +162,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 			strings.Join(missingScope, ", ")))
 	}
 
+	tracesDone := e.lookupTraces(ctx, p, labels, start)
 	exprs := make([]string, len(p.Queries))
 	results := make([]result, len(p.Queries))
 	var wg sync.WaitGroup
@@ -188,6 +201,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		}(i, q)
 	}
 	wg.Wait()
+	d.SlowestRequests = e.waitTraces(ctx, tracesDone, d)
 
 	values := make(map[string]*float64, len(p.Queries))
 	unreachable, reached := 0, 0
@@ -293,6 +307,46 @@ func (p *Playbook) DecideFleet(values map[string]*float64, fleet FleetValues, la
 	return d
 }
 
+// lookupTraces starts the trace lookup of a run, concurrently with its queries, under its own
+// deadline (and the run's). The channel yields the report, nil when traces are off.
+func (e *Engine) lookupTraces(ctx context.Context, p *Playbook, labels map[string]string, at time.Time) <-chan *traces.Report {
+	ch := make(chan *traces.Report, 1)
+	if e.opt.Traces == nil {
+		ch <- nil
+		return ch
+	}
+	go func() {
+		tctx, cancel := context.WithTimeoutCause(ctx, e.opt.Traces.Timeout(), errors.New("traces lookup deadline exceeded"))
+		defer cancel()
+		rep, err := e.opt.Traces.Slowest(tctx, labels, at.Add(-p.Window), at)
+		if err != nil {
+			e.opt.Logger.Warn().Err(err).Str("playbook", p.Name).Msg("slowest requests from traces not available")
+		}
+		ch <- rep
+	}()
+	return ch
+}
+
+// waitTraces waits for the lookup, never past the run's deadline, and notes why the diagnosis
+// has no slowest requests when it has none.
+func (e *Engine) waitTraces(ctx context.Context, ch <-chan *traces.Report, d *Diagnosis) *traces.Report {
+	var rep *traces.Report
+	select {
+	case rep = <-ch:
+	case <-ctx.Done():
+		d.Notes = append(d.Notes, "slowest requests from traces: not available, the diagnosis deadline passed first")
+		return &traces.Report{Operation: traces.Operation, Requests: []traces.Request{}, Error: "the diagnosis deadline passed before Jaeger answered"}
+	}
+	switch {
+	case rep == nil:
+	case rep.Error != "":
+		d.Notes = append(d.Notes, "slowest requests from traces: not available, "+rep.Error)
+	case len(rep.Requests) == 0:
+		d.Notes = append(d.Notes, "slowest requests from traces: none found; "+rep.Summary)
+	}
+	return rep
+}
+
 // decide runs the ordered verdicts: the first whose condition holds wins. A condition that needs
 // a missing value is false (unless it tests for nil or uses ??), and the diagnosis says which
 // rules could not be checked.
@@ -353,10 +407,13 @@ func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, f
 		d.Verdict = VerdictInconclusive
 		d.Title = "Inconclusive: no rule of the playbook explains this"
 		d.Summary = "None of the playbook's verdicts matched the evidence."
+		if tr := d.SlowestRequests; tr != nil && len(tr.Requests) > 0 {
+			d.Summary = "Traces: " + tr.Summary + " " + d.Summary
+		}
 		d.OfferProfile = true
 		return
 	}
-	data := templateData(p, values, labels, d.Fleet)
+	data := templateData(p, values, labels, d.Fleet, d.SlowestRequests)
 	d.Verdict = chosen.ID
 	d.OfferProfile = chosen.OfferProfile
 	d.Title = render(chosen.Title, data)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the real peers the tests and the demo run (Debian packages), when missing.
+# Installs the real peers the tests and the demo run (Debian packages, and Jaeger built from its
+# Go module), when missing.
 set -euo pipefail
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
@@ -18,3 +19,5 @@ fi
 for b in prometheus promtool prometheus-alertmanager redis-server; do
   command -v "$b" >/dev/null || { echo "missing $b after install" >&2; exit 1; }
 done
+# Jaeger is not a Debian package: it is built from its Go module (tools/jaeger) once per machine.
+"$(dirname "$0")/jaeger.sh" >/dev/null

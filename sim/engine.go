@@ -107,6 +107,7 @@ type Engine struct {
 	preemptions int64
 	dropped     int64 // synthetic arrivals dropped by the MaxWaiting cap
 	onStep      func(StepRecord)
+	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
 	wake        chan struct{}
 }
 
@@ -575,6 +576,7 @@ func (e *Engine) finish(r *request, reason string, at time.Time) {
 	if r.done != nil {
 		r.done <- Result{FinishReason: reason, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: at}
 	}
+	e.observeFinish(r, reason, at)
 	e.m.success.WithLabelValues(reason).Inc()
 	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
 	e.m.reqPromptTokens.Observe(float64(r.promptLen))

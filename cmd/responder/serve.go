@@ -80,7 +80,10 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	if err != nil {
 		return err
 	}
-	engine := newEngine(c, promAPI, m, log)
+	engine, err := newEngine(c, promAPI, m, log)
+	if err != nil {
+		return err
+	}
 	store.SetRedisLogger(log)
 	st, storeKind, err := newStore(c)
 	if err != nil {

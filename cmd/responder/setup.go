@@ -15,6 +15,7 @@ import (
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // newLogger builds the zerolog logger the config asks for.
@@ -79,16 +80,25 @@ func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
 	return v1.NewAPI(client), nil
 }
 
-// newEngine returns the playbook engine on the configured Prometheus.
-func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog.Logger) *playbooks.Engine {
-	return playbooks.NewEngine(playbooks.PrometheusQuerier{API: api}, playbooks.EngineOptions{
+// newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
+// are configured).
+func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog.Logger) (*playbooks.Engine, error) {
+	opt := playbooks.EngineOptions{
 		QueryTimeout:  time.Duration(c.Prometheus.QueryTimeout),
 		CacheTTL:      time.Duration(c.Prometheus.CacheTTL),
 		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
 		Observer:      obs,
 		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},
 		Logger:        log,
-	})
+	}
+	if c.Traces.Enabled() {
+		tc, err := traces.NewClient(&c.Traces)
+		if err != nil {
+			return nil, fmt.Errorf("traces: %w", err)
+		}
+		opt.Traces = tc
+	}
+	return playbooks.NewEngine(playbooks.PrometheusQuerier{API: api}, opt), nil
 }
 
 // newStore returns the Redis store when redis.url or redis.sentinel is set, the in-memory one

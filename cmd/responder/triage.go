@@ -92,7 +92,10 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *alert != "" {
 		labels["alertname"] = *alert
 	}
-	engine := newEngine(c, api, nil, zerolog.Nop())
+	engine, err := newEngine(c, api, nil, zerolog.Nop())
+	if err != nil {
+		return fail("%s", oneLine(err))
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	d, err := dispatch.TriageAt(ctx, set, engine, labels, at)

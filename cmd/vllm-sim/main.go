@@ -40,6 +40,11 @@
 //	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
 //	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s)
 //	--tensor-parallel-size N      ranks; one trace file per rank (default 1)
+//	--otlp-traces-endpoint URL    export one OTLP span per finished request as vLLM does (llm_request,
+//	                              kind SERVER, gen_ai.latency.* / gen_ai.usage.* / gen_ai.request.id;
+//	                              none for aborted requests); grpc unless
+//	                              OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf; service name from
+//	                              OTEL_SERVICE_NAME (else unknown_service); host:port or http(s):// URL
 //	--log-level LEVEL             debug, info, warn, error (default info)
 //
 // HTTP endpoints:
@@ -154,6 +159,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	profDir := fs.String("profiler-dir", os.Getenv("VLLM_TORCH_PROFILER_DIR"), "profiler trace directory (enables /start_profile, /stop_profile)")
 	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns")
 	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
+	otlpTraces := fs.String("otlp-traces-endpoint", "", "OTLP endpoint for request traces (as vLLM's flag)")
 	logLevel := fs.String("log-level", "info", "log level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -199,6 +205,29 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 			sc.ArrivalRate = *arrivalRate
 			eng.SetScenario(sc, true, time.Now())
 		}
+	}
+	if *otlpTraces != "" {
+		proto, err := sim.TracesProtocol()
+		if err != nil {
+			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
+			return 2
+		}
+		tr, err := sim.NewTracer(ctx, *otlpTraces, proto)
+		if err != nil {
+			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
+			return 2
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(sctx); err != nil {
+				log.Warn().Err(err).Msg("flushing traces")
+			}
+		}()
+		for _, eng := range engines {
+			eng.SetFinishObserver(tr.Record)
+		}
+		log.Info().Str("otlp_traces_endpoint", *otlpTraces).Str("protocol", proto).Msg("exporting request traces")
 	}
 
 	engCtx, cancelEngine := context.WithCancel(ctx)

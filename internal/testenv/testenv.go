@@ -72,6 +72,7 @@ type Process struct {
 	name string
 	cmd  *exec.Cmd
 	out  *syncBuffer
+	env  []string
 	mu   sync.Mutex
 	done chan struct{}
 }
@@ -96,7 +97,13 @@ func (s *syncBuffer) String() string {
 // Start runs bin with args until the test ends. Its output is shown if the test fails.
 func Start(t testing.TB, name, bin string, args ...string) *Process {
 	t.Helper()
-	p := &Process{name: name, out: &syncBuffer{}}
+	return StartEnv(t, name, bin, nil, args...)
+}
+
+// StartEnv is Start with extra environment variables (KEY=value) on top of the test's own.
+func StartEnv(t testing.TB, name, bin string, env []string, args ...string) *Process {
+	t.Helper()
+	p := &Process{name: name, out: &syncBuffer{}, env: env}
 	p.start(t, bin, args...)
 	t.Cleanup(func() {
 		p.Stop()
@@ -110,6 +117,9 @@ func Start(t testing.TB, name, bin string, args ...string) *Process {
 func (p *Process) start(t testing.TB, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

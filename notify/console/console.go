@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // Notifier writes each notification as a readable block of text.
@@ -107,6 +108,7 @@ func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
 			fmt.Fprintf(b, "%s  %s\n", indent, l)
 		}
 	}
+	writeSlowest(b, d.SlowestRequests, indent)
 	if len(d.Actions) > 0 {
 		fmt.Fprintf(b, "%sactions:\n", indent)
 		for _, a := range d.Actions {
@@ -122,6 +124,31 @@ func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
 	if d.OfferProfile {
 		fmt.Fprintf(b, "%snext:     metrics do not explain this; a bounded profile capture can (responder profile --pod ...)\n", indent)
 	}
+}
+
+// writeSlowest renders the slowest traced requests (nothing when traces are off).
+func writeSlowest(b *strings.Builder, r *traces.Report, indent string) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(b, "%sslowest requests (%s):\n", indent, r.Heading())
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(b, "%s  not available: %s\n", indent, r.Error)
+		return
+	case len(r.Requests) == 0:
+		fmt.Fprintf(b, "%s  %s\n", indent, r.Summary)
+	default:
+		fmt.Fprintf(b, "%s  %s\n", indent, r.Summary)
+		for _, q := range r.Requests {
+			id := q.RequestID
+			if id == "" {
+				id = "-"
+			}
+			fmt.Fprintf(b, "%s  %s  %s  %s\n", indent, q.Line(), id, q.Link)
+		}
+	}
+	fmt.Fprintf(b, "%s  %s\n", indent, traces.AbortedNote)
 }
 
 func title(e playbooks.Evidence) string {

@@ -153,7 +153,10 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		if len(firing(nt.Items)) == 0 {
 			return false, nil
 		}
-		_, _, err := n.postParent(ctx, nt, firing(nt.Items))
+		th, _, err := n.postParent(ctx, nt, firing(nt.Items))
+		if err == nil {
+			n.postSlowest(ctx, log, th, firing(nt.Items))
+		}
 		return retry(err)
 	}
 	th, err := n.loadThread(ctx, nt.GroupKey)
@@ -231,6 +234,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		log.Error().Err(err).Msg("saving slack thread state")
 	}
 	n.postCharts(ctx, log, th, items)
+	n.postSlowest(ctx, log, th, items)
 	return false, nil
 }
 

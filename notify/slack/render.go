@@ -256,7 +256,10 @@ func DiagnosisBlocks(d *playbooks.Diagnosis) []slack.Block {
 	if d.Summary != "" {
 		head += "\n" + escape(d.Summary)
 	}
-	blocks = append(blocks, section(head))
+	if l := slowestLine(d.SlowestRequests); l != "" && !strings.Contains(d.Summary, d.SlowestRequests.Summary) {
+		head += "\n" + l
+	}
+	blocks = append(blocks, section(truncate(head, maxSectionChars)))
 	blocks = append(blocks, evidenceBlocks(d.Evidence)...)
 	blocks = append(blocks, fleetBlocks(d.Fleet)...)
 	if t := actionsText(d.Actions); t != "" {

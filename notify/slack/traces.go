@@ -1,0 +1,102 @@
+package slacknotify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/traces"
+)
+
+// maxSlowestShown bounds the requests listed in one thread reply.
+const maxSlowestShown = 10
+
+// SlowestBlocks renders the slowest traced requests compactly, one line each with its trace
+// link; nil when the diagnosis has no trace report.
+func SlowestBlocks(r *traces.Report) []slack.Block {
+	if r == nil {
+		return nil
+	}
+	head := fmt.Sprintf(":mag_right: *Slowest requests* · service `%s` · `%s`", escapeCode(r.Service), escapeCode(r.Operation))
+	if r.MinDuration > 0 {
+		head += " ≥ " + traces.FormatDuration(r.MinDuration)
+	}
+	if r.SearchLink != "" {
+		head += " · <" + escape(r.SearchLink) + "|search in Jaeger>"
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	switch {
+	case r.Error != "":
+		b.WriteString("\n:warning: Not available: " + escape(r.Error))
+		return []slack.Block{section(truncate(b.String(), maxSectionChars))}
+	case len(r.Requests) == 0:
+		b.WriteString("\n" + escape(r.Summary))
+	default:
+		b.WriteString("\n" + escape(r.Summary))
+		for i, q := range r.Requests {
+			if i == maxSlowestShown {
+				fmt.Fprintf(&b, "\n_…%d more_", len(r.Requests)-i)
+				break
+			}
+			line := fmt.Sprintf("\n• <%s|%s> queue %s · prefill %s · decode %s · prompt %s · out %s",
+				escape(q.Link), traces.FormatDuration(q.Duration), traces.FormatDuration(q.Queue),
+				traces.FormatDuration(q.Prefill), traces.FormatDuration(q.Decode),
+				traces.FormatTokens(q.PromptTokens), traces.FormatTokens(q.CompletionTokens))
+			if q.RequestID != "" {
+				line += " `" + escapeCode(q.RequestID) + "`"
+			}
+			b.WriteString(line)
+		}
+	}
+	more := ""
+	if r.Capped {
+		more = fmt.Sprintf(" (the %d most recent)", r.Searched)
+	} else {
+		more = fmt.Sprintf(" (%d traced in the window)", r.Searched)
+	}
+	return []slack.Block{
+		section(truncate(b.String(), maxSectionChars)),
+		contextBlock(escape(traces.AbortedNote) + more),
+	}
+}
+
+// postSlowest replies in the thread with the slowest requests of each diagnosis that has a
+// trace report. A failure is logged; it never fails the notification (the diagnosis is out).
+func (n *Notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *Thread, items []notify.Item) {
+	var blocks []slack.Block
+	for _, it := range items {
+		if it.Diagnosis == nil || it.Diagnosis.SlowestRequests == nil {
+			continue
+		}
+		if len(blocks) > 0 {
+			blocks = append(blocks, slack.NewDividerBlock())
+		}
+		if len(items) > 1 {
+			blocks = append(blocks, section(fmt.Sprintf("*%s* %s", escape(it.Alert.Labels["alertname"]), scopeText(pick(it.Alert.Labels, scopeOrder...)))))
+		}
+		blocks = append(blocks, SlowestBlocks(it.Diagnosis.SlowestRequests)...)
+	}
+	if len(blocks) == 0 || len(items) > n.cfg.StormThreshold {
+		return
+	}
+	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionBlocks(capBlocks(blocks)...),
+		slack.MsgOptionText("Slowest requests from traces", false), slack.MsgOptionDisableLinkUnfurl()); err != nil {
+		log.Warn().Err(err).Msg("slowest requests not posted in the thread")
+		return
+	}
+	n.api.metrics.Messages.WithLabelValues("reply").Inc()
+}
+
+// slowestLine is the one line a diagnosis message carries about its traces (the details go in
+// the thread).
+func slowestLine(r *traces.Report) string {
+	if r == nil || len(r.Requests) == 0 {
+		return ""
+	}
+	return ":mag_right: *Traces:* " + escape(r.Summary)
+}
