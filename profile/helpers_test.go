@@ -149,6 +149,8 @@ func testConfig() Config {
 	c.Cooldown = 0
 	c.LockTTL = model.Duration(time.Second)
 	c.JanitorInterval = model.Duration(50 * time.Millisecond)
+	c.Silence.Margin = 0 // expired as soon as the flush ends
+	c.Silence.ExpectedFlush = model.Duration(100 * time.Millisecond)
 	return c
 }
 

@@ -14,10 +14,11 @@ const (
 	ResultDisabled         = "disabled"
 	ResultStoreUnavailable = "store_unavailable"
 	ResultStopTimeout      = "stop_timeout"
+	ResultSilenceFailed    = "silence_failed"
 	ResultError            = "error"
 )
 
-var allResults = []string{ResultOK, ResultBusy, ResultCooldown, ResultUnknownPod, ResultDisabled, ResultStoreUnavailable, ResultStopTimeout, ResultError}
+var allResults = []string{ResultOK, ResultBusy, ResultCooldown, ResultUnknownPod, ResultDisabled, ResultStoreUnavailable, ResultStopTimeout, ResultSilenceFailed, ResultError}
 
 // Metrics are the profile package's own series.
 type Metrics struct {

@@ -392,7 +392,7 @@ func TestMetricsExistAtZero(t *testing.T) {
 		got[mf.GetName()] = len(mf.GetMetric())
 	}
 	want := map[string]int{
-		"vllm_responder_profile_captures_total":        8,
+		"vllm_responder_profile_captures_total":        9,
 		"vllm_responder_profile_lock_contention_total": 1,
 		"vllm_responder_profile_stop_duration_seconds": 1,
 		"vllm_responder_profile_janitor_stops_total":   2,

@@ -33,16 +33,20 @@ type Profiler struct {
 	stops   int
 	traces  []string
 	flushes sync.WaitGroup
+	// flushing counts the stops writing traces.
+	flushing int
 }
 
 // ProfilerState is what GET /admin/profile returns.
 type ProfilerState struct {
-	Enabled bool     `json:"enabled"`
-	Dir     string   `json:"dir"`
-	Active  bool     `json:"active"`
-	Starts  int      `json:"starts"`
-	Stops   int      `json:"stops"`
-	Traces  []string `json:"traces"`
+	Enabled bool   `json:"enabled"`
+	Dir     string `json:"dir"`
+	Active  bool   `json:"active"`
+	// Flushing: a stop_profile is writing the traces (the engine loop is stalled).
+	Flushing bool     `json:"flushing"`
+	Starts   int      `json:"starts"`
+	Stops    int      `json:"stops"`
+	Traces   []string `json:"traces"`
 }
 
 // NewProfiler returns a profiler writing to dir; an empty dir disables it
@@ -91,9 +95,15 @@ func (p *Profiler) Stop(ctx context.Context, now time.Time) error {
 	steps, started := p.steps, p.started
 	p.steps = nil
 	p.stops++
+	p.flushing++
 	p.flushes.Add(1)
 	p.mu.Unlock()
 	defer p.flushes.Done()
+	defer func() {
+		p.mu.Lock()
+		p.flushing--
+		p.mu.Unlock()
+	}()
 
 	p.log.Info().Int("profiled_steps", len(steps)).Dur("flush_delay", p.flushDelay).Msg("profiler stopping, flushing traces")
 	t := time.NewTimer(p.flushDelay)
@@ -135,7 +145,7 @@ func (p *Profiler) State() ProfilerState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return ProfilerState{
-		Enabled: p.dir != "", Dir: p.dir, Active: p.active,
+		Enabled: p.dir != "", Dir: p.dir, Active: p.active, Flushing: p.flushing > 0,
 		Starts: p.starts, Stops: p.stops, Traces: append([]string{}, p.traces...),
 	}
 }
