@@ -49,6 +49,10 @@ type Config struct {
 	// TraceDirHint tells the report's reader where the traces are; same template data as
 	// URLTemplate.
 	TraceDirHint string `yaml:"trace_dir_hint"`
+	// Kinds say, per deployment, which profiler its vLLM servers run (their --profiler-config)
+	// and where the traces land; the first entry whose match fits the pod wins. A pod no entry
+	// matches runs torch with the trace_dir_hint.
+	Kinds []KindConfig `yaml:"kinds"`
 	// Silence is the Alertmanager silence of the pod's vLLM alerts held while a capture runs
 	// (with alertmanager.url set).
 	Silence SilenceConfig `yaml:"silence"`
@@ -57,6 +61,7 @@ type Config struct {
 	urlTmpl   *template.Template
 	traceTmpl *template.Template
 	networks  []netip.Prefix
+	kinds     []kind
 	alertRE   *regexp.Regexp
 }
 
@@ -178,11 +183,19 @@ func (c *Config) Validate() error {
 	if c.Silence.ExpectedFlush <= 0 {
 		return fmt.Errorf("silence.expected_flush: must be positive, got %s", c.Silence.ExpectedFlush)
 	}
-	are, err := regexp.Compile("^(?:" + c.Silence.Alertnames + ")$")
-	if err != nil {
+	if _, err := regexp.Compile(c.Silence.Alertnames); err != nil {
 		return fmt.Errorf("silence.alertnames: %w", err)
 	}
-	c.urlTmpl, c.traceTmpl, c.networks, c.alertRE = t, th, nets, are
+	are := regexp.MustCompile("^(?:" + c.Silence.Alertnames + ")$") // anchored, as in Alertmanager
+	kinds := make([]kind, 0, len(c.Kinds))
+	for i, kc := range c.Kinds {
+		k, err := kc.compile()
+		if err != nil {
+			return fmt.Errorf("kinds[%d].%w", i, err)
+		}
+		kinds = append(kinds, k)
+	}
+	c.urlTmpl, c.traceTmpl, c.networks, c.kinds, c.alertRE = t, th, nets, kinds, are
 	return nil
 }
 

@@ -39,6 +39,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"lock_ttl_too_short.yaml":       "lock_ttl: must be at least 1s (it is refreshed every third of it), got 500ms",
 		"negative_cooldown.yaml":        "not a valid duration string",
 		"unknown_key.yaml":              "field stop_timout not found in type profile.Config",
+		"kind_unknown_profiler.yaml":    `kinds[0].profiler: must be one of torch, cuda, proton, got "cude"`,
+		"kind_unknown_label.yaml":       `kinds[1].match: unknown label "cluster" (one of namespace, pod, model_name)`,
+		"kind_bad_regex.yaml":           "kinds[0].match.pod: error parsing regexp: missing closing ): `canary-(.*`",
+		"kind_dir_not_torch.yaml":       "kinds[0].torch_profiler_dir: only for profiler: torch (with cuda, vLLM writes no torch traces)",
+		"kind_dir_unknown_store.yaml":   `kinds[0].torch_profiler_dir: unsupported object store "az" (s3://, gs://), got "az://c/traces"`,
+		"kind_dir_relative.yaml":        `kinds[0].torch_profiler_dir: must be an absolute path or an s3:// or gs:// URI, got "traces/vllm-0"`,
+		"kind_dir_no_bucket.yaml":       `kinds[0].torch_profiler_dir: s3 URI without a bucket: "s3:///traces"`,
+		"silence_bad_regex.yaml":        "silence.alertnames: error parsing regexp: missing closing ): `VLLM(.*`",
+		"silence_zero_flush.yaml":       "silence.expected_flush: must be positive, got 0s",
 		"trace_hint_unknown_label.yaml": `trace_dir_hint: template: trace_dir_hint:1:2: executing "trace_dir_hint" at <.node>: map has no entry for key "node"`,
 	} {
 		t.Run(file, func(t *testing.T) {

@@ -37,10 +37,10 @@ func (p *staticProm) Query(_ context.Context, q string, _ time.Time, _ ...v1.Opt
 	var vec model.Vector
 	for _, m := range p.series {
 		if resolveQuery(string(m["pod"]), string(m["namespace"])) == q || resolveQuery(string(m["pod"]), "") == q {
-			vec = append(vec, &model.Sample{Metric: model.Metric{"namespace": m["namespace"], "instance": m["instance"]}, Value: 1})
+			vec = append(vec, &model.Sample{Metric: model.Metric{"namespace": m["namespace"], "instance": m["instance"], "model_name": m["model_name"]}, Value: 1})
 		}
 	}
-	if vec == nil && !strings.HasPrefix(q, "group by (namespace, instance) (vllm:num_requests_running{pod=") {
+	if vec == nil && !strings.HasPrefix(q, "group by (namespace, instance, model_name) (vllm:num_requests_running{pod=") {
 		p.t.Errorf("unexpected query %q", q)
 	}
 	return vec, nil, nil, nil

@@ -24,8 +24,11 @@ type Report struct {
 	Profiled time.Duration
 	// StopTook is how long /stop_profile took (the trace flush).
 	StopTook time.Duration
-	// TraceDir says where the traces are.
-	TraceDir string
+	// TraceDir says where the traces are (for the pod's profiler kind); TraceLink is the
+	// object-store console page when they go to one.
+	TraceDir  string
+	TraceLink string
+	Kind      string
 	// Silenced says an Alertmanager was configured to silence the pod's alerts; SilenceID and
 	// SilencedUntil are the silence held (empty: none could be kept) and when it ends.
 	Silenced      bool

@@ -25,6 +25,7 @@ type target struct {
 	Namespace string
 	Pod       string
 	Instance  string
+	Model     string // model_name of its series (the first one, for profile.kinds)
 	Endpoint  string // base URL rendered from profile.url_template
 }
 
@@ -47,7 +48,7 @@ func resolveQuery(pod, namespace string) string {
 	if namespace != "" {
 		sel += ",namespace=" + strconv.Quote(namespace)
 	}
-	return "group by (namespace, instance) (vllm:num_requests_running{" + sel + "})"
+	return "group by (namespace, instance, model_name) (vllm:num_requests_running{" + sel + "})"
 }
 
 // resolve finds the pod's vLLM endpoint from the instance label Prometheus attached to its
@@ -64,10 +65,14 @@ func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, e
 	}
 	type found struct{ ns, instance string }
 	var all []found
+	model := ""
 	for _, smp := range vec {
 		f := found{string(smp.Metric["namespace"]), string(smp.Metric["instance"])}
 		if f.instance != "" && !slices.Contains(all, f) {
 			all = append(all, f)
+		}
+		if model == "" {
+			model = string(smp.Metric["model_name"])
 		}
 	}
 	switch {
@@ -85,7 +90,7 @@ func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, e
 		}
 		return target{}, fmt.Errorf("%w: pod %s is ambiguous (%s): %s", ErrInvalidRequest, pod, hint, strings.Join(names, ", "))
 	}
-	t := target{Namespace: all[0].ns, Pod: pod, Instance: all[0].instance}
+	t := target{Namespace: all[0].ns, Pod: pod, Instance: all[0].instance, Model: model}
 	t.Endpoint, err = s.cfg.render(s.cfg.urlTmpl, t.Instance, t.Pod, t.Namespace)
 	if err != nil {
 		return target{}, fmt.Errorf("render profile.url_template for %s: %w", t.name(), err)

@@ -158,6 +158,7 @@ type capture struct {
 	key    string // namespace/pod
 	window time.Duration
 	notice Notice
+	traces Traces
 
 	cutOnce sync.Once
 	cut     chan struct{} // closed to end the window early
@@ -353,6 +354,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 			Deadline: now.Add(time.Duration(s.cfg.StartTimeout) + window + s.grace),
 		},
 		lock: lock, key: key, window: window, cut: make(chan struct{}),
+		traces: s.cfg.tracesFor(t),
 	}
 	c.notice = Notice{Pod: key, Window: window}
 	expected := time.Duration(s.cfg.Silence.ExpectedFlush)
@@ -412,7 +414,7 @@ func (s *Service) run(c *capture) *Report {
 		RequestedBy: c.rec.RequestedBy, Source: c.rec.Source, Replica: s.replica,
 		RequestedAt: c.rec.RequestedAt, Window: c.window,
 	}
-	rep.TraceDir, _ = s.cfg.render(s.cfg.traceTmpl, "", c.rec.Pod, c.rec.Namespace)
+	rep.TraceDir, rep.TraceLink, rep.Kind = c.traces.Where, c.traces.Link, c.traces.Kind
 	rep.Silenced = s.silencer != nil
 	defer func() { rep.SilenceID, rep.SilencedUntil = c.rec.SilenceID, c.rec.SilencedUntil }()
 	if rep.Silenced {

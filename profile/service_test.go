@@ -223,7 +223,7 @@ func TestRequestsThatCannotBeServedAreRefused(t *testing.T) {
 
 func TestPodLabelValuesAreQuotedInPromQL(t *testing.T) {
 	got := resolveQuery(`a"b\c`, "n\ns")
-	want := `group by (namespace, instance) (vllm:num_requests_running{pod="a\"b\\c",namespace="n\ns"})`
+	want := `group by (namespace, instance, model_name) (vllm:num_requests_running{pod="a\"b\\c",namespace="n\ns"})`
 	if got != want {
 		t.Fatalf("query\n got %s\nwant %s", got, want)
 	}
