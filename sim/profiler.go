@@ -19,11 +19,15 @@ const maxProfiledSteps = 200000
 // Profiler models vLLM's torch profiler wrapper: POST /start_profile starts
 // recording the engine steps, POST /stop_profile stops, waits the flush delay
 // and writes one Chrome-trace file per rank, <dir>/<worker>.<ms>.pt.trace.json.gz.
+// Like vLLM's, whose stop runs inside the engine core's busy loop, a stop stalls
+// the engine it is attached to (AttachEngine) for the whole flush: no step, no
+// token, gauges frozen at their last values; arrivals queue up meanwhile.
 type Profiler struct {
 	dir        string
 	flushDelay time.Duration
 	ranks      int
 	log        zerolog.Logger
+	engine     *Engine
 
 	mu      sync.Mutex
 	active  bool
@@ -53,6 +57,51 @@ type ProfilerState struct {
 // (the endpoints are then 404, as in vLLM without a profiler config).
 func NewProfiler(dir string, flushDelay time.Duration, ranks int, log zerolog.Logger) *Profiler {
 	return &Profiler{dir: dir, flushDelay: flushDelay, ranks: max(ranks, 1), log: log}
+}
+
+// AttachEngine makes every stop stall e's loop while the traces are flushed.
+func (p *Profiler) AttachEngine(e *Engine) {
+	p.mu.Lock()
+	p.engine = e
+	p.mu.Unlock()
+}
+
+// engineStall holds an engine loop: while held, Run takes no step.
+type engineStall struct {
+	mu   sync.Mutex
+	held int
+	free chan struct{} // closed when the last holder lets go
+}
+
+func (g *engineStall) hold() (release func()) {
+	g.mu.Lock()
+	if g.held == 0 {
+		g.free = make(chan struct{})
+	}
+	g.held++
+	g.mu.Unlock()
+	return sync.OnceFunc(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.held--; g.held == 0 {
+			close(g.free)
+		}
+	})
+}
+
+// wait returns once nobody holds the loop (at once when nobody does) or ctx ends.
+func (g *engineStall) wait(ctx context.Context) {
+	g.mu.Lock()
+	if g.held == 0 {
+		g.mu.Unlock()
+		return
+	}
+	free := g.free
+	g.mu.Unlock()
+	select {
+	case <-free:
+	case <-ctx.Done():
+	}
 }
 
 // Enabled reports whether a profiler directory is configured.
@@ -95,9 +144,15 @@ func (p *Profiler) Stop(ctx context.Context, now time.Time) error {
 	steps, started := p.steps, p.started
 	p.steps = nil
 	p.stops++
+	release := func() {}
+	if p.engine != nil {
+		// Held before flushing shows, so a step seen while flushing is a step run stalled.
+		release = p.engine.stall.hold()
+	}
 	p.flushing++
 	p.flushes.Add(1)
 	p.mu.Unlock()
+	defer release()
 	defer p.flushes.Done()
 	defer func() {
 		p.mu.Lock()

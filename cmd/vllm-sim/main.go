@@ -35,7 +35,8 @@
 //	                              nor in the finished-request histograms (default false: aborts counted)
 //	--profiler-dir DIR            enable POST /start_profile and /stop_profile, writing traces to DIR
 //	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
-//	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s)
+//	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s);
+//	                              as in vLLM, the engine loop makes no step meanwhile (no token, gauges frozen)
 //	--tensor-parallel-size N      ranks; one trace file per rank (default 1)
 //	--log-level LEVEL             debug, info, warn, error (default info)
 //
@@ -127,7 +128,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	metricNames := fs.String("metric-names", "new", "metric names: new or legacy")
 	abortCaveat := fs.Bool("abort-caveat", false, "do not count aborts in request_success_total (recent vLLM behaviour)")
 	profDir := fs.String("profiler-dir", os.Getenv("VLLM_TORCH_PROFILER_DIR"), "profiler trace directory (enables /start_profile, /stop_profile)")
-	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns")
+	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns; the engine loop is stalled meanwhile, as in vLLM")
 	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
 	logLevel := fs.String("log-level", "info", "log level")
 	if err := fs.Parse(args); err != nil {
