@@ -92,4 +92,9 @@ func TestARecordPrintsOnOneLine(t *testing.T) {
 	if got := r.String(); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
+	r.SilenceID, r.SilencedUntil = "s-1", at.Add(10*time.Minute)
+	want += "; its alerts silenced until 2026-03-04T05:16:07Z (silence s-1)"
+	if got := r.String(); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
 }

@@ -103,6 +103,9 @@ func (r Record) String() string {
 	}
 	s := fmt.Sprintf("%s: %s for %s since %s (window %s, capture %s on %s)",
 		podName(r.Namespace, r.Pod), r.State, orUnknown(r.RequestedBy), since.UTC().Format(time.RFC3339), r.Window, r.ID, r.Replica)
+	if r.SilenceID != "" {
+		s += fmt.Sprintf("; its alerts silenced until %s (silence %s)", r.SilencedUntil.UTC().Format(time.RFC3339), r.SilenceID)
+	}
 	if r.LastError != "" {
 		s += "; last error: " + r.LastError
 	}

@@ -367,6 +367,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 		// Window, the expected flush and the margin; extended while a longer flush runs.
 		end := now.Add(time.Duration(s.cfg.StartTimeout) + window + expected + time.Duration(s.cfg.Silence.Margin))
 		sid, err := s.silencer.Create(ctx, s.silenceFor(c.rec, now, end))
+		s.metrics.silenceOp(silenceCreate, err)
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("%w: %w", ErrSilenceFailed, err)

@@ -397,6 +397,7 @@ func TestMetricsExistAtZero(t *testing.T) {
 		"vllm_responder_profile_stop_duration_seconds": 1,
 		"vllm_responder_profile_janitor_stops_total":   2,
 		"vllm_responder_profile_captures_running":      1,
+		"vllm_responder_profile_silence_ops_total":     6,
 	}
 	for k, n := range want {
 		if got[k] != n {

@@ -110,6 +110,7 @@ func (s *Service) keepSilence(rec *Record, log zerolog.Logger, changed func()) f
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			id, err := s.silencer.SetEnd(ctx, rec.SilenceID, end)
 			cancel()
+			s.metrics.silenceOp(silenceExtend, err)
 			switch {
 			case err != nil:
 				log.Warn().Err(err).Str("silence_id", rec.SilenceID).Msg("extending the capture's silence failed; retrying")
@@ -131,8 +132,8 @@ func (s *Service) keepSilence(rec *Record, log zerolog.Logger, changed func()) f
 	return sync.OnceFunc(func() { close(stop); <-done })
 }
 
-// endSilence ends the silence of rec margin after now (at once with a margin of 0), once the
-// flush is over. It returns when the silence will end ("" end: nothing held).
+// endSilence moves the end of rec's silence to margin after now (expires it at once with a
+// margin of 0) and records the new end in rec. Nothing held: nothing to do.
 func (s *Service) endSilence(rec *Record, log zerolog.Logger, margin time.Duration) {
 	if s.silencer == nil || rec.SilenceID == "" {
 		return
@@ -147,6 +148,7 @@ func (s *Service) endSilence(rec *Record, log zerolog.Logger, margin time.Durati
 	} else {
 		id, err = s.silencer.SetEnd(ctx, id, end)
 	}
+	s.metrics.silenceOp(silenceEnd, err)
 	if err != nil {
 		log.Warn().Err(err).Str("silence_id", rec.SilenceID).Time("silenced_until", rec.SilencedUntil).
 			Msg("ending the capture's silence failed; it ends by itself")

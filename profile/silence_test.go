@@ -166,6 +166,11 @@ func TestACaptureSilencesThePodsVLLMAlertsInTheRealAlertmanagerUntilItEnds(t *te
 		t.Fatalf("second notice: %s", n2)
 	}
 	waitReport(t, ch, 30*time.Second)
+	for _, op := range []string{silenceCreate, silenceEnd} {
+		if got := counterValue(s.metrics.silences.WithLabelValues(op, "ok")); got != 2 {
+			t.Errorf("silence ops %s ok = %v, want 2", op, got)
+		}
+	}
 }
 
 func TestAFlushThatOutlastsTheSilenceExtendsIt(t *testing.T) {
