@@ -20,14 +20,16 @@ func TestExampleConfigLoads(t *testing.T) {
 
 func TestConfigErrorsNameTheirKey(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
-		"unknown key":            {"listen: :8080\nprometheus: {urll: x}\n", `test.yaml: line 2: unknown key "urll"`},
-		"bad prometheus url":     {"prometheus: {url: 'localhost:9090'}\n", "test.yaml: prometheus.url: must be an http:// or https:// URL"},
-		"bad redis url":          {"redis: {url: 'redis//:hunter2@x'}\n", "test.yaml: redis.url: must look like redis://"},
-		"both auth kinds":        {"webhook: {bearer_token: a, basic_auth: {username: u, password: p}}\n", "test.yaml: webhook: set bearer_token or basic_auth, not both"},
-		"bad log level":          {"log: {level: loud}\n", `test.yaml: log.level: "loud" is not one of`},
-		"run shorter than query": {"prometheus: {query_timeout: 20s}\ndispatch: {run_timeout: 10s}\n", "test.yaml: dispatch.run_timeout: must be at least"},
-		"bad duration":           {"dispatch: {dedup_window: soon}\n", `test.yaml: line 1: dispatch.dedup_window: not a valid duration string: "soon"`},
-		"bad nested duration":    {"listen: :8080\nprometheus:\n  url: http://p\n  query_timeout: 5x\n", `test.yaml: line 4: prometheus.query_timeout: unknown unit "x" in duration "5x"`},
+		"unknown key":                  {"listen: :8080\nprometheus: {urll: x}\n", `test.yaml: line 2: unknown key "urll"`},
+		"bad prometheus url":           {"prometheus: {url: 'localhost:9090'}\n", "test.yaml: prometheus.url: must be an http:// or https:// URL"},
+		"bad redis url":                {"redis: {url: 'redis//:hunter2@x'}\n", "test.yaml: redis.url: must look like redis://"},
+		"both auth kinds":              {"webhook: {bearer_token: a, basic_auth: {username: u, password: p}}\n", "test.yaml: webhook: set bearer_token or basic_auth, not both"},
+		"bad log level":                {"log: {level: loud}\n", `test.yaml: log.level: "loud" is not one of`},
+		"run shorter than query":       {"prometheus: {query_timeout: 20s}\ndispatch: {run_timeout: 10s}\n", "test.yaml: dispatch.run_timeout: must be at least"},
+		"bad duration":                 {"dispatch: {dedup_window: soon}\n", `test.yaml: line 1: dispatch.dedup_window: not a valid duration string: "soon"`},
+		"profile error, prefixed once": {"profile: {default_duration: 2m}\n", "test.yaml: profile.default_duration: 2m exceeds max_duration 1m"},
+		"unknown profiler kind":        {"profile: {kinds: [{match: {pod: '=~canary-.*'}, profiler: nsys}]}\n", `test.yaml: profile.kinds[0].profiler: must be one of torch, cuda, proton, got "nsys"`},
+		"bad nested duration":          {"listen: :8080\nprometheus:\n  url: http://p\n  query_timeout: 5x\n", `test.yaml: line 4: prometheus.query_timeout: unknown unit "x" in duration "5x"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -42,7 +42,7 @@ func RunCLI(ctx context.Context, svc *Service, args []string, stdout, stderr io.
 	}
 	fmt.Fprintf(stderr, "profiling pod %s for %s, then waiting for stop_profile to flush the traces (at most %s)...\n",
 		podName(req.Namespace, req.Pod), w, time.Duration(svc.cfg.StopTimeout))
-	rep, err := svc.Capture(ctx, req)
+	rep, err := svc.capture(ctx, req, func(n Notice) { fmt.Fprintln(stdout, n.String()) })
 	if rep == nil {
 		fmt.Fprintf(stderr, "profile: %v\n", err)
 		return 1

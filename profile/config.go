@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"text/template"
 	"time"
 
@@ -48,17 +49,41 @@ type Config struct {
 	// TraceDirHint tells the report's reader where the traces are; same template data as
 	// URLTemplate.
 	TraceDirHint string `yaml:"trace_dir_hint"`
+	// Kinds say, per deployment, which profiler its vLLM servers run (their --profiler-config)
+	// and where the traces land; the first entry whose match fits the pod wins. A pod no entry
+	// matches runs torch with the trace_dir_hint.
+	Kinds []KindConfig `yaml:"kinds"`
+	// Silence is the Alertmanager silence of the pod's vLLM alerts held while a capture runs
+	// (with alertmanager.url set).
+	Silence SilenceConfig `yaml:"silence"`
 
 	// Compiled by Validate.
 	urlTmpl   *template.Template
 	traceTmpl *template.Template
 	networks  []netip.Prefix
+	kinds     []kind
+	alertRE   *regexp.Regexp
+}
+
+// SilenceConfig is profile.silence.
+type SilenceConfig struct {
+	// Alertnames is the regex (anchored, as in Alertmanager) of the alert names silenced on the
+	// captured pod: the vLLM alerts, not everything else that pod may raise.
+	Alertnames string `yaml:"alertnames"`
+	// Margin is kept after the flush ends: the alerts' rate and averaging windows still hold the
+	// stall for that long.
+	Margin model.Duration `yaml:"margin"`
+	// ExpectedFlush is the flush assumed for a pod with no measured one (the silence is extended
+	// anyway while stop_profile runs).
+	ExpectedFlush model.Duration `yaml:"expected_flush"`
 }
 
 // Defaults.
 const (
 	DefaultURLTemplate  = "http://{{.instance}}"
 	DefaultTraceDirHint = "the torch_profiler_dir of the vLLM server on pod {{.pod}} (its --profiler-config), one *.pt.trace.json.gz per worker rank; open them in Perfetto"
+	// DefaultSilencedAlerts matches the built-in alerts (VLLMTimeToFirstTokenP99High, ...).
+	DefaultSilencedAlerts = "VLLM.+"
 )
 
 // SetDefaults fills the fields that are unset. Call it before decoding, so that a value set
@@ -82,6 +107,11 @@ func (c *Config) SetDefaults() {
 	setDur(&c.Cooldown, 10*time.Minute)
 	setDur(&c.LockTTL, time.Minute)
 	setDur(&c.JanitorInterval, 30*time.Second)
+	if c.Silence.Alertnames == "" {
+		c.Silence.Alertnames = DefaultSilencedAlerts
+	}
+	setDur(&c.Silence.Margin, 5*time.Minute)
+	setDur(&c.Silence.ExpectedFlush, 2*time.Minute)
 }
 
 // templateData is what URLTemplate and TraceDirHint see.
@@ -90,11 +120,11 @@ func templateData(instance, pod, namespace string) map[string]string {
 }
 
 // Validate checks the fields against each other and compiles the templates and networks. Each
-// error names its field (profile.<key>).
+// error names its key inside the section (the caller adds "profile.").
 func (c *Config) Validate() error {
 	pos := func(name string, d model.Duration) error {
 		if d <= 0 {
-			return fmt.Errorf("profile.%s: must be positive, got %s", name, d)
+			return fmt.Errorf("%s: must be positive, got %s", name, d)
 		}
 		return nil
 	}
@@ -111,43 +141,61 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Cooldown < 0 {
-		return fmt.Errorf("profile.cooldown: must not be negative, got %s", c.Cooldown)
+		return fmt.Errorf("cooldown: must not be negative, got %s", c.Cooldown)
 	}
 	if c.DefaultDuration > c.MaxDuration {
-		return fmt.Errorf("profile.default_duration: %s exceeds profile.max_duration %s", c.DefaultDuration, c.MaxDuration)
+		return fmt.Errorf("default_duration: %s exceeds max_duration %s", c.DefaultDuration, c.MaxDuration)
 	}
 	if c.LockTTL < model.Duration(time.Second) {
-		return fmt.Errorf("profile.lock_ttl: must be at least 1s (it is refreshed every third of it), got %s", c.LockTTL)
+		return fmt.Errorf("lock_ttl: must be at least 1s (it is refreshed every third of it), got %s", c.LockTTL)
 	}
 
 	t, err := template.New("url_template").Option("missingkey=error").Parse(c.URLTemplate)
 	if err != nil {
-		return fmt.Errorf("profile.url_template: %w", err)
+		return fmt.Errorf("url_template: %w", err)
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
-		return fmt.Errorf("profile.url_template: %w", err)
+		return fmt.Errorf("url_template: %w", err)
 	}
 	if u, err := url.Parse(buf.String()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("profile.url_template: must render an http(s) URL with a host, got %q", buf.String())
+		return fmt.Errorf("url_template: must render an http(s) URL with a host, got %q", buf.String())
 	}
 	th, err := template.New("trace_dir_hint").Option("missingkey=error").Parse(c.TraceDirHint)
 	if err != nil {
-		return fmt.Errorf("profile.trace_dir_hint: %w", err)
+		return fmt.Errorf("trace_dir_hint: %w", err)
 	}
 	if err := th.Execute(&bytes.Buffer{}, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
-		return fmt.Errorf("profile.trace_dir_hint: %w", err)
+		return fmt.Errorf("trace_dir_hint: %w", err)
 	}
 
 	nets := make([]netip.Prefix, 0, len(c.AllowedNetworks))
 	for i, s := range c.AllowedNetworks {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return fmt.Errorf("profile.allowed_networks[%d]: %q is not a CIDR (10.0.0.0/8, fd00::/8)", i, s)
+			return fmt.Errorf("allowed_networks[%d]: %q is not a CIDR (10.0.0.0/8, fd00::/8)", i, s)
 		}
 		nets = append(nets, p.Masked())
 	}
-	c.urlTmpl, c.traceTmpl, c.networks = t, th, nets
+	if c.Silence.Margin < 0 {
+		return fmt.Errorf("silence.margin: must not be negative, got %s", c.Silence.Margin)
+	}
+	if c.Silence.ExpectedFlush <= 0 {
+		return fmt.Errorf("silence.expected_flush: must be positive, got %s", c.Silence.ExpectedFlush)
+	}
+	if _, err := regexp.Compile(c.Silence.Alertnames); err != nil {
+		return fmt.Errorf("silence.alertnames: %w", err)
+	}
+	are := regexp.MustCompile("^(?:" + c.Silence.Alertnames + ")$") // anchored, as in Alertmanager
+	kinds := make([]kind, 0, len(c.Kinds))
+	for i, kc := range c.Kinds {
+		k, err := kc.compile()
+		if err != nil {
+			return fmt.Errorf("kinds[%d].%w", i, err)
+		}
+		kinds = append(kinds, k)
+	}
+	c.urlTmpl, c.traceTmpl, c.networks, c.kinds, c.alertRE = t, th, nets, kinds, are
 	return nil
 }
 

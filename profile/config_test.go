@@ -30,16 +30,25 @@ func loadConfig(path string) (Config, error) {
 
 func TestConfigErrorsNameTheField(t *testing.T) {
 	for file, want := range map[string]string{
-		"default_over_max.yaml":         "profile.default_duration: 2m exceeds profile.max_duration 1m",
+		"default_over_max.yaml":         "default_duration: 2m exceeds max_duration 1m",
 		"negative_stop_timeout.yaml":    "not a valid duration string", // model.Duration refuses it while decoding
-		"url_without_scheme.yaml":       `profile.url_template: must render an http(s) URL with a host, got "10.0.0.1:8000"`,
-		"url_unknown_label.yaml":        `profile.url_template: template: url_template:1:9: executing "url_template" at <.host>: map has no entry for key "host"`,
-		"url_bad_template.yaml":         "profile.url_template: template: url_template:1: unclosed action",
-		"network_not_cidr.yaml":         `profile.allowed_networks[1]: "10.0.0.1" is not a CIDR (10.0.0.0/8, fd00::/8)`,
-		"lock_ttl_too_short.yaml":       "profile.lock_ttl: must be at least 1s (it is refreshed every third of it), got 500ms",
+		"url_without_scheme.yaml":       `url_template: must render an http(s) URL with a host, got "10.0.0.1:8000"`,
+		"url_unknown_label.yaml":        `url_template: template: url_template:1:9: executing "url_template" at <.host>: map has no entry for key "host"`,
+		"url_bad_template.yaml":         "url_template: template: url_template:1: unclosed action",
+		"network_not_cidr.yaml":         `allowed_networks[1]: "10.0.0.1" is not a CIDR (10.0.0.0/8, fd00::/8)`,
+		"lock_ttl_too_short.yaml":       "lock_ttl: must be at least 1s (it is refreshed every third of it), got 500ms",
 		"negative_cooldown.yaml":        "not a valid duration string",
 		"unknown_key.yaml":              "field stop_timout not found in type profile.Config",
-		"trace_hint_unknown_label.yaml": `profile.trace_dir_hint: template: trace_dir_hint:1:2: executing "trace_dir_hint" at <.node>: map has no entry for key "node"`,
+		"kind_unknown_profiler.yaml":    `kinds[0].profiler: must be one of torch, cuda, proton, got "cude"`,
+		"kind_unknown_label.yaml":       `kinds[1].match: unknown label "cluster" (one of namespace, pod, model_name)`,
+		"kind_bad_regex.yaml":           "kinds[0].match.pod: error parsing regexp: missing closing ): `canary-(.*`",
+		"kind_dir_not_torch.yaml":       "kinds[0].torch_profiler_dir: only for profiler: torch (with cuda, vLLM writes no torch traces)",
+		"kind_dir_unknown_store.yaml":   `kinds[0].torch_profiler_dir: unsupported object store "az" (s3://, gs://), got "az://c/traces"`,
+		"kind_dir_relative.yaml":        `kinds[0].torch_profiler_dir: must be an absolute path or an s3:// or gs:// URI, got "traces/vllm-0"`,
+		"kind_dir_no_bucket.yaml":       `kinds[0].torch_profiler_dir: s3 URI without a bucket: "s3:///traces"`,
+		"silence_bad_regex.yaml":        "silence.alertnames: error parsing regexp: missing closing ): `VLLM(.*`",
+		"silence_zero_flush.yaml":       "silence.expected_flush: must be positive, got 0s",
+		"trace_hint_unknown_label.yaml": `trace_dir_hint: template: trace_dir_hint:1:2: executing "trace_dir_hint" at <.node>: map has no entry for key "node"`,
 	} {
 		t.Run(file, func(t *testing.T) {
 			_, err := loadConfig(filepath.Join("testdata/config", file))

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/sim"
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
@@ -34,6 +35,9 @@ func TestPodsAreResolvedFromWhatARealPrometheusScrapes(t *testing.T) {
 		_, e1 := s.resolve(context.Background(), "vllm-1", "llm")
 		return e0 == nil && e1 == nil
 	})
+	if tg, err := s.resolve(context.Background(), "vllm-1", "llm"); err != nil || tg.Model != sim.DefaultConfig().ModelName {
+		t.Fatalf("resolved %+v, %v; want the model_name of its series (for profile.kinds)", tg, err)
+	}
 	rep, err := s.Capture(context.Background(), Request{Pod: "vllm-1", RequestedBy: "alice"})
 	if err != nil {
 		t.Fatalf("capture: %v", err)

@@ -38,11 +38,11 @@ func (p *staticProm) Query(_ context.Context, q string, _ time.Time, _ ...v1.Opt
 	var vec model.Vector
 	for _, m := range p.series {
 		if resolveQuery(vllmnames.Naming{}, "pod", string(m["pod"]), string(m["namespace"])) == q || resolveQuery(vllmnames.Naming{}, "pod", string(m["pod"]), "") == q {
-			vec = append(vec, &model.Sample{Metric: model.Metric{"namespace": m["namespace"], "instance": m["instance"]}, Value: 1})
+			vec = append(vec, &model.Sample{Metric: model.Metric{"namespace": m["namespace"], "instance": m["instance"], "model_name": m["model_name"]}, Value: 1})
 		}
 	}
-	if vec == nil && !strings.HasPrefix(q, "group by (namespace, instance) (vllm:num_requests_running{pod=") &&
-		!strings.HasPrefix(q, "group by (namespace, instance) (vllm:num_requests_running{instance=") {
+	if vec == nil && !strings.HasPrefix(q, "group by (namespace, instance, model_name) (vllm:num_requests_running{pod=") &&
+		!strings.HasPrefix(q, "group by (namespace, instance, model_name) (vllm:num_requests_running{instance=") {
 		p.t.Errorf("unexpected query %q", q)
 	}
 	return vec, nil, nil, nil
@@ -151,6 +151,8 @@ func testConfig() Config {
 	c.Cooldown = 0
 	c.LockTTL = model.Duration(time.Second)
 	c.JanitorInterval = model.Duration(50 * time.Millisecond)
+	c.Silence.Margin = 0 // expired as soon as the flush ends
+	c.Silence.ExpectedFlush = model.Duration(100 * time.Millisecond)
 	return c
 }
 

@@ -121,14 +121,21 @@ func (s *Service) reap(ctx context.Context, r Record) {
 
 	log.Warn().Time("deadline", r.Deadline).Msg("janitor: capture past its deadline, stopping the profiler")
 	start := time.Now()
+	stopSilence := s.keepSilence(&r, log, func() { _ = s.putRecord(context.WithoutCancel(ctx), r) })
 	sctx, cancel := context.WithTimeoutCause(ctx, stopTimeout, ErrStopTimeout)
 	err = s.client.post(sctx, r.Endpoint, "/stop_profile")
 	cancel()
 	took := time.Since(start)
+	stopSilence()
 	s.metrics.stopDuration.Observe(took.Seconds())
 	if err == nil || errors.Is(err, ErrProfilerDisabled) {
 		// 404: the server restarted without a profiler, so nothing is on.
 		s.metrics.janitorStops.WithLabelValues("ok").Inc()
+		if err == nil && r.State == StateProfiling {
+			s.recordFlush(key, took, log) // the profiler was on: this stop was a real flush
+		}
+		// The silence the dead responder held ends a margin after this flush.
+		s.endSilence(&r, log, time.Duration(s.cfg.Silence.Margin))
 		if derr := s.deleteRecord(context.WithoutCancel(ctx), key, r.ID); derr != nil {
 			log.Warn().Err(derr).Msg("janitor: profiler stopped, but clearing the record failed")
 		}
@@ -145,6 +152,8 @@ func (s *Service) reap(ctx context.Context, r Record) {
 		cur.Attempts++
 		cur.State, cur.LastError = StateStopFailed, err.Error()
 		cur.Deadline = time.Now().Add(ttl)
+		cur.SilenceID, cur.SilencedUntil = r.SilenceID, r.SilencedUntil
+		s.endSilence(&cur, log, ttl+s.silenceLead()+time.Duration(s.cfg.Silence.Margin))
 		_ = s.putRecord(ctx, cur)
 	}
 	log.Error().Err(err).Dur("stop_duration", took).Int("janitor_attempts", r.Attempts+1).

@@ -14,10 +14,11 @@ const (
 	ResultDisabled         = "disabled"
 	ResultStoreUnavailable = "store_unavailable"
 	ResultStopTimeout      = "stop_timeout"
+	ResultSilenceFailed    = "silence_failed"
 	ResultError            = "error"
 )
 
-var allResults = []string{ResultOK, ResultBusy, ResultCooldown, ResultUnknownPod, ResultDisabled, ResultStoreUnavailable, ResultStopTimeout, ResultError}
+var allResults = []string{ResultOK, ResultBusy, ResultCooldown, ResultUnknownPod, ResultDisabled, ResultStoreUnavailable, ResultStopTimeout, ResultSilenceFailed, ResultError}
 
 // Metrics are the profile package's own series.
 type Metrics struct {
@@ -26,7 +27,15 @@ type Metrics struct {
 	stopDuration prometheus.Histogram
 	janitorStops *prometheus.CounterVec
 	running      prometheus.Gauge
+	silences     *prometheus.CounterVec
 }
+
+// Silence operations (label op of vllm_responder_profile_silence_ops_total).
+const (
+	silenceCreate = "create"
+	silenceExtend = "extend"
+	silenceEnd    = "end"
+)
 
 // NewMetrics creates the series (at 0) and registers them with reg; a nil reg registers nothing.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -52,6 +61,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "vllm_responder_profile_captures_running",
 			Help: "Captures this replica is running now.",
 		}),
+		silences: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_profile_silence_ops_total",
+			Help: "Alertmanager calls on the silences held during captures, by operation (create, extend, end) and result (ok, error).",
+		}, []string{"op", "result"}),
+	}
+	for _, op := range []string{silenceCreate, silenceExtend, silenceEnd} {
+		m.silences.WithLabelValues(op, "ok")
+		m.silences.WithLabelValues(op, "error")
 	}
 	for _, r := range allResults {
 		m.captures.WithLabelValues(r)
@@ -59,7 +76,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.janitorStops.WithLabelValues("ok")
 	m.janitorStops.WithLabelValues("error")
 	if reg != nil {
-		reg.MustRegister(m.captures, m.contention, m.stopDuration, m.janitorStops, m.running)
+		reg.MustRegister(m.captures, m.contention, m.stopDuration, m.janitorStops, m.running, m.silences)
 	}
 	return m
+}
+
+func (m *Metrics) silenceOp(op string, err error) {
+	r := "ok"
+	if err != nil {
+		r = "error"
+	}
+	m.silences.WithLabelValues(op, r).Inc()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/silence"
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
@@ -46,6 +47,9 @@ func helperService() (*Service, error) {
 	if d, err := time.ParseDuration(os.Getenv("PROFILE_TEST_LOCK_TTL")); err == nil {
 		cfg.LockTTL = model.Duration(d)
 	}
+	if d, err := time.ParseDuration(os.Getenv("PROFILE_TEST_EXPECTED_FLUSH")); err == nil {
+		cfg.Silence.ExpectedFlush = model.Duration(d)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -54,7 +58,13 @@ func helperService() (*Service, error) {
 		return nil, err
 	}
 	prom := &staticProm{series: []model.Metric{{"namespace": "llm", "pod": "vllm-0", "instance": model.LabelValue(os.Getenv("PROFILE_TEST_VLLM"))}}}
-	s, err := New(cfg, Deps{Prometheus: prom, Store: st, Replica: os.Getenv("PROFILE_TEST_NAME"), Logger: zerolog.New(os.Stderr)})
+	d := Deps{Prometheus: prom, Store: st, Replica: os.Getenv("PROFILE_TEST_NAME"), Logger: zerolog.New(os.Stderr)}
+	if am := os.Getenv("PROFILE_TEST_AM"); am != "" {
+		if d.Silencer, err = silence.New(am, nil, 5*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	s, err := New(cfg, d)
 	if err != nil {
 		return nil, err
 	}

@@ -24,8 +24,17 @@ type Report struct {
 	Profiled time.Duration
 	// StopTook is how long /stop_profile took (the trace flush).
 	StopTook time.Duration
-	// TraceDir says where the traces are.
-	TraceDir string
+	// TraceDir says where the traces are (for the pod's profiler kind); TraceLink is the
+	// object-store console page when they go to one.
+	TraceDir  string
+	TraceLink string
+	Kind      string
+	// Silenced says an Alertmanager was configured to silence the pod's alerts; SilenceID and
+	// SilencedUntil are the silence held (empty: none could be kept) and when it ends.
+	Silenced      bool
+	SilenceID     string
+	SilenceURL    string
+	SilencedUntil time.Time
 	// Result is one of the Result* constants; Err says why when it is not ResultOK.
 	Result string
 	Err    error
@@ -62,7 +71,13 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "  window: %s requested, profiled %s from %s\n", r.Window, r.Profiled.Round(time.Millisecond), r.StartedAt.UTC().Format(time.RFC3339))
 	}
 	if r.StopTook > 0 {
-		fmt.Fprintf(&b, "  stop_profile took %s\n", r.StopTook.Round(time.Millisecond))
+		fmt.Fprintf(&b, "  stop_profile took %s (the pod served nothing while the trace was flushed)\n", r.StopTook.Round(time.Millisecond))
+	}
+	switch {
+	case !r.Silenced:
+		fmt.Fprintf(&b, "  alerts: not silenced (no alertmanager.url); the pod's alerts may have fired during the capture\n")
+	case r.SilenceID != "" && !r.SilencedUntil.IsZero():
+		fmt.Fprintf(&b, "  alerts: silenced until %s (silence %s: %s)\n", r.SilencedUntil.UTC().Format(time.RFC3339), r.SilenceID, r.SilenceURL)
 	}
 	if r.Result == ResultOK && r.TraceDir != "" {
 		fmt.Fprintf(&b, "  traces: %s\n", r.TraceDir)
@@ -88,6 +103,9 @@ func (r Record) String() string {
 	}
 	s := fmt.Sprintf("%s: %s for %s since %s (window %s, capture %s on %s)",
 		podName(r.Namespace, r.Pod), r.State, orUnknown(r.RequestedBy), since.UTC().Format(time.RFC3339), r.Window, r.ID, r.Replica)
+	if r.SilenceID != "" {
+		s += fmt.Sprintf("; its alerts silenced until %s (silence %s)", r.SilencedUntil.UTC().Format(time.RFC3339), r.SilenceID)
+	}
 	if r.LastError != "" {
 		s += "; last error: " + r.LastError
 	}

@@ -27,6 +27,7 @@ type target struct {
 	Namespace string
 	Pod       string
 	Instance  string
+	Model     string // model_name of its series (the first one, for profile.kinds)
 	Endpoint  string // base URL rendered from profile.url_template
 }
 
@@ -51,7 +52,7 @@ func resolveQuery(n vllmnames.Naming, podLabel, pod, namespace string) string {
 	if namespace != "" {
 		sel += ",namespace=" + strconv.Quote(namespace)
 	}
-	return "group by (namespace, instance) (" + n.Selector("num_requests_running", sel) + ")"
+	return "group by (namespace, instance, model_name) (" + n.Selector("num_requests_running", sel) + ")"
 }
 
 // resolve finds the pod's vLLM endpoint from the instance label Prometheus attached to its
@@ -62,6 +63,7 @@ func resolveQuery(n vllmnames.Naming, podLabel, pod, namespace string) string {
 func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, error) {
 	type found struct{ ns, instance string }
 	var all []found
+	modelName := ""
 	labelsTried := []string{s.podLabel}
 	if s.podLabel != vllmnames.FallbackPodLabel {
 		labelsTried = append(labelsTried, vllmnames.FallbackPodLabel)
@@ -80,6 +82,9 @@ func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, e
 			f := found{string(smp.Metric["namespace"]), string(smp.Metric["instance"])}
 			if f.instance != "" && !slices.Contains(all, f) {
 				all = append(all, f)
+			}
+			if modelName == "" {
+				modelName = string(smp.Metric["model_name"])
 			}
 		}
 		if len(all) > 0 {
@@ -109,7 +114,7 @@ func (s *Service) resolve(ctx context.Context, pod, namespace string) (target, e
 		}
 		return target{}, fmt.Errorf("%w: pod %s is ambiguous (%s): %s", ErrInvalidRequest, pod, hint, strings.Join(names, ", "))
 	}
-	t := target{Namespace: all[0].ns, Pod: pod, Instance: all[0].instance}
+	t := target{Namespace: all[0].ns, Pod: pod, Instance: all[0].instance, Model: modelName}
 	var err error
 	t.Endpoint, err = s.cfg.render(s.cfg.urlTmpl, t.Instance, t.Pod, t.Namespace)
 	if err != nil {

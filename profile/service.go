@@ -65,6 +65,10 @@ type Record struct {
 	Deadline  time.Time `json:"deadline"`
 	Attempts  int       `json:"janitor_attempts,omitempty"`
 	LastError string    `json:"last_error,omitempty"`
+	// SilenceID is the Alertmanager silence of the pod's alerts held for the capture, and
+	// SilencedUntil its end; the janitor ends it when the responder holding it died.
+	SilenceID     string    `json:"silence_id,omitempty"`
+	SilencedUntil time.Time `json:"silenced_until,omitzero"`
 }
 
 // Request asks for a capture.
@@ -86,7 +90,10 @@ type Deps struct {
 	Prometheus Querier     // resolves pods to endpoints; required
 	Store      store.Store // locks, records, cooldowns; required
 	Metrics    *Metrics    // nil: unregistered metrics
-	Logger     zerolog.Logger
+	// Silencer holds a silence of the pod's alerts while a capture runs; nil (no
+	// alertmanager.url): the pod's alerts fire, and the requester is told so.
+	Silencer Silencer
+	Logger   zerolog.Logger
 	// Replica names this responder in records and holder names; empty: hostname-pid.
 	Replica string
 	// Naming is how vLLM's series are named (vllm.metric_prefix, vllm.router_label); the zero
@@ -98,14 +105,15 @@ type Deps struct {
 
 // Service runs captures and the janitor.
 type Service struct {
-	cfg     Config
-	prom    Querier
-	store   store.Store
-	metrics *Metrics
-	log     zerolog.Logger
-	replica string
-	client  *vllmClient
-	naming  vllmnames.Naming
+	cfg      Config
+	prom     Querier
+	store    store.Store
+	silencer Silencer
+	metrics  *Metrics
+	log      zerolog.Logger
+	replica  string
+	client   *vllmClient
+	naming   vllmnames.Naming
 	// podLabel names pods in Prometheus (vllm.pod_label); instance is tried after it.
 	podLabel string
 	// grace is added to every record deadline before the janitor acts on it.
@@ -123,7 +131,7 @@ type Service struct {
 func New(cfg Config, d Deps) (*Service, error) {
 	if !cfg.compiled() {
 		if err := cfg.Validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("profile.%w", err)
 		}
 	}
 	if d.Prometheus == nil || d.Store == nil {
@@ -143,6 +151,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 		cfg:       cfg,
 		prom:      d.Prometheus,
 		store:     d.Store,
+		silencer:  d.Silencer,
 		metrics:   d.Metrics,
 		log:       d.Logger.With().Str("component", "profile").Logger(),
 		replica:   d.Replica,
@@ -162,6 +171,8 @@ type capture struct {
 	lock   store.Lock
 	key    string // namespace/pod
 	window time.Duration
+	notice Notice
+	traces Traces
 
 	cutOnce sync.Once
 	cut     chan struct{} // closed to end the window early
@@ -182,14 +193,32 @@ func (s *Service) Start(ctx context.Context, req Request, done func(*Report)) er
 	return err
 }
 
+// Begin is Start that also returns what the capture costs the pod (the notice to give the
+// requester): the stall, the last measured flush, the silence held.
+func (s *Service) Begin(ctx context.Context, req Request, done func(*Report)) (Notice, error) {
+	c, err := s.start(ctx, req, done)
+	if err != nil {
+		return Notice{}, err
+	}
+	return c.notice, nil
+}
+
 // Capture runs a capture and waits for its report (CLI). When ctx ends first, the window is
 // cut short and the profiler is still stopped before Capture returns. The error is the refusal
 // or the capture's failure (report.Err).
 func (s *Service) Capture(ctx context.Context, req Request) (*Report, error) {
+	return s.capture(ctx, req, nil)
+}
+
+// capture is Capture that hands the notice to started (if not nil) once the capture started.
+func (s *Service) capture(ctx context.Context, req Request, started func(Notice)) (*Report, error) {
 	ch := make(chan *Report, 1)
 	c, err := s.start(ctx, req, func(r *Report) { ch <- r })
 	if err != nil {
 		return nil, err
+	}
+	if started != nil {
+		started(c.notice)
 	}
 	select {
 	case r := <-ch:
@@ -265,6 +294,8 @@ func resultOf(err error) string {
 		return ResultDisabled
 	case errors.Is(err, store.ErrUnavailable):
 		return ResultStoreUnavailable
+	case errors.Is(err, ErrSilenceFailed):
+		return ResultSilenceFailed
 	case errors.Is(err, ErrStopTimeout):
 		return ResultStopTimeout
 	default:
@@ -337,8 +368,30 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 			Deadline: now.Add(time.Duration(s.cfg.StartTimeout) + window + s.grace),
 		},
 		lock: lock, key: key, window: window, cut: make(chan struct{}),
+		traces: s.cfg.tracesFor(t),
+	}
+	c.notice = Notice{Pod: key, Window: window}
+	expected := time.Duration(s.cfg.Silence.ExpectedFlush)
+	if f, ok := s.lastFlush(ctx, key); ok {
+		c.notice.LastFlush, c.notice.LastFlushAt = f.Took, f.At
+		expected = f.Took
+	}
+	log := s.log.With().Str("capture_id", id).Str("pod", key).Logger()
+	if s.silencer != nil {
+		// Window, the expected flush and the margin; extended while a longer flush runs.
+		end := now.Add(time.Duration(s.cfg.StartTimeout) + window + expected + time.Duration(s.cfg.Silence.Margin))
+		sid, err := s.silencer.Create(ctx, s.silenceFor(c.rec, now, end))
+		s.metrics.silenceOp(silenceCreate, err)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("%w: %w", ErrSilenceFailed, err)
+		}
+		c.rec.SilenceID, c.rec.SilencedUntil = sid, end
+		c.notice.SilenceID, c.notice.SilenceURL, c.notice.SilencedUntil = sid, s.silencer.URL(sid), end
+		log.Info().Str("silence_id", sid).Time("silenced_until", end).Msg("pod's alerts silenced for the capture")
 	}
 	if err := s.putRecord(ctx, c.rec); err != nil {
+		s.endSilence(&c.rec, log, 0)
 		release()
 		return nil, fmt.Errorf("profile captures are refused while the store cannot be reached: %w", err)
 	}
@@ -347,6 +400,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	case <-s.closing:
 		s.mu.Unlock()
 		_ = s.deleteRecord(context.WithoutCancel(ctx), key, id)
+		s.endSilence(&c.rec, log, 0)
 		release()
 		return nil, errShuttingDown
 	default:
@@ -375,7 +429,12 @@ func (s *Service) run(c *capture) *Report {
 		RequestedBy: c.rec.RequestedBy, Source: c.rec.Source, Replica: s.replica,
 		RequestedAt: c.rec.RequestedAt, Window: c.window,
 	}
-	rep.TraceDir, _ = s.cfg.render(s.cfg.traceTmpl, "", c.rec.Pod, c.rec.Namespace)
+	rep.TraceDir, rep.TraceLink, rep.Kind = c.traces.Where, c.traces.Link, c.traces.Kind
+	rep.Silenced = s.silencer != nil
+	defer func() { rep.SilenceID, rep.SilencedUntil = c.rec.SilenceID, c.rec.SilencedUntil }()
+	if rep.Silenced {
+		defer func() { rep.SilenceURL = s.silencer.URL(c.rec.SilenceID) }()
+	}
 	noteStore := sync.OnceFunc(func() {
 		rep.Notes = append(rep.Notes, "the store could not be reached during the capture: the pod's lock expires by itself within profile.lock_ttl and a janitor clears the record")
 	})
@@ -399,6 +458,7 @@ func (s *Service) run(c *capture) *Report {
 			rep.Result = ResultDisabled
 		}
 		stopRefresh()
+		s.endSilence(&c.rec, log, 0) // nothing stalled
 		if s.deleteRecord(ctx, c.key, c.rec.ID) != nil {
 			noteStore()
 		}
@@ -445,10 +505,16 @@ func (s *Service) run(c *capture) *Report {
 		noteStore()
 	}
 	stopStart := time.Now()
+	stopSilence := s.keepSilence(&c.rec, log, func() {
+		if s.putRecord(ctx, c.rec) != nil {
+			noteStore()
+		}
+	})
 	stctx, cancel := context.WithTimeoutCause(ctx, time.Duration(s.cfg.StopTimeout), ErrStopTimeout)
 	stopErr := s.client.post(stctx, c.rec.Endpoint, "/stop_profile")
 	cancel()
 	rep.StopTook = time.Since(stopStart)
+	stopSilence()
 	s.metrics.stopDuration.Observe(rep.StopTook.Seconds())
 	stopRefresh()
 
@@ -463,6 +529,9 @@ func (s *Service) run(c *capture) *Report {
 		}
 		c.rec.State, c.rec.LastError = StateStopFailed, stopErr.Error()
 		c.rec.Deadline = time.Now().Add(time.Duration(s.cfg.LockTTL))
+		// The server may still be flushing: keep the pod silenced until the janitor's retry,
+		// which extends the silence while its own stop runs and then ends it.
+		s.endSilence(&c.rec, log, time.Duration(s.cfg.LockTTL)+s.silenceLead()+time.Duration(s.cfg.Silence.Margin))
 		if s.putRecord(ctx, c.rec) != nil {
 			noteStore()
 		}
@@ -475,6 +544,11 @@ func (s *Service) run(c *capture) *Report {
 	} else {
 		rep.Result = ResultError
 	}
+	if stopErr == nil && !rep.StartedAt.IsZero() {
+		s.recordFlush(c.key, rep.StopTook, log)
+	}
+	// The alerts' windows still hold the stall: the silence ends a margin after the flush.
+	s.endSilence(&c.rec, log, time.Duration(s.cfg.Silence.Margin))
 	if s.cfg.Cooldown > 0 && !rep.StartedAt.IsZero() {
 		if s.setCooldown(ctx, c.key, time.Now().Add(time.Duration(s.cfg.Cooldown))) != nil {
 			noteStore()

@@ -224,13 +224,13 @@ func TestRequestsThatCannotBeServedAreRefused(t *testing.T) {
 
 func TestPodLabelValuesAreQuotedInPromQL(t *testing.T) {
 	got := resolveQuery(vllmnames.Naming{}, "pod", `a"b\c`, "n\ns")
-	want := `group by (namespace, instance) (vllm:num_requests_running{pod="a\"b\\c",namespace="n\ns"})`
+	want := `group by (namespace, instance, model_name) (vllm:num_requests_running{pod="a\"b\\c",namespace="n\ns"})`
 	if got != want {
 		t.Fatalf("query\n got %s\nwant %s", got, want)
 	}
 	// Renamed metrics, router series excluded, pods named by instance.
 	got = resolveQuery(vllmnames.Naming{Prefix: "kserve_vllm:", RouterLabel: "server"}, "instance", "10.0.0.5:8000", "")
-	want = `group by (namespace, instance) (kserve_vllm:num_requests_running{server="",instance="10.0.0.5:8000"})`
+	want = `group by (namespace, instance, model_name) (kserve_vllm:num_requests_running{server="",instance="10.0.0.5:8000"})`
 	if got != want {
 		t.Fatalf("query\n got %s\nwant %s", got, want)
 	}
@@ -399,11 +399,12 @@ func TestMetricsExistAtZero(t *testing.T) {
 		got[mf.GetName()] = len(mf.GetMetric())
 	}
 	want := map[string]int{
-		"vllm_responder_profile_captures_total":        8,
+		"vllm_responder_profile_captures_total":        9,
 		"vllm_responder_profile_lock_contention_total": 1,
 		"vllm_responder_profile_stop_duration_seconds": 1,
 		"vllm_responder_profile_janitor_stops_total":   2,
 		"vllm_responder_profile_captures_running":      1,
+		"vllm_responder_profile_silence_ops_total":     6,
 	}
 	for k, n := range want {
 		if got[k] != n {

@@ -3,6 +3,7 @@ package silence
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -77,5 +78,53 @@ func TestAnUnreachableAlertmanagerTimesOutWithItsCause(t *testing.T) {
 	_, err := c.Create(context.Background(), ForLabels(map[string]string{"a": "b"}, time.Now(), time.Hour, "x", "y"))
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestASilenceCanBeExtendedAndExpiredInTheRealAlertmanager(t *testing.T) {
+	am := testenv.Alertmanager(t, amConfig)
+	c, err := New(am.URL, nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := Silence{Matchers: []Matcher{{Name: "pod", Value: "vllm-0", IsEqual: true}, {Name: "alertname", Value: "VLLM.+", IsRegex: true, IsEqual: true}},
+		StartsAt: time.Now(), EndsAt: time.Now().Add(time.Minute), CreatedBy: "alice", Comment: "profile capture"}
+	id, err := c.Create(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	id2, err := c.SetEnd(ctx, id, end)
+	if err != nil || id2 == "" {
+		t.Fatalf("SetEnd = %q, %v", id2, err)
+	}
+	got, err := c.Get(ctx, id2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StateActive || !got.EndsAt.Equal(end) || got.Comment != "profile capture" || len(got.Matchers) != 2 {
+		t.Fatalf("extended silence = %+v, want active until %s", got, end)
+	}
+	if id2 != id {
+		// Alertmanager replaced it: the old one must not stay active beside the new one.
+		if old, err := c.Get(ctx, id); err != nil || old.Status != StateExpired {
+			t.Fatalf("replaced silence = %+v, %v", old, err)
+		}
+	}
+	if err := c.Expire(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(ctx, id2); err != nil || got.Status != StateExpired {
+		t.Fatalf("after Expire: %+v, %v", got, err)
+	}
+	if err := c.Expire(ctx, id2); err != nil {
+		t.Errorf("expiring an expired silence: %v", err)
+	}
+	if id3, err := c.SetEnd(ctx, id2, end); err != nil || id3 != "" {
+		t.Errorf("SetEnd of an expired silence = %q, %v; want it left alone", id3, err)
+	}
+	if _, err := c.Get(ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown silence: %v", err)
 	}
 }

@@ -109,6 +109,7 @@ type Engine struct {
 	onStep      func(StepRecord)
 	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
 	wake        chan struct{}
+	stall       engineStall // held by a flushing profiler (sim/profiler.go)
 }
 
 // NewEngine builds an engine with its own metrics registry.
@@ -628,6 +629,7 @@ func (e *Engine) Run(ctx context.Context) {
 	defer timer.Stop()
 	next := time.Now()
 	for {
+		e.stall.wait(ctx) // no step while stop_profile flushes, as in vLLM's engine core loop
 		now := time.Now()
 		if now.Before(next) {
 			now = next

@@ -19,11 +19,15 @@ const maxProfiledSteps = 200000
 // Profiler models vLLM's torch profiler wrapper: POST /start_profile starts
 // recording the engine steps, POST /stop_profile stops, waits the flush delay
 // and writes one Chrome-trace file per rank, <dir>/<worker>.<ms>.pt.trace.json.gz.
+// Like vLLM's, whose stop runs inside the engine core's busy loop, a stop stalls
+// the engine it is attached to (AttachEngine) for the whole flush: no step, no
+// token, gauges frozen at their last values; arrivals queue up meanwhile.
 type Profiler struct {
 	dir        string
 	flushDelay time.Duration
 	ranks      int
 	log        zerolog.Logger
+	engine     *Engine
 
 	mu      sync.Mutex
 	active  bool
@@ -33,22 +37,71 @@ type Profiler struct {
 	stops   int
 	traces  []string
 	flushes sync.WaitGroup
+	// flushing counts the stops writing traces.
+	flushing int
 }
 
 // ProfilerState is what GET /admin/profile returns.
 type ProfilerState struct {
-	Enabled bool     `json:"enabled"`
-	Dir     string   `json:"dir"`
-	Active  bool     `json:"active"`
-	Starts  int      `json:"starts"`
-	Stops   int      `json:"stops"`
-	Traces  []string `json:"traces"`
+	Enabled bool   `json:"enabled"`
+	Dir     string `json:"dir"`
+	Active  bool   `json:"active"`
+	// Flushing: a stop_profile is writing the traces (the engine loop is stalled).
+	Flushing bool     `json:"flushing"`
+	Starts   int      `json:"starts"`
+	Stops    int      `json:"stops"`
+	Traces   []string `json:"traces"`
 }
 
 // NewProfiler returns a profiler writing to dir; an empty dir disables it
 // (the endpoints are then 404, as in vLLM without a profiler config).
 func NewProfiler(dir string, flushDelay time.Duration, ranks int, log zerolog.Logger) *Profiler {
 	return &Profiler{dir: dir, flushDelay: flushDelay, ranks: max(ranks, 1), log: log}
+}
+
+// AttachEngine makes every stop stall e's loop while the traces are flushed.
+func (p *Profiler) AttachEngine(e *Engine) {
+	p.mu.Lock()
+	p.engine = e
+	p.mu.Unlock()
+}
+
+// engineStall holds an engine loop: while held, Run takes no step.
+type engineStall struct {
+	mu   sync.Mutex
+	held int
+	free chan struct{} // closed when the last holder lets go
+}
+
+func (g *engineStall) hold() (release func()) {
+	g.mu.Lock()
+	if g.held == 0 {
+		g.free = make(chan struct{})
+	}
+	g.held++
+	g.mu.Unlock()
+	return sync.OnceFunc(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.held--; g.held == 0 {
+			close(g.free)
+		}
+	})
+}
+
+// wait returns once nobody holds the loop (at once when nobody does) or ctx ends.
+func (g *engineStall) wait(ctx context.Context) {
+	g.mu.Lock()
+	if g.held == 0 {
+		g.mu.Unlock()
+		return
+	}
+	free := g.free
+	g.mu.Unlock()
+	select {
+	case <-free:
+	case <-ctx.Done():
+	}
 }
 
 // Enabled reports whether a profiler directory is configured.
@@ -91,9 +144,21 @@ func (p *Profiler) Stop(ctx context.Context, now time.Time) error {
 	steps, started := p.steps, p.started
 	p.steps = nil
 	p.stops++
+	release := func() {}
+	if p.engine != nil {
+		// Held before flushing shows, so a step seen while flushing is a step run stalled.
+		release = p.engine.stall.hold()
+	}
+	p.flushing++
 	p.flushes.Add(1)
 	p.mu.Unlock()
+	defer release()
 	defer p.flushes.Done()
+	defer func() {
+		p.mu.Lock()
+		p.flushing--
+		p.mu.Unlock()
+	}()
 
 	p.log.Info().Int("profiled_steps", len(steps)).Dur("flush_delay", p.flushDelay).Msg("profiler stopping, flushing traces")
 	t := time.NewTimer(p.flushDelay)
@@ -135,7 +200,7 @@ func (p *Profiler) State() ProfilerState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return ProfilerState{
-		Enabled: p.dir != "", Dir: p.dir, Active: p.active,
+		Enabled: p.dir != "", Dir: p.dir, Active: p.active, Flushing: p.flushing > 0,
 		Starts: p.starts, Stops: p.stops, Traces: append([]string{}, p.traces...),
 	}
 }

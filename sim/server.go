@@ -36,6 +36,7 @@ func NewServer(eng *Engine, prof *Profiler, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	if prof.Enabled() {
 		eng.SetStepObserver(prof.Record)
+		prof.AttachEngine(eng)
 		s.mux.HandleFunc("POST /start_profile", s.startProfile)
 		s.mux.HandleFunc("POST /stop_profile", s.stopProfile)
 	}

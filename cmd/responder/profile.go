@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/profile"
+	"github.com/vllm-responder/vllm-responder/silence"
 )
 
 // runProfile: `responder profile --config FILE --pod P [--duration 10s]`. The config's own flags
@@ -54,10 +56,28 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer st.Close()
-	svc, err := profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Logger: log.Level(zerolog.WarnLevel), Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
+	silencer, err := newCaptureSilencer(c)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	svc, err := profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Silencer: silencer, Logger: log.Level(zerolog.WarnLevel), Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return profile.RunCLI(ctx, svc, rest, stdout, stderr)
+}
+
+// newCaptureSilencer is the Alertmanager client that silences a captured pod's alerts; nil
+// without alertmanager.url (the pod's alerts then fire, and the requester is told so).
+func newCaptureSilencer(c *cfgpkg.Config) (profile.Silencer, error) {
+	if c.Alertmanager.URL == "" {
+		return nil, nil
+	}
+	s, err := silence.New(c.Alertmanager.URL, nil, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("alertmanager.url: %w", err)
+	}
+	return s, nil
 }

@@ -120,7 +120,11 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	// Profile captures and their janitor (which stops captures whose responder died).
 	var capt *profile.Service
 	if c.Profile.Enabled {
-		capt, err = profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Metrics: profile.NewMetrics(reg), Logger: log, Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
+		silencer, err := newCaptureSilencer(c)
+		if err != nil {
+			return err
+		}
+		capt, err = profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Silencer: silencer, Metrics: profile.NewMetrics(reg), Logger: log, Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
 		if err != nil {
 			return err
 		}

@@ -57,10 +57,14 @@ func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, 
 // capturer adapts profile.Service to the Slack app's Capturer.
 type capturer struct{ svc *profile.Service }
 
-func (c capturer) StartCapture(ctx context.Context, pod string, d time.Duration, by string, done func(string, error)) error {
-	return c.svc.Start(ctx, profile.Request{Pod: pod, Duration: d, RequestedBy: by, Source: "slack"}, func(r *profile.Report) {
+func (c capturer) StartCapture(ctx context.Context, pod string, d time.Duration, by string, done func(string, error)) (string, error) {
+	n, err := c.svc.Begin(ctx, profile.Request{Pod: pod, Duration: d, RequestedBy: by, Source: "slack"}, func(r *profile.Report) {
 		done(r.String(), r.Err)
 	})
+	if err != nil {
+		return "", err
+	}
+	return n.String(), nil
 }
 
 func (c capturer) Running(ctx context.Context) ([]string, error) {

@@ -38,7 +38,8 @@
 //	                              both emits the old and the new names at once (0.9.2 to 0.11) (default new)
 //	--profiler-dir DIR            enable POST /start_profile and /stop_profile, writing traces to DIR
 //	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
-//	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s)
+//	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s);
+//	                              as in vLLM, the engine loop makes no step meanwhile (no token, gauges frozen)
 //	--tensor-parallel-size N      ranks; one trace file per rank (default 1)
 //	--otlp-traces-endpoint URL    export one OTLP span per finished request as vLLM does (llm_request,
 //	                              kind SERVER, gen_ai.latency.* / gen_ai.usage.* / gen_ai.request.id;
@@ -157,7 +158,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	perCtx := fs.Duration("per-context-token", def.PerContextToken, "cost per context token read by the batch")
 	metricNames := fs.String("metric-names", "new", "metric names: new, legacy (before 0.9.2) or both (0.9.2 to 0.11)")
 	profDir := fs.String("profiler-dir", os.Getenv("VLLM_TORCH_PROFILER_DIR"), "profiler trace directory (enables /start_profile, /stop_profile)")
-	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns")
+	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns; the engine loop is stalled meanwhile, as in vLLM")
 	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
 	otlpTraces := fs.String("otlp-traces-endpoint", "", "OTLP endpoint for request traces (as vLLM's flag)")
 	logLevel := fs.String("log-level", "info", "log level")

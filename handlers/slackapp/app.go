@@ -33,10 +33,13 @@ type Triager interface {
 }
 
 // Capturer starts bounded profile captures. An error returned at once is a refusal (lock busy,
-// cooldown, unknown pod, store down) and its message is shown to the user; done is called later
-// with the report (or the failure) to post. d == 0 means the capturer's default duration.
+// cooldown, unknown pod, store down, alerts cannot be silenced) and its message is shown to the
+// user; a capture started returns what it costs the pod (the stall while the trace is flushed,
+// the last measured flush, the silence of its alerts), told to the requester at once; done is
+// called later with the report (or the failure) to post. d == 0 means the capturer's default
+// duration.
 type Capturer interface {
-	StartCapture(ctx context.Context, pod string, d time.Duration, requestedBy string, done func(report string, err error)) error
+	StartCapture(ctx context.Context, pod string, d time.Duration, requestedBy string, done func(report string, err error)) (cost string, err error)
 	// Running lists the captures in progress, one line each.
 	Running(ctx context.Context) ([]string, error)
 }
@@ -328,8 +331,10 @@ func (a *App) diagnosisButtons(d *playbooks.Diagnosis) slack.Block {
 	if !ok {
 		return nil
 	}
-	return slack.NewActionBlock("", slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
-		slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false)))
+	b := slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
+		slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false))
+	b.Confirm = slacknotify.CaptureConfirm(d.Scope["pod"], a.silence != nil)
+	return slack.NewActionBlock("", b)
 }
 
 // oneLine is an error for a user: its first line, shortened; never a stack trace.
@@ -361,7 +366,7 @@ func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slack.Slas
 		reply(":no_entry: You may not capture profiles: "+why, false)
 		return
 	}
-	err := a.capture.StartCapture(ctx, c.Pod, c.Duration, requestedBy(cmd.UserID, cmd.UserName), func(report string, err error) {
+	cost, err := a.capture.StartCapture(ctx, c.Pod, c.Duration, requestedBy(cmd.UserID, cmd.UserName), func(report string, err error) {
 		if err != nil {
 			reply(fmt.Sprintf(":x: Profile of pod `%s` failed: %s", c.Pod, oneLine(err)), true)
 			return
@@ -372,7 +377,7 @@ func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slack.Slas
 		reply(":no_entry: Capture refused: "+oneLine(err), false)
 		return
 	}
-	reply(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows here.", cmd.UserID, c.Pod), true)
+	reply(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows here.\n%s", cmd.UserID, c.Pod, cost), true)
 }
 
 func (a *App) runStatus(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand) {

@@ -56,15 +56,15 @@ type fakeCapturer struct {
 	refuse  error
 }
 
-func (f *fakeCapturer) StartCapture(_ context.Context, pod string, d time.Duration, by string, done func(string, error)) error {
+func (f *fakeCapturer) StartCapture(_ context.Context, pod string, d time.Duration, by string, done func(string, error)) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.refuse != nil {
-		return f.refuse
+		return "", f.refuse
 	}
 	f.started = append(f.started, fmt.Sprintf("%s %s %s", pod, d, by))
 	go done("trace at /profiles/"+pod+".pt.trace.json.gz", nil)
-	return nil
+	return "Cost: pod " + pod + " stops serving while vLLM flushes the trace. The last measured flush on this pod took 42s.", nil
 }
 
 func (f *fakeCapturer) Running(context.Context) ([]string, error) {
@@ -252,6 +252,11 @@ func TestTriageIsAcknowledgedAtOnceAndTheDiagnosisFollowsOnResponseURL(t *testin
 	if msg.ResponseType != "in_channel" || !strings.Contains(raw, "Inconclusive") || !strings.Contains(raw, slacknotify.ActionCapture) {
 		t.Errorf("response %s", raw)
 	}
+	// The capture button asks before it stalls a serving pod.
+	if !strings.Contains(raw, `"confirm":{"title":{"type":"plain_text","text":"Profile this serving pod?"`) ||
+		!strings.Contains(raw, "Pod `vllm-0` stops serving while vLLM flushes the trace") || !strings.Contains(raw, "Its vLLM alerts are silenced") {
+		t.Errorf("the Capture profile button has no confirmation dialog saying the cost: %s", raw)
+	}
 	if l := e.triager.labels[0]; l["model_name"] != "meta-llama/Llama-3.1-8B" || l["pod"] != "vllm-0" {
 		t.Errorf("triager got %v", l)
 	}
@@ -319,7 +324,8 @@ func TestProfileCommand(t *testing.T) {
 		e.command(t, "profile vllm-0 10s", "U0ONCALL")
 		calls := e.slack.WaitCalls(t, "response", 2, 10*time.Second)
 		all := string(calls[0].Body) + string(calls[1].Body)
-		if !strings.Contains(all, "started a profile capture of pod `vllm-0`") || !strings.Contains(all, "/profiles/vllm-0.pt.trace.json.gz") {
+		if !strings.Contains(all, "started a profile capture of pod `vllm-0`") || !strings.Contains(all, "/profiles/vllm-0.pt.trace.json.gz") ||
+			!strings.Contains(all, "The last measured flush on this pod took 42s") {
 			t.Errorf("responses %s", all)
 		}
 		if got := e.capturer.started; len(got) != 1 || got[0] != "vllm-0 10s slack:alice (U0ONCALL)" {
@@ -428,7 +434,8 @@ func TestCaptureButtonStartsACaptureAndPostsTheReportInTheThread(t *testing.T) {
 	e.click(t, slacknotify.ActionCapture, alertLabels, "U1")
 	posts := e.slack.WaitCalls(t, "chat.postMessage", 2, 10*time.Second)
 	all := posts[0].Form.Get("text") + posts[1].Form.Get("text")
-	if !strings.Contains(all, "started a profile capture of pod `vllm-0`") || !strings.Contains(all, "/profiles/vllm-0.pt.trace.json.gz") {
+	if !strings.Contains(all, "started a profile capture of pod `vllm-0`") || !strings.Contains(all, "/profiles/vllm-0.pt.trace.json.gz") ||
+		!strings.Contains(all, "Cost: pod vllm-0 stops serving") {
 		t.Errorf("posts %q", all)
 	}
 }

@@ -136,7 +136,7 @@ func (a *App) captureFromButton(ctx context.Context, log zerolog.Logger, c click
 		a.tell(ctx, log, c, ":no_entry: You may not capture profiles: "+why)
 		return
 	}
-	err := a.capture.StartCapture(ctx, pod, 0, requestedBy(c.userID, c.userName), func(report string, err error) {
+	cost, err := a.capture.StartCapture(ctx, pod, 0, requestedBy(c.userID, c.userName), func(report string, err error) {
 		// Called when the capture ends, long after this click's context.
 		ctx, cancel := context.WithTimeoutCause(a.ctx, time.Minute, fmt.Errorf("posting the capture report timed out"))
 		defer cancel()
@@ -150,5 +150,5 @@ func (a *App) captureFromButton(ctx context.Context, log zerolog.Logger, c click
 		a.tell(ctx, log, c, ":no_entry: Capture refused: "+oneLine(err))
 		return
 	}
-	a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows in this thread.", c.userID, pod), false))
+	a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows in this thread.\n%s", c.userID, pod, cost), false))
 }

@@ -359,6 +359,7 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 	if opts.Capture && item.Diagnosis != nil && item.Diagnosis.OfferProfile && labels["pod"] != "" {
 		b := slack.NewButtonBlockElement(ActionCapture, val, plain("Capture profile", 75))
 		b.Style = slack.StylePrimary
+		b.Confirm = CaptureConfirm(labels["pod"], opts.Silence)
 		els = append(els, b)
 	}
 	if len(els) == 0 {
