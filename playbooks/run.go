@@ -239,14 +239,10 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 	var fleetVals FleetValues
 	if p.Fleet != nil {
 		fleetVals = FleetValues{}
+		// Fleet results do not decide whether Prometheus was reachable: they may come from the
+		// cache of a sibling's diagnosis, and without the pod's own evidence there is no diagnosis.
 		for i, q := range p.Fleet.Queries {
 			r := fleetResults[i]
-			if r.status == QueryUnreachable {
-				unreachable++
-				lastErr = r.problem
-			} else {
-				reached++
-			}
 			if r.vec != nil {
 				fleetVals[q.Name] = r.vec
 			}
@@ -267,7 +263,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 	} else {
 		e.decide(p, d, values, fleetVals, fleetExprs, labels)
 		if unreachable > 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, reached+unreachable, lastErr))
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, len(p.Queries), lastErr))
 		}
 	}
 	for _, c := range p.Charts {

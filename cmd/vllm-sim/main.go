@@ -75,7 +75,9 @@
 //	                 waiting grows ~40/s, queue time and TTFT p99 grow without bound (p99 > 10 s within
 //	                 30 s), prefill and ITL flat, KV ~30%, no preemption, generation tokens/s plateau
 //	kv-pressure      a burst of 170 long requests (prompt ~1200, output ~1200) then 0.8 req/s:
-//	                 KV usage >= 0.99 within 15 s, preemptions ~0.6-0.9/s from 15 s on, ITL and e2e inflate;
+//	                 KV usage >= 0.99 within 15 s, the scheduler preempts from 15 s on, but the victims
+//	                 wait behind the full pool, so num_preemptions_total (counted when a victim resumes)
+//	                 reads ~0 for ~90 s and ~0.7-1/s after two minutes; ITL and e2e inflate;
 //	                 new arrivals starve (few first tokens, few finishes), waiting ~50-130
 //	long-prompts     0.6 req/s with ~5000-token prompts: prefill time ~6x healthy, TTFT p99 ~0.3-0.5 s,
 //	                 queue near zero

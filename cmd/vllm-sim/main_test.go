@@ -95,3 +95,64 @@ func TestBadFlagsExitNonZero(t *testing.T) {
 		})
 	}
 }
+
+// Several --listen addresses serve several pods, each its own engine; a fleet scenario posted to
+// any of them switches all, and a wedged pod still answers /health and /metrics.
+func TestSeveralListenAddressesServeAFleet(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- runWith(ctx, []string{"--listen", "127.0.0.1:0,127.0.0.1:0,127.0.0.1:0", "--scenario", "healthy"}, &logs, ready)
+	}()
+	var addrs []string
+	select {
+	case a := <-ready:
+		addrs = strings.Split(a, ",")
+	case code := <-done:
+		t.Fatalf("exited early with %d: %s", code, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready within 10s")
+	}
+	if len(addrs) != 3 {
+		t.Fatalf("ready with %v; want three addresses", addrs)
+	}
+	resp, err := http.Post("http://"+addrs[2]+"/admin/fleet", "application/json", strings.NewReader(`{"scenario":"engine-stall"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"engine_stalled":true`) {
+		t.Fatalf("POST /admin/fleet: %d %s", resp.StatusCode, body)
+	}
+	for i, a := range addrs {
+		r, err := http.Get("http://" + a + "/admin/scenario")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if stalled := strings.Contains(string(b), `"engine_stalled":true`); stalled != (i == 0) {
+			t.Errorf("pod %d: engine_stalled %v, want %v: %s", i, stalled, i == 0, b)
+		}
+		if h, err := http.Get("http://" + a + "/health"); err != nil || h.StatusCode != 200 {
+			t.Errorf("pod %d /health: %v %v", i, h, err)
+		} else {
+			h.Body.Close()
+		}
+	}
+	if r, err := http.Post("http://"+addrs[0]+"/admin/fleet", "application/json", strings.NewReader(`{"scenario":"no-such"}`)); err != nil || r.StatusCode != 400 {
+		t.Errorf("an unknown fleet scenario: %v %v; want 400", r, err)
+	} else {
+		r.Body.Close()
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop within 10s of cancellation")
+	}
+}

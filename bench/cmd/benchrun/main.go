@@ -246,6 +246,8 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 	w("- Time to diagnosis: webhook received (the handler's timestamp) to notifier called, with `handlers.Webhook` → `dispatch` →\n")
 	w("  `playbooks.Engine` wired in-process as serve.go wires them, cache_ttl negative, against the real Prometheus with recorded series.\n")
 	w("  In each run every query of the playbook is first timed alone, one after the other; the slowest of them is the reference.\n")
+	w("  The fleet queries (one vector by pod per signal) count among them. The 50-pod row diagnoses fleet-0 of a model recorded on\n")
+	w("  50 pods (fleet-0 past the knee, its siblings quiet): the same number of queries as for a model on one pod.\n")
 	w("- Storm: 50 groups (5 alertnames × 10 models) of 20 pods; each group is posted twice as Alertmanager would as it grows (10 alerts,\n")
 	w("  then all 20), 100 posts evenly within 10 s. Slack is the recording fake (`fakeslack`) with `post_interval: 10ms` and charts off.\n")
 	w("  Queries are counted by a reverse proxy in front of Prometheus; distinct pairs are the expanded queries of every alert's playbook.\n")

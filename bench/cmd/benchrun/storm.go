@@ -129,6 +129,12 @@ slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: 
 					pairs[pb.Expand(q, l)] = true
 				}
 				rep.unshared += len(pb.Queries)
+				if pb.Fleet != nil { // one vector by pod per signal: shared by the pods of a model
+					for _, q := range pb.Fleet.Queries {
+						pairs[pb.ExpandFleet(q, l)] = true
+					}
+					rep.unshared += len(pb.Fleet.Queries)
+				}
 			}
 			groups = append(groups, g)
 		}
