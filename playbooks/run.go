@@ -118,6 +118,11 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 	start := e.opt.Now()
 	scope, used, missingScope := ScopeMatchers(p.Scope, labels)
 	d := &Diagnosis{Playbook: p.Name, Scope: used, EvaluatedAt: start}
+	for _, name := range p.Scope {
+		if v, ok := used[name]; ok && hasReplacement(v) {
+			d.Notes = append(d.Notes, fmt.Sprintf("label %s carries invalid UTF-8 (shown as \uFFFD): matched as a pattern, any characters in its place", name))
+		}
+	}
 	if len(missingScope) > 0 && len(p.Scope) > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("scope labels missing from the alert: %s; the evidence covers every value of them",
 			strings.Join(missingScope, ", ")))
