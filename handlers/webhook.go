@@ -49,8 +49,15 @@ type webhookResponse struct {
 	Status     string `json:"status"`
 	Accepted   int    `json:"accepted,omitempty"`
 	Duplicates int    `json:"duplicates,omitempty"`
-	Error      string `json:"error,omitempty"`
+	// Rejected counts the alerts left out because they can never be diagnosed (no alertname, a
+	// bad status); Problems says why, for the first few.
+	Rejected int      `json:"rejected,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
+
+// maxProblems bounds the reasons an answer lists.
+const maxProblems = 10
 
 func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
@@ -82,7 +89,15 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, http.StatusBadRequest, "bad_request", webhookResponse{Status: "error", Error: "could not read body"})
 		return
 	}
-	msg, err := DecodeMessage(body)
+	msg, rejected, err := decodeMessage(body)
+	if len(rejected) > 0 {
+		// Bad alerts are refused one by one: the good ones of the notification still go on
+		// (Alertmanager never retries a 4xx, so refusing all of it would lose them).
+		if h.Metrics != nil {
+			h.Metrics.AlertsReceived.WithLabelValues("invalid").Add(float64(len(rejected)))
+		}
+		log.Warn().Int("rejected", len(rejected)).Strs("problems", rejected[:min(len(rejected), maxProblems)]).Msg("webhook alerts refused")
+	}
 	if err != nil {
 		log.Warn().Err(err).Int("body_bytes", len(body)).Msg("malformed webhook")
 		h.answer(w, http.StatusBadRequest, "bad_request", webhookResponse{Status: "error", Error: err.Error()})
@@ -123,7 +138,8 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev.Str("group_key", msg.GroupKey).Str("status", msg.Status).Int("alerts", len(msg.Alerts)).
 		Int("accepted", acc.New).Int("duplicates", acc.Duplicates).Msg("webhook accepted")
-	h.answer(w, http.StatusOK, result, webhookResponse{Status: "ok", Accepted: acc.New, Duplicates: acc.Duplicates})
+	h.answer(w, http.StatusOK, result, webhookResponse{Status: "ok", Accepted: acc.New, Duplicates: acc.Duplicates,
+		Rejected: len(rejected), Problems: rejected[:min(len(rejected), maxProblems)]})
 }
 
 func (h *Webhook) answer(w http.ResponseWriter, code int, result string, body webhookResponse) {
@@ -149,35 +165,63 @@ func (h *Webhook) authorized(r *http.Request) bool {
 	}
 }
 
-// DecodeMessage decodes and checks an Alertmanager webhook body (version "4").
+// DecodeMessage decodes and checks an Alertmanager webhook body (version "4"). Alerts that can
+// never be diagnosed (no alertname, a bad status) are left out of the message; it is an error
+// only when none is left.
 func DecodeMessage(body []byte) (*dispatch.Message, error) {
+	msg, _, err := decodeMessage(body)
+	return msg, err
+}
+
+// decodeMessage is DecodeMessage that also says which alerts it left out, and why.
+func decodeMessage(body []byte) (*dispatch.Message, []string, error) {
 	var msg dispatch.Message
 	if err := json.Unmarshal(body, &msg); err != nil { // also refuses trailing data
-		return nil, fmt.Errorf("malformed JSON: %v", err)
+		return nil, nil, fmt.Errorf("malformed JSON: %v", err)
 	}
 	switch {
 	case msg.Version == "":
-		return nil, errors.New(`missing "version": not an Alertmanager webhook payload`)
+		return nil, nil, errors.New(`missing "version": not an Alertmanager webhook payload`)
 	case msg.Version != "4":
 		v := msg.Version
 		if len(v) > 16 {
 			v = v[:16] + "..."
 		}
-		return nil, fmt.Errorf("unsupported webhook version %q (this responder speaks version 4)", v)
+		return nil, nil, fmt.Errorf("unsupported webhook version %q (this responder speaks version 4)", v)
 	case msg.Data == nil:
-		return nil, errors.New("empty message")
+		return nil, nil, errors.New("empty message")
 	case msg.Status != "firing" && msg.Status != "resolved":
-		return nil, fmt.Errorf(`status %q is neither "firing" nor "resolved"`, msg.Status)
+		return nil, nil, fmt.Errorf(`status %q is neither "firing" nor "resolved"`, truncate(msg.Status))
 	case len(msg.Alerts) == 0:
-		return nil, errors.New("no alerts in the message")
+		return nil, nil, errors.New("no alerts in the message")
 	}
+	var rejected []string
+	good := msg.Alerts[:0]
 	for i, a := range msg.Alerts {
-		if a.Labels["alertname"] == "" {
-			return nil, fmt.Errorf("alerts[%d]: no alertname label", i)
-		}
-		if a.Status != "" && a.Status != "firing" && a.Status != "resolved" {
-			return nil, fmt.Errorf("alerts[%d]: status %q is neither firing nor resolved", i, a.Status)
+		switch {
+		case a.Labels["alertname"] == "":
+			rejected = append(rejected, fmt.Sprintf("alerts[%d]: no alertname label", i))
+		case a.Status != "" && a.Status != "firing" && a.Status != "resolved":
+			rejected = append(rejected, fmt.Sprintf("alerts[%d]: status %q is neither firing nor resolved", i, truncate(a.Status)))
+		default:
+			good = append(good, a)
 		}
 	}
-	return &msg, nil
+	msg.Alerts = good
+	if len(good) == 0 {
+		more := ""
+		if len(rejected) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(rejected)-1)
+		}
+		return nil, rejected, fmt.Errorf("no valid alert in the message: %s%s", rejected[0], more)
+	}
+	return &msg, rejected, nil
+}
+
+// truncate keeps a value echoed in an error short.
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }

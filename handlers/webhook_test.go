@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/metrics"
 )
@@ -149,4 +150,34 @@ func TestReadyzReportsRequiredAndOptionalChecks(t *testing.T) {
 	}
 	var v any
 	_ = json.Unmarshal(nil, &v)
+}
+
+// One bad alert does not cost the others: the good alerts of the notification are accepted
+// (Alertmanager never retries a 4xx), and the bad ones are reported in the answer and counted.
+func TestBadAlertsAreRefusedOneByOneAndTheGoodOnesAccepted(t *testing.T) {
+	body := `{"version":"4","groupKey":"g","status":"firing","alerts":[
+{"status":"firing","labels":{"pod":"x"}},
+{"status":"firing","labels":{"alertname":"VLLMKVCacheNearFull","pod":"a"}},
+{"status":"exploded","labels":{"alertname":"VLLMKVCacheNearFull","pod":"b"}},
+{"status":"resolved","labels":{"alertname":"VLLMKVCacheNearFull","pod":"c"}}]}`
+	rec := &recorder{}
+	m := metrics.New(prometheus.NewRegistry())
+	h := &Webhook{Acceptor: rec, Metrics: m, Logger: zerolog.Nop()}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/alertmanager", strings.NewReader(body)))
+	if w.Code != 200 {
+		t.Fatalf("code %d: %s", w.Code, w.Body)
+	}
+	want := `{"status":"ok","accepted":2,"rejected":2,"problems":["alerts[0]: no alertname label","alerts[2]: status \"exploded\" is neither firing nor resolved"]}`
+	if got := strings.TrimSpace(w.Body.String()); got != want {
+		t.Fatalf("answer\n%s\nwant\n%s", got, want)
+	}
+	if len(rec.msgs) != 1 || len(rec.msgs[0].Alerts) != 2 || rec.msgs[0].Alerts[0].Labels["pod"] != "a" || rec.msgs[0].Alerts[1].Labels["pod"] != "c" {
+		t.Fatalf("the dispatcher must get the two good alerts, got %+v", rec.msgs)
+	}
+	var c dto.Metric
+	if err := m.AlertsReceived.WithLabelValues("invalid").Write(&c); err != nil || c.GetCounter().GetValue() != 2 {
+		got := c.GetCounter().GetValue()
+		t.Fatalf("invalid alerts counted %v, want 2", got)
+	}
 }

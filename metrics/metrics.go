@@ -14,7 +14,7 @@ import (
 var (
 	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down"}
 	NotificationResults = []string{"ok", "retried", "failed", "skipped"}
-	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved", "superseded"}
+	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved", "superseded", "invalid"}
 	QueryResults        = []string{playbooks.QueryOK, playbooks.QueryEmpty, playbooks.QueryError, playbooks.QueryTimeout, playbooks.QueryUnreachable}
 )
 

@@ -17,7 +17,7 @@ import (
 func FuzzScopeMatchers(f *testing.F) {
 	for _, s := range []string{
 		"llama", `"} or vector(1) #`, `\`, `\"`, "a\nb", "$scope", "$window", "`", "'", `",pod=~".*`,
-		"}", "{", "\x00", "\xff\xfe", "é日本", "\u2028", `\x41`, `\u0041`, "a\"b\\c", "x\tb\r",
+		"}", "{", "\x00", "\xff\xfe", "ll\uFFFDma", "\uFFFD", "é日本", "\u2028", `\x41`, `\u0041`, "a\"b\\c", "x\tb\r",
 	} {
 		f.Add(s, "vllm-0")
 	}
@@ -46,6 +46,17 @@ func FuzzScopeMatchers(f *testing.F) {
 				if m.Value != "x" || m.Type != labels.MatchEqual {
 					t.Fatalf("metric name matcher changed: %v", m)
 				}
+				continue
+			}
+			if hasReplacement(lbls[m.Name]) {
+				// Invalid UTF-8 (or U+FFFD standing for it): a pattern that matches the value.
+				if m.Type != labels.MatchRegexp || !m.Matches(lbls[m.Name]) {
+					t.Fatalf("matcher %v for %q is not a pattern matching it", m, lbls[m.Name])
+				}
+				if _, dup := got[m.Name]; dup {
+					t.Fatalf("label %q matched twice in x{%s}", m.Name, text)
+				}
+				got[m.Name] = lbls[m.Name]
 				continue
 			}
 			if m.Type != labels.MatchEqual {

@@ -2,11 +2,13 @@ package playbooks
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
@@ -17,7 +19,46 @@ import (
 // Slack users: quoting (never concatenating) is what keeps a value such as `"} or vector(1) #`
 // inside its string. PromQL string literals follow Go's escaping rules, so strconv.Quote is exact;
 // invalid UTF-8 becomes \x escapes and cannot end the string either.
-func QuoteLabelValue(v string) string { return strconv.Quote(v) }
+// U+FFFD (what Go's JSON decoder makes of invalid UTF-8) is written as \ufffd: Prometheus's
+// lexer refuses it raw in a string ("invalid UTF-8 rune"), which would fail the query.
+func QuoteLabelValue(v string) string {
+	q := strconv.Quote(v)
+	if strings.ContainsRune(q, utf8.RuneError) {
+		q = strings.ReplaceAll(q, string(utf8.RuneError), `\ufffd`)
+	}
+	return q
+}
+
+// replacementPattern is the regex matcher for a label value that carries U+FFFD: the alert's
+// sender had invalid UTF-8 there, and what it stood for is lost, so each run of U+FFFD matches
+// any characters and the rest must match exactly. (A series in Prometheus is valid UTF-8, so an
+// exact match would never find one.)
+func replacementPattern(v string) string {
+	var b strings.Builder
+	start, inRun := 0, false
+	for i := 0; i < len(v); {
+		r, w := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError {
+			if !inRun {
+				b.WriteString(regexp.QuoteMeta(v[start:i]))
+				b.WriteString(".+")
+				inRun = true
+			}
+			i += w
+			start = i
+			continue
+		}
+		inRun = false
+		i += w
+	}
+	b.WriteString(regexp.QuoteMeta(v[start:]))
+	return b.String()
+}
+
+// hasReplacement reports whether v carries U+FFFD or invalid UTF-8.
+func hasReplacement(v string) bool {
+	return strings.ContainsRune(v, utf8.RuneError) || !utf8.ValidString(v)
+}
 
 // ScopeMatchers builds the `$scope` text: one equality matcher per scope label the alert carries,
 // in the playbook's order. It also returns the scope labels that were missing. The scope's pod
@@ -81,8 +122,13 @@ func (ps PodScope) Matchers(scope []string, labels map[string]string) (matchers 
 			b.WriteByte(',')
 		}
 		b.WriteString(label)
-		b.WriteByte('=')
-		b.WriteString(QuoteLabelValue(v))
+		if hasReplacement(v) {
+			b.WriteString("=~")
+			b.WriteString(QuoteLabelValue(replacementPattern(v)))
+		} else {
+			b.WriteByte('=')
+			b.WriteString(QuoteLabelValue(v))
+		}
 		used[label] = v
 	}
 	return b.String(), used, missing

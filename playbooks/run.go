@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -155,6 +156,11 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 				}
 				d.Notes = append(d.Notes, fmt.Sprintf("pod selected by the %s label (%s=%q; %s)", lbl, lbl, v, why))
 			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		if v := used[name]; hasReplacement(v) {
+			d.Notes = append(d.Notes, fmt.Sprintf("label %s carries invalid UTF-8 (shown as \uFFFD): matched as a pattern, any characters in its place", name))
 		}
 	}
 	if len(missingScope) > 0 && len(p.Scope) > 0 {

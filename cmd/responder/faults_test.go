@@ -29,6 +29,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
+	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/sim"
 )
 
@@ -41,6 +42,15 @@ type slowProm struct {
 	release chan struct{}
 	held    atomic.Int32 // queries being held right now
 	seen    atomic.Int32 // queries held so far
+	mu      sync.Mutex
+	passed  map[string]bool // queries passed through and answered
+}
+
+// answered is how many distinct queries passed through and were answered.
+func (p *slowProm) answered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.passed)
 }
 
 func startSlowProm(t *testing.T, target, match string, delay time.Duration) *slowProm {
@@ -49,7 +59,7 @@ func startSlowProm(t *testing.T, target, match string, delay time.Duration) *slo
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &slowProm{match: match, delay: delay, release: make(chan struct{})}
+	p := &slowProm{match: match, delay: delay, release: make(chan struct{}), passed: map[string]bool{}}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	port := testenv.FreePort(t)
 	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), ReadHeaderTimeout: 5 * time.Second,
@@ -65,8 +75,20 @@ func startSlowProm(t *testing.T, target, match string, delay time.Duration) *slo
 				case <-r.Context().Done():
 				}
 				p.held.Add(-1)
+				proxy.ServeHTTP(w, r)
+				return
 			}
 			proxy.ServeHTTP(w, r)
+			if strings.HasSuffix(r.URL.Path, "/api/v1/query") {
+				form, _ := url.ParseQuery(string(body))
+				q := form.Get("query")
+				if q == "" {
+					q = r.URL.Query().Get("query")
+				}
+				p.mu.Lock()
+				p.passed[q] = true
+				p.mu.Unlock()
+			}
 		})}
 	go func() { _ = srv.ListenAndServe() }()
 	t.Cleanup(func() {
@@ -154,8 +176,14 @@ func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *te
 	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 30*time.Second)
 	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: %q, query_timeout: 20s}\nlog: {level: error}\n", proxy.URL), nil)
 
+	// The queries of the playbook this alert runs: the quantile ones are held, the others must
+	// all have been answered before Prometheus stops, or there is no partial evidence to show.
+	held, passed := splitQueries(t, map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-capacity",
+		"namespace": "llm", "model_name": "llama"}, "histogram_quantile")
 	mustAccept(t, postHook(url, webhook("g1", "VLLMTimeToFirstTokenP99High", "vllm-capacity", "f1")), 1, 0)
-	testenv.WaitFor(t, 20*time.Second, "a quantile query held in flight", func() bool { return proxy.held.Load() > 0 })
+	testenv.WaitFor(t, 60*time.Second, "every quantile query held and every other query answered", func() bool {
+		return int(proxy.held.Load()) == held && proxy.answered() == passed
+	})
 	prom.Stop()
 	close(proxy.release) // the held queries now reach a Prometheus that is gone
 	testenv.WaitFor(t, 30*time.Second, "the degraded diagnosis", func() bool { return strings.Contains(out.String(), "verdict:") })
@@ -174,6 +202,37 @@ func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *te
 			t.Errorf("diagnosis with Prometheus down lacks %q:\n%s", want, second)
 		}
 	}
+}
+
+// splitQueries counts the distinct queries of the playbook that labels match: those containing
+// match, and the others.
+func splitQueries(t *testing.T, labels map[string]string, match string) (matching, others int) {
+	t.Helper()
+	b, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := playbooks.NewSet(b, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, ok := set.Match(labels)
+	if !ok {
+		t.Fatalf("no playbook matches %v", labels)
+	}
+	in, out := map[string]bool{}, map[string]bool{}
+	for _, q := range pb.Queries {
+		e := pb.Expand(q, labels)
+		if strings.Contains(e, match) {
+			in[e] = true
+		} else {
+			out[e] = true
+		}
+	}
+	if len(in) == 0 || len(out) == 0 {
+		t.Fatalf("playbook %s: %d queries with %q, %d without: the test needs both", pb.Name, len(in), match, len(out))
+	}
+	return len(in), len(out)
 }
 
 // Prometheus answers the quantile queries slower than prometheus.query_timeout: the diagnosis
