@@ -26,13 +26,28 @@ type Querier interface {
 	Query(ctx context.Context, query string, ts time.Time) (model.Value, error)
 }
 
+// WarningQuerier is a Querier that also returns the warnings of an answer. Prometheus' API
+// puts them beside the data; Thanos reports a partial response (a store that did not answer,
+// partial_response) and Mimir or Cortex a partial query this way. The engine marks such evidence
+// instead of trusting it silently.
+type WarningQuerier interface {
+	Querier
+	QueryWithWarnings(ctx context.Context, query string, ts time.Time) (model.Value, []string, error)
+}
+
 // PrometheusQuerier runs queries through client_golang's v1 API.
 type PrometheusQuerier struct{ API v1.API }
 
-// Query implements Querier. Warnings are dropped: they do not change the value.
+// Query implements Querier, without the warnings.
 func (p PrometheusQuerier) Query(ctx context.Context, q string, ts time.Time) (model.Value, error) {
-	v, _, _, err := p.API.Query(ctx, q, ts)
+	v, _, err := p.QueryWithWarnings(ctx, q, ts)
 	return v, err
+}
+
+// QueryWithWarnings implements WarningQuerier.
+func (p PrometheusQuerier) QueryWithWarnings(ctx context.Context, q string, ts time.Time) (model.Value, []string, error) {
+	v, warnings, _, err := p.API.Query(ctx, q, ts)
+	return v, warnings, err
 }
 
 // ErrPrometheusUnavailable is returned (wrapped) by Run when no query could reach Prometheus.
@@ -108,10 +123,11 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 
 // result is one query's outcome.
 type result struct {
-	value   *float64
-	problem string
-	status  string // one of the Query* results
-	series  int
+	value    *float64
+	problem  string
+	status   string // one of the Query* results
+	series   int
+	warnings []string // the answer's warnings: it may be partial
 }
 
 // Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
@@ -163,7 +179,7 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 	wg.Wait()
 
 	values := make(map[string]*float64, len(p.Queries))
-	unreachable, reached := 0, 0
+	unreachable, reached, partial := 0, 0, 0
 	var lastErr string
 	for i, q := range p.Queries {
 		r := results[i]
@@ -177,6 +193,13 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		if r.value == nil {
 			d.Missing = append(d.Missing, q.Name)
 		}
+		if len(r.warnings) > 0 {
+			partial++
+		}
+	}
+	if partial > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
+			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", partial, len(p.Queries)))
 	}
 	for i, q := range p.Queries {
 		if q.Hidden {
@@ -184,7 +207,15 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		}
 		r := results[i]
 		ev := Evidence{Name: q.Name, Title: q.Title, Value: r.value, Unit: q.Unit,
-			Text: FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem}
+			Text: FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem, Warnings: r.warnings}
+		if len(r.warnings) > 0 {
+			warn := "partial answer, Prometheus warned: " + strings.Join(r.warnings, "; ")
+			if ev.Problem == "" {
+				ev.Problem = warn
+			} else {
+				ev.Problem += "; " + warn
+			}
+		}
 		if q.Baseline != "" {
 			ev.Baseline = values[q.Baseline]
 			ev.BaselineText = FormatValue(ev.Baseline, q.Unit)
@@ -321,12 +352,22 @@ func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
 		}
 		defer func() { <-e.sem }()
 		t0 := time.Now()
-		v, err := e.q.Query(qctx, q, at)
+		var v model.Value
+		var warnings []string
+		var err error
+		if wq, ok := e.q.(WarningQuerier); ok {
+			v, warnings, err = wq.QueryWithWarnings(qctx, q, at)
+		} else {
+			v, err = e.q.Query(qctx, q, at)
+		}
 		r := interpret(v, err, qctx)
+		if err == nil && len(warnings) > 0 {
+			r.warnings = warnings
+		}
 		if e.opt.Observer != nil {
 			e.opt.Observer.ObserveQuery(time.Since(t0), r.status)
 		}
-		if r.status == QueryOK || r.status == QueryEmpty {
+		if (r.status == QueryOK || r.status == QueryEmpty) && len(r.warnings) == 0 {
 			e.mu.Lock()
 			e.cache[q] = cached{res: r, fetched: e.opt.Now()}
 			e.pruneLocked()
