@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 // Querier runs one instant query. *PrometheusQuerier adapts the Prometheus v1 API; tests and
@@ -80,8 +82,11 @@ type EngineOptions struct {
 	Observer      Observer
 	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
 	PodScope PodScope
-	Logger   zerolog.Logger
-	Now      func() time.Time
+	// MetricPrefix is the prefix the queries were renamed to (vllm.metric_prefix), named in the
+	// notes of a no-data diagnosis; empty: vLLM's own.
+	MetricPrefix string
+	Logger       zerolog.Logger
+	Now          func() time.Time
 }
 
 // defaultMaxConcurrent is EngineOptions.MaxConcurrent's default.
@@ -236,6 +241,14 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		d.Actions = []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}
 	} else {
 		e.decide(p, d, values, labels)
+		if d.Verdict == VerdictNoData {
+			prefix := e.opt.MetricPrefix
+			if prefix == "" {
+				prefix = vllmnames.DefaultPrefix
+			}
+			d.Notes = append(d.Notes, fmt.Sprintf("queried vLLM metrics named %s* (vllm.metric_prefix; KServe and OpenShift AI rename them to kserve_vllm:*) "+
+				"with pods by the %s label", prefix, e.opt.PodScope.label()))
+		}
 		if unreachable > 0 {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, len(p.Queries), lastErr))
 		}

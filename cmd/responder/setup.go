@@ -89,6 +89,7 @@ func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog
 		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
 		Observer:      obs,
 		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},
+		MetricPrefix:  c.VLLM.MetricPrefix,
 		Logger:        log,
 	})
 }

@@ -41,6 +41,7 @@ type triageJSON struct {
 	Summary  string   `json:"summary"`
 	Actions  []string `json:"actions"`
 	Missing  []string `json:"missing"`
+	Notes    []string `json:"notes"`
 	Evidence []struct {
 		Name         string   `json:"name"`
 		Value        *float64 `json:"value"`
