@@ -68,10 +68,11 @@ type LogConfig struct {
 
 // PrometheusConfig is where evidence comes from.
 type PrometheusConfig struct {
-	URL             string         `yaml:"url"`
-	BearerToken     secret.Secret  `yaml:"bearer_token"`
-	BearerTokenFile string         `yaml:"bearer_token_file"`
-	QueryTimeout    model.Duration `yaml:"query_timeout"`
+	URL string `yaml:"url"`
+	// HTTP is the HTTP client configuration, inline (basic_auth, authorization, oauth2,
+	// tls_config, proxy_url, http_headers such as X-Scope-OrgID, bearer_token[_file]).
+	HTTP         HTTPClientConfig `yaml:",inline"`
+	QueryTimeout model.Duration   `yaml:"query_timeout"`
 	// CacheTTL shares the result of an identical query for this long (alert storms).
 	CacheTTL model.Duration `yaml:"cache_ttl"`
 	// MaxConcurrentQueries bounds queries in flight to Prometheus.
@@ -81,6 +82,8 @@ type PrometheusConfig struct {
 // AlertmanagerConfig is used for silences.
 type AlertmanagerConfig struct {
 	URL string `yaml:"url"`
+	// HTTP is the HTTP client configuration, inline, as for prometheus.
+	HTTP HTTPClientConfig `yaml:",inline"`
 }
 
 // WebhookConfig protects POST /alertmanager.
@@ -158,12 +161,13 @@ type DispatchConfig struct {
 // Default returns a configuration with every default set.
 func Default() *Config {
 	c := &Config{
-		Listen:     ":8080",
-		Log:        LogConfig{Level: "info", Format: "json"},
-		Prometheus: PrometheusConfig{URL: "http://localhost:9090", QueryTimeout: model.Duration(10 * time.Second), CacheTTL: model.Duration(10 * time.Second), MaxConcurrentQueries: 16},
-		Webhook:    WebhookConfig{MaxBodyBytes: 1 << 20},
-		Redis:      RedisConfig{KeyPrefix: "vllm-responder:"},
-		Playbooks:  PlaybooksConfig{Triage: "triage"},
+		Listen:       ":8080",
+		Log:          LogConfig{Level: "info", Format: "json"},
+		Prometheus:   PrometheusConfig{URL: "http://localhost:9090", HTTP: DefaultHTTPClientConfig(), QueryTimeout: model.Duration(10 * time.Second), CacheTTL: model.Duration(10 * time.Second), MaxConcurrentQueries: 16},
+		Alertmanager: AlertmanagerConfig{HTTP: DefaultHTTPClientConfig()},
+		Webhook:      WebhookConfig{MaxBodyBytes: 1 << 20},
+		Redis:        RedisConfig{KeyPrefix: "vllm-responder:"},
+		Playbooks:    PlaybooksConfig{Triage: "triage"},
 		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: model.Duration(4 * time.Hour), GroupCooldown: model.Duration(time.Second),
 			RunTimeout: model.Duration(30 * time.Second), NotifyTimeout: model.Duration(60 * time.Second), DrainTimeout: model.Duration(30 * time.Second)},
 	}
@@ -366,9 +370,22 @@ func (c *Config) Validate() error {
 	if err := checkURL(c.Prometheus.URL, true); err != nil {
 		add("prometheus.url: %v", err)
 	}
+	httpErrs := func(section string, h *HTTPClientConfig) {
+		if err := ValidateHTTPClientConfig(h); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if k, _, ok := strings.Cut(line, ": "); ok && !strings.Contains(k, " ") {
+					add("%s.%s", section, line) // a key of ours: "basic_auth.password_file: ..."
+				} else {
+					add("%s: %s", section, line) // prometheus/common's own words
+				}
+			}
+		}
+	}
+	httpErrs("prometheus", &c.Prometheus.HTTP)
 	if err := checkURL(c.Alertmanager.URL, false); err != nil {
 		add("alertmanager.url: %v", err)
 	}
+	httpErrs("alertmanager", &c.Alertmanager.HTTP)
 	if c.Webhook.BearerToken.IsSet() && c.Webhook.BasicAuth.Username != "" {
 		add("webhook: set bearer_token or basic_auth, not both")
 	}

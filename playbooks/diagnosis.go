@@ -71,8 +71,12 @@ type Evidence struct {
 	// BaselineText is the formatted baseline, or why there is none.
 	BaselineText string `json:"baseline_text,omitempty"`
 	Query        string `json:"query"`
-	// Problem says why Value is nil or untrustworthy (no series, query error, saturated histogram).
+	// Problem says why Value is nil or untrustworthy (no series, query error, saturated
+	// histogram, a partial answer).
 	Problem string `json:"problem,omitempty"`
+	// Warnings are the warnings Prometheus (or Thanos, Mimir) sent with the answer: set, the
+	// value may rest on part of the data only.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ChartSpec is a chart a playbook declares, with its queries already expanded for the scope.
@@ -91,4 +95,15 @@ type ChartSeries struct {
 }
 
 // Degraded reports whether the diagnosis was made without all of its evidence.
-func (d *Diagnosis) Degraded() bool { return d.Error != "" || len(d.Missing) > 0 }
+// A partial answer (evidence with warnings) is degraded too.
+func (d *Diagnosis) Degraded() bool {
+	if d.Error != "" || len(d.Missing) > 0 {
+		return true
+	}
+	for _, e := range d.Evidence {
+		if len(e.Warnings) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -29,13 +30,28 @@ type Querier interface {
 	Query(ctx context.Context, query string, ts time.Time) (model.Value, error)
 }
 
+// WarningQuerier is a Querier that also returns the warnings of an answer. Prometheus' API
+// puts them beside the data; Thanos reports a partial response (a store that did not answer,
+// partial_response) and Mimir or Cortex a partial query this way. The engine marks such evidence
+// instead of trusting it silently.
+type WarningQuerier interface {
+	Querier
+	QueryWithWarnings(ctx context.Context, query string, ts time.Time) (model.Value, []string, error)
+}
+
 // PrometheusQuerier runs queries through client_golang's v1 API.
 type PrometheusQuerier struct{ API v1.API }
 
-// Query implements Querier. Warnings are dropped: they do not change the value.
+// Query implements Querier, without the warnings.
 func (p PrometheusQuerier) Query(ctx context.Context, q string, ts time.Time) (model.Value, error) {
-	v, _, _, err := p.API.Query(ctx, q, ts)
+	v, _, err := p.QueryWithWarnings(ctx, q, ts)
 	return v, err
+}
+
+// QueryWithWarnings implements WarningQuerier.
+func (p PrometheusQuerier) QueryWithWarnings(ctx context.Context, q string, ts time.Time) (model.Value, []string, error) {
+	v, warnings, _, err := p.API.Query(ctx, q, ts)
+	return v, warnings, err
 }
 
 // ErrPrometheusUnavailable is returned (wrapped) by Run when no query could reach Prometheus.
@@ -68,6 +84,9 @@ type EngineOptions struct {
 	Observer      Observer
 	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
 	PodScope PodScope
+	// MetricPrefix is the prefix the queries were renamed to (vllm.metric_prefix), named in the
+	// notes of a no-data diagnosis; empty: vLLM's own.
+	MetricPrefix string
 	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
 	Traces TraceFinder
 	Logger zerolog.Logger
@@ -121,11 +140,12 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 
 // result is one query's outcome.
 type result struct {
-	value   *float64
-	problem string
-	status  string // one of the Query* results
-	series  int
-	vec     map[string]float64 // a fleet query's value by label (shared read-only between runs)
+	value    *float64
+	problem  string
+	status   string // one of the Query* results
+	series   int
+	vec      map[string]float64 // a fleet query's value by label (shared read-only between runs)
+	warnings []string           // the answer's warnings: it may be partial
 }
 
 // Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
@@ -210,7 +230,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 	d.SlowestRequests = e.waitTraces(ctx, tracesDone, d)
 
 	values := make(map[string]*float64, len(p.Queries))
-	unreachable, reached := 0, 0
+	unreachable, reached, partial := 0, 0, 0
 	var lastErr string
 	for i, q := range p.Queries {
 		r := results[i]
@@ -224,6 +244,13 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		if r.value == nil {
 			d.Missing = append(d.Missing, q.Name)
 		}
+		if len(r.warnings) > 0 {
+			partial++
+		}
+	}
+	if partial > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
+			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", partial, len(p.Queries)))
 	}
 	for i, q := range p.Queries {
 		if q.Hidden {
@@ -231,7 +258,15 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		}
 		r := results[i]
 		ev := Evidence{Name: q.Name, Title: q.Title, Value: r.value, Unit: q.Unit,
-			Text: FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem}
+			Text: FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem, Warnings: r.warnings}
+		if len(r.warnings) > 0 {
+			warn := "partial answer, Prometheus warned: " + strings.Join(r.warnings, "; ")
+			if ev.Problem == "" {
+				ev.Problem = warn
+			} else {
+				ev.Problem += "; " + warn
+			}
+		}
 		if q.Baseline != "" {
 			ev.Baseline = values[q.Baseline]
 			ev.BaselineText = FormatValue(ev.Baseline, q.Unit)
@@ -268,6 +303,14 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		d.Actions = []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}
 	} else {
 		e.decide(p, d, values, fleetVals, fleetExprs, labels)
+		if d.Verdict == VerdictNoData {
+			prefix := e.opt.MetricPrefix
+			if prefix == "" {
+				prefix = vllmnames.DefaultPrefix
+			}
+			d.Notes = append(d.Notes, fmt.Sprintf("queried vLLM metrics named %s* (vllm.metric_prefix; KServe and OpenShift AI rename them to kserve_vllm:*) "+
+				"with pods by the %s label", prefix, e.opt.PodScope.label()))
+		}
 		if unreachable > 0 {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", unreachable, len(p.Queries), lastErr))
 		}
@@ -465,7 +508,14 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, b
 		}
 		defer func() { <-e.sem }()
 		t0 := time.Now()
-		v, err := e.q.Query(qctx, q, at)
+		var v model.Value
+		var warnings []string
+		var err error
+		if wq, ok := e.q.(WarningQuerier); ok {
+			v, warnings, err = wq.QueryWithWarnings(qctx, q, at)
+		} else {
+			v, err = e.q.Query(qctx, q, at)
+		}
 		r := interpret(v, err, qctx)
 		if by != "" && err == nil {
 			r = result{status: QueryOK}
@@ -476,10 +526,13 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, b
 				r.status = QueryEmpty
 			}
 		}
+		if err == nil && len(warnings) > 0 {
+			r.warnings = warnings
+		}
 		if e.opt.Observer != nil {
 			e.opt.Observer.ObserveQuery(time.Since(t0), r.status)
 		}
-		if r.status == QueryOK || r.status == QueryEmpty {
+		if (r.status == QueryOK || r.status == QueryEmpty) && len(r.warnings) == 0 {
 			e.mu.Lock()
 			e.cache[key] = cached{res: r, fetched: e.opt.Now()}
 			e.pruneLocked()

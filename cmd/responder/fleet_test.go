@@ -99,6 +99,9 @@ func TestKServeRenamedMetricsAreFoundWithTheirPrefix(t *testing.T) {
 	if code != 0 || res.Verdict != "no-data" {
 		t.Fatalf("with vLLM's own names: exit %d, verdict %q (want no-data): %s", code, res.Verdict, stderr)
 	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "queried vLLM metrics named vllm:* (vllm.metric_prefix") {
+		t.Errorf("the no-data diagnosis does not say which names it queried: %v", res.Notes)
+	}
 	res, stderr, code = triage(t, "--config", writeConfig(t, prom.URL, "vllm: {metric_prefix: \"kserve_vllm:\"}\n"), "--label", "pod=llama-predictor-0")
 	if code != 0 || res.Verdict != "healthy" {
 		t.Fatalf("with metric_prefix kserve_vllm:: exit %d, verdict %q (want healthy): %s %+v", code, res.Verdict, stderr, res)

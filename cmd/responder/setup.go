@@ -3,13 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/config"
 	"github.com/rs/zerolog"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
@@ -68,10 +66,14 @@ func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error
 }
 
 // newPrometheusAPI returns the v1 API client for the configured Prometheus.
+// Its transport is prometheus/common's for the prometheus section's HTTP client configuration
+// (credentials, TLS, proxy, headers such as X-Scope-OrgID), which, like
+// playbooks.PrometheusTransport, never asks for gzip and keeps an idle pool large enough for a
+// playbook's concurrent queries.
 func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
-	var rt http.RoundTripper = playbooks.PrometheusTransport(c.Prometheus.MaxConcurrentQueries)
-	if tok := c.Prometheus.BearerToken; tok.IsSet() {
-		rt = config.NewAuthorizationCredentialsRoundTripper("Bearer", config.NewInlineSecret(tok.Reveal()), rt)
+	rt, err := cfgpkg.NewHTTPRoundTripper("prometheus", c.Prometheus.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: %w", err)
 	}
 	client, err := api.NewClient(api.Config{Address: c.Prometheus.URL, RoundTripper: rt})
 	if err != nil {
@@ -89,6 +91,7 @@ func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog
 		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
 		Observer:      obs,
 		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},
+		MetricPrefix:  c.VLLM.MetricPrefix,
 		Logger:        log,
 	}
 	if c.Traces.Enabled() {

@@ -31,7 +31,11 @@ func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, 
 		o.MaxCapture = time.Duration(c.Profile.MaxDuration)
 	}
 	if c.Alertmanager.URL != "" {
-		s, err := silence.New(c.Alertmanager.URL, nil, 10*time.Second)
+		hc, err := cfgpkg.NewHTTPClient("alertmanager", c.Alertmanager.HTTP)
+		if err != nil {
+			return nil, fmt.Errorf("alertmanager: %w", err)
+		}
+		s, err := silence.New(c.Alertmanager.URL, hc, 10*time.Second)
 		if err != nil {
 			return nil, fmt.Errorf("alertmanager.url: %w", err)
 		}

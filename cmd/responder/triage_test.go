@@ -44,6 +44,7 @@ type triageJSON struct {
 	Actions     []string  `json:"actions"`
 	Missing     []string  `json:"missing"`
 	EvaluatedAt time.Time `json:"evaluated_at"`
+	Notes       []string  `json:"notes"`
 	Evidence    []struct {
 		Name         string   `json:"name"`
 		Value        *float64 `json:"value"`
