@@ -229,7 +229,9 @@ func TestProfilerStartStopAnswersAndStall(t *testing.T) {
 	}
 	var gaps []gap
 	streamDone := make(chan Result, 1)
-	go func() { streamDone <- srv.streamGaps(ctx, Request{PromptTokens: 20, MaxTokens: 480, Seed: 3100}, func(at time.Time, g time.Duration) { gaps = append(gaps, gap{at, g}) }) }()
+	go func() {
+		streamDone <- srv.streamGaps(ctx, Request{PromptTokens: 20, MaxTokens: 480, Seed: 3100}, func(at time.Time, g time.Duration) { gaps = append(gaps, gap{at, g}) })
+	}()
 	time.Sleep(300 * time.Millisecond) // the stream is under way (a stall shows as one long gap)
 	stopStart := time.Now()
 	code, _, stopDur := post("/stop_profile")
