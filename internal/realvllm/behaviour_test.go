@@ -63,12 +63,6 @@ var finishedHistograms = []string{
 	"vllm:request_generation_tokens", "vllm:request_time_per_output_token_seconds",
 }
 
-// abortedTraces holds the trace ids of requests whose client disconnected (for the span test).
-var (
-	abortedMu     sync.Mutex
-	abortedTraces []string
-)
-
 // TestClientDisconnectMidStreamIsNotCountedAsFinished: clients that disconnect after a few
 // streamed tokens. Their requests are aborted inside vLLM but never recorded as finished.
 func TestClientDisconnectMidStreamIsNotCountedAsFinished(t *testing.T) {
@@ -77,10 +71,7 @@ func TestClientDisconnectMidStreamIsNotCountedAsFinished(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]Result, n)
 	for i := 0; i < n; i++ {
-		tp, traceID, _ := traceparent()
-		abortedMu.Lock()
-		abortedTraces = append(abortedTraces, traceID)
-		abortedMu.Unlock()
+		tp, _, _ := traceparent()
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -288,6 +279,13 @@ func TestProfilerStartStopAnswersAndStall(t *testing.T) {
 // traceparent, with the gen_ai attributes and the service name; none for aborted requests.
 func TestLLMRequestSpans(t *testing.T) {
 	waitIdle(t)
+	// First a request whose client disconnects mid-stream, then two that finish: by the time
+	// the finished ones' spans arrive, an aborted request's span would have been exported too.
+	abortTP, abortedTrace, _ := traceparent()
+	if r := srv.Complete(context.Background(), Request{PromptTokens: 25, MaxTokens: 400, GiveUpChunks: 3, Seed: 3999, Traceparent: abortTP}); !r.GaveUp {
+		t.Fatalf("the aborting client did not disconnect mid-stream: %+v", r)
+	}
+	waitIdle(t)
 	type sent struct{ trace, parent string }
 	var reqs []sent
 	for i := 0; i < 2; i++ {
@@ -338,17 +336,8 @@ func TestLLMRequestSpans(t *testing.T) {
 			t.Errorf("gen_ai.usage.prompt_tokens = %s, want 25", got)
 		}
 	}
-	// The disconnected clients of the abort test ran before these requests: their spans would
-	// have been exported by now.
-	abortedMu.Lock()
-	defer abortedMu.Unlock()
-	if len(abortedTraces) == 0 {
-		t.Fatal("run with the abort test (its requests are checked here)")
+	if len(m[abortedTrace]) > 0 {
+		t.Errorf("the aborted request got a span: %+v", m[abortedTrace][0])
 	}
-	for _, tr := range abortedTraces {
-		if len(m[tr]) > 0 {
-			t.Errorf("an aborted request got a span: %+v", m[tr][0])
-		}
-	}
-	t.Logf("%d spans received in all; none for the %d aborted requests", len(col.Spans()), len(abortedTraces))
+	t.Logf("%d spans received in all; none for the aborted request", len(col.Spans()))
 }
