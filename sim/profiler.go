@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,19 +117,24 @@ func (p *Profiler) Record(s StepRecord) {
 	}
 }
 
-// Start begins a capture; a second start while active is ignored.
-func (p *Profiler) Start(now time.Time) {
+// ErrProfileActive is vLLM's answer to a start while a session is active (409, vLLM 0.32:
+// vllm/exceptions.py, docs/vllm-facts.md).
+var ErrProfileActive = errors.New("A profiling session is already active. Call /stop_profile before starting another session.")
+
+// Start begins a capture; a second start while active is refused with ErrProfileActive.
+func (p *Profiler) Start(now time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.active {
-		p.log.Warn().Msg("profiler is already running; start_profile ignored")
-		return
+		p.log.Warn().Msg("start_profile received when profiler is already active")
+		return ErrProfileActive
 	}
 	p.active = true
 	p.started = now
 	p.steps = nil
 	p.starts++
 	p.log.Info().Str("profiler_dir", p.dir).Int("profile_starts", p.starts).Msg("profiler started")
+	return nil
 }
 
 // Stop ends a capture and returns after the traces are written (after the

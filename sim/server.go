@@ -206,7 +206,10 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 }
 
 func (s *Server) startProfile(w http.ResponseWriter, _ *http.Request) {
-	s.prof.Start(time.Now())
+	if err := s.prof.Start(time.Now()); err != nil {
+		writeOpenAIError(w, http.StatusConflict, "Conflict", err.Error())
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

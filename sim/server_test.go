@@ -358,11 +358,12 @@ func TestProfiler(t *testing.T) {
 			t.Fatalf("state %+v", s)
 		}
 	})
-	t.Run("start answers 200 with an empty body and a second start is ignored", func(t *testing.T) {
-		for range 2 {
-			if code, body := post("/start_profile"); code != 200 || body != "" {
-				t.Fatalf("status %d body %q", code, body)
-			}
+	t.Run("start answers 200 with an empty body and a second start 409, as vLLM 0.32 does", func(t *testing.T) {
+		if code, body := post("/start_profile"); code != 200 || body != "" {
+			t.Fatalf("status %d body %q", code, body)
+		}
+		if code, body := post("/start_profile"); code != 409 || !strings.Contains(body, "already active") {
+			t.Fatalf("second start: status %d body %q, want 409", code, body)
 		}
 		if s := state(); !s.Active || s.Starts != 1 {
 			t.Fatalf("state %+v, want active with one start", s)

