@@ -69,7 +69,7 @@ func waitForSeries(t *testing.T, promURL, q string) {
 	})
 }
 
-func evidence(res triageJSON, name string) *float64 {
+func evidenceValue(res triageJSON, name string) *float64 {
 	for _, e := range res.Evidence {
 		if e.Name == name {
 			return e.Value
@@ -106,7 +106,7 @@ func TestKServeRenamedMetricsAreFoundWithTheirPrefix(t *testing.T) {
 	if code != 0 || res.Verdict != "healthy" {
 		t.Fatalf("with metric_prefix kserve_vllm:: exit %d, verdict %q (want healthy): %s %+v", code, res.Verdict, stderr, res)
 	}
-	if v := evidence(res, "running"); v == nil {
+	if v := evidenceValue(res, "running"); v == nil {
 		t.Fatalf("no running requests read under kserve_vllm: %+v", res.Evidence)
 	}
 	for _, e := range res.Evidence {
@@ -160,7 +160,7 @@ func TestTheRouterIsNotTakenForAnEngine(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
 		}
-		if v := evidence(res, "waiting"); v == nil || *v != c.wantWaiting {
+		if v := evidenceValue(res, "waiting"); v == nil || *v != c.wantWaiting {
 			t.Errorf("%s: waiting %v, want %v", c.name, v, c.wantWaiting)
 		}
 	}
