@@ -393,7 +393,7 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 			blocks = append(blocks, section(intros[i]))
 			blocks = append(blocks, n.itemBlocks(it, nt.ReceivedAt, n.opts, true)...)
 		}
-		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), cmp.Or(th.Alertname, "this group"))
+		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), escape(cmp.Or(th.Alertname, "this group")))
 	}
 	if len(resolved) > 0 {
 		blocks = append(blocks, section(":large_green_circle: *Resolved*\n"+strings.Join(resolved, "\n")))
@@ -426,7 +426,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	took := humanDuration(end.Sub(th.StartedAt))
 	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
 	blocks := resolvedParent(th, note)
-	text := "RESOLVED " + cmp.Or(th.Alertname, "alert") + " after " + took
+	text := "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took
 	if err := n.api.Update(ctx, th.Channel, th.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
 		return err
 	}

@@ -359,3 +359,40 @@ func TestAnAlertThatFiresAgainInAnOpenThreadIsPosted(t *testing.T) {
 		t.Errorf("the new incident is not a reply saying it fired again: %v", posts[1].Form)
 	}
 }
+
+// The fallback text of every message (what notifications, screen readers and block-less clients
+// show, read by Slack as mrkdwn) escapes what comes from labels and templates: a label value or a
+// summary carrying <!channel>, <!here>, <@U…> or link markup cannot ping anyone or hide a link.
+func TestFallbackTextCannotPingOrLink(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage", "chat.update")
+	evil := func(pod string) notify.Item {
+		it := item(playbooks.VerdictKVPressure, pod)
+		it.Alert.Labels["alertname"] = "<!channel>"
+		it.Diagnosis.Title = "<!here> <@U0ADMIN>"
+		it.Diagnosis.Summary = "<https://evil.example|click> & <!subteam^S1>"
+		return it
+	}
+	group := `{}:{alertname="x"}`
+	nt := firingNotification(group, evil("<@U0POD>"))
+	nt.GroupLabels = map[string]string{"alertname": "<!channel>"}
+	notifyOK(t, h.n, nt)
+	nt = firingNotification(group, evil("vllm-1"))
+	nt.GroupLabels = map[string]string{"alertname": "<!channel>"}
+	notifyOK(t, h.n, nt)
+	res := firingNotification(group, notify.Item{Alert: alert("vllm-1", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+
+	calls := append(h.slack.Calls("chat.postMessage"), h.slack.Calls("chat.update")...)
+	if len(calls) < 3 {
+		t.Fatalf("want a parent, a reply and an edit, got %d calls", len(calls))
+	}
+	for _, c := range calls {
+		text := c.Form.Get("text")
+		for _, bad := range []string{"<!channel>", "<!here>", "<@U0ADMIN>", "<@U0POD>", "<https://evil.example|click>", "<!subteam^S1>"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s: fallback text carries %q raw: %q", c.Method, bad, text)
+			}
+		}
+	}
+}
