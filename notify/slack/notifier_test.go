@@ -2,13 +2,17 @@ package slacknotify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -394,5 +398,55 @@ func TestFallbackTextCannotPingOrLink(t *testing.T) {
 				t.Errorf("%s: fallback text carries %q raw: %q", c.Method, bad, text)
 			}
 		}
+	}
+}
+
+// Slack records a parent post but answers after request_timeout: the retry finds that post in
+// the channel's history by its metadata and adopts it, instead of posting a second parent.
+func TestAParentPostAnsweredTooLateIsNotPostedTwice(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cfg.RequestTimeout = model.Duration(300 * time.Millisecond)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var n atomic.Int32
+	var mu sync.Mutex
+	var channel []map[string]any // what Slack carried out, answered or not
+	h.slack.Handle("chat.postMessage", func(c fakeslack.Call) fakeslack.Response {
+		ts := fmt.Sprintf("1700000000.%06d", n.Add(1))
+		var md map[string]any
+		_ = json.Unmarshal([]byte(c.Form.Get("metadata")), &md)
+		mu.Lock()
+		channel = append(channel, map[string]any{"type": "message", "ts": ts, "text": c.Form.Get("text"), "metadata": md})
+		mu.Unlock()
+		r := fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "channel": "C0INCIDENT", "ts": ts}}
+		if strings.Contains(c.Form.Get("metadata"), hashKey("late")) {
+			r.Hold = release // recorded now, answered long after the deadline
+		}
+		return r
+	})
+	h.slack.Handle("conversations.history", func(c fakeslack.Call) fakeslack.Response {
+		mu.Lock()
+		msgs := slices.Clone(channel)
+		mu.Unlock()
+		slices.Reverse(msgs) // newest first
+		if c.Form.Get("channel") != "C0INCIDENT" || c.Form.Get("include_all_metadata") != "1" {
+			t.Errorf("history asked for %v", c.Form)
+		}
+		return fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "messages": msgs}}
+	})
+	// An earlier group's post teaches the notifier the channel's id.
+	notifyOK(t, h.n, firingNotification("early", item(playbooks.VerdictKVPressure, "vllm-9")))
+
+	nt := firingNotification("late", item(playbooks.VerdictKVPressure, "vllm-0"))
+	if retry, err := h.n.Notify(context.Background(), nt); err == nil || !retry {
+		t.Fatalf("the post that timed out: retry=%v err=%v; want a retryable failure", retry, err)
+	}
+	notifyOK(t, h.n, nt) // the retry
+	if posts := h.slack.Calls("chat.postMessage"); len(posts) != 2 {
+		t.Fatalf("want 2 parent posts (one per group), got %d: the late one was posted again", len(posts))
+	}
+	th, err := h.n.loadThread(context.Background(), "late")
+	if err != nil || th == nil || th.TS != "1700000000.000002" || th.Channel != "C0INCIDENT" {
+		t.Fatalf("the retry must adopt the late post as the group's thread, got %+v %v", th, err)
 	}
 }
