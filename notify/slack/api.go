@@ -18,7 +18,18 @@ var errSlackTimeout = errors.New("slack API call timed out")
 
 // RetryableError marks a failure that may succeed later (rate limit, timeout, 5xx): the
 // notification can be handed back for a retry.
-type RetryableError struct{ Err error }
+type RetryableError struct {
+	Err error
+	// Unanswered: the call may have been carried out although no answer came in time (a
+	// timeout), so a retry may duplicate it.
+	Unanswered bool
+}
+
+// unanswered reports whether err is a call that timed out without an answer.
+func unanswered(err error) bool {
+	var r *RetryableError
+	return errors.As(err, &r) && r.Unanswered
+}
 
 func (e *RetryableError) Error() string { return e.Err.Error() }
 func (e *RetryableError) Unwrap() error { return e.Err }
@@ -118,7 +129,7 @@ func (a *API) callN(ctx context.Context, method, channel string, maxRetries int,
 		}
 		err = fmt.Errorf("%s: %w", method, err)
 		if retryable {
-			return &RetryableError{Err: err}
+			return &RetryableError{Err: err, Unanswered: result == ResultTimeout}
 		}
 		return err
 	}
@@ -173,6 +184,21 @@ func (a *API) Post(ctx context.Context, channel string, opts ...slack.MsgOption)
 		return e
 	})
 	return channelID, ts, err
+}
+
+// History lists the channel's messages since oldest (a Slack timestamp), with their metadata,
+// newest first: at most one page of 100.
+func (a *API) History(ctx context.Context, channelID, oldest string) ([]slack.Message, error) {
+	var msgs []slack.Message
+	err := a.call(ctx, MethodHistory, "", func(ctx context.Context) error {
+		resp, e := a.client.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: channelID, Oldest: oldest, Inclusive: true, Limit: 100, IncludeAllMetadata: true})
+		if e == nil {
+			msgs = resp.Messages
+		}
+		return e
+	})
+	return msgs, err
 }
 
 // Update edits a message.

@@ -23,6 +23,13 @@ import (
 const (
 	threadKeyPrefix = "slack:thread:"
 	parentKeyPrefix = "slack:parent:"
+	// unansweredKeyPrefix marks a group whose parent post timed out without an answer: it may
+	// be in the channel, so the retry looks for it before posting again.
+	unansweredKeyPrefix = "slack:unanswered:"
+	// channelKeyPrefix remembers the id of a channel configured by name (history needs it).
+	channelKeyPrefix = "slack:channel:"
+	// parentEventType is the message metadata that marks a parent message, with its group.
+	parentEventType = "vllm_responder_parent"
 )
 
 // errParentPending is returned when another replica holds the right to create a group's parent
@@ -218,7 +225,19 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		log.Debug().Str("thread_ts", th.TS).Msg("another replica created the parent message; replying in its thread")
 		return retry(n.followUp(ctx, log, nt, th))
 	}
-	th, _, err = n.postParent(ctx, nt, items)
+	if found, marked := n.findUnanswered(ctx, log, nt, items); found != nil {
+		// The last attempt's post did land: it is the parent, not a second one.
+		th = found
+	} else {
+		start := n.now()
+		th, _, err = n.postParent(ctx, nt, items)
+		switch {
+		case unanswered(err):
+			n.markUnanswered(ctx, log, nt.GroupKey, start)
+		case err == nil && marked:
+			_ = n.store.Delete(ctx, unansweredKeyPrefix+hashKey(nt.GroupKey))
+		}
+	}
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
 		if storeDown {
@@ -285,21 +304,109 @@ func (n *Notifier) waitThread(ctx context.Context, groupKey, prevTS string) (*Th
 	}
 }
 
-// postParent posts the group's first message and returns its thread record.
-func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slack.Block, error) {
+type unansweredPost struct {
+	At      time.Time `json:"at"`
+	Channel string    `json:"channel"` // the channel's id, when known
+}
+
+// markUnanswered records that a parent post of the group timed out without an answer.
+func (n *Notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
+	rec := unansweredPost{At: at, Channel: n.channelID(ctx)}
+	b, _ := json.Marshal(rec)
+	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(groupKey), b, time.Hour); err != nil {
+		log.Warn().Err(err).Msg("recording an unanswered parent post")
+	}
+}
+
+// channelID is the configured channel's id: the channel itself when it is one, else the id
+// Slack answered with for an earlier post ("" when none is known yet).
+func (n *Notifier) channelID(ctx context.Context) string {
+	if c := n.cfg.Channel; c != "" && !strings.HasPrefix(c, "#") && strings.ToUpper(c) == c {
+		return c
+	}
+	b, ok, err := n.store.Get(ctx, channelKeyPrefix+n.cfg.Channel)
+	if err != nil || !ok {
+		return ""
+	}
+	return string(b)
+}
+
+// findUnanswered looks, after a parent post of the group timed out, for that post in the
+// channel's history (by its metadata): Slack may have carried it out and answered too late.
+// It returns the thread record of the post found, saved, or nil; marked says whether an
+// unanswered post was recorded.
+func (n *Notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item) (*Thread, bool) {
+	key := unansweredKeyPrefix + hashKey(nt.GroupKey)
+	b, ok, err := n.store.Get(ctx, key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	var rec unansweredPost
+	if json.Unmarshal(b, &rec) != nil {
+		return nil, true
+	}
+	ch := cmp.Or(rec.Channel, n.channelID(ctx))
+	if ch == "" {
+		log.Warn().Msg("the last parent post timed out and the channel's id is unknown: posting again (it may duplicate)")
+		return nil, true
+	}
+	oldest := fmt.Sprintf("%d.000000", rec.At.Add(-time.Minute).Unix())
+	msgs, err := n.api.History(ctx, ch, oldest)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not read the channel's history for the last parent post: posting again (it may duplicate)")
+		return nil, true
+	}
+	for _, m := range msgs {
+		if m.Metadata.EventType != parentEventType || m.Metadata.EventPayload["group"] != hashKey(nt.GroupKey) || m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
+			continue
+		}
+		blocks, text := n.renderParent(nt, items)
+		th := n.newThread(nt, items, blocks, text, ch, m.Timestamp)
+		if err := n.saveThread(ctx, th); err != nil {
+			log.Error().Err(err).Msg("saving slack thread state")
+		}
+		_ = n.store.Delete(ctx, key)
+		log.Info().Str("thread_ts", th.TS).Msg("the parent post that timed out is in the channel; not posting it again")
+		return th, true
+	}
+	return nil, true
+}
+
+func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slack.Block, string) {
 	view := *nt
 	view.Items = items
 	view.Status = notify.StatusFiring
-	blocks, text := n.parentBlocks(&view, n.opts)
-	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl())
+	return n.parentBlocks(&view, n.opts)
+}
+
+// postParent posts the group's first message and returns its thread record.
+func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slack.Block, error) {
+	blocks, text := n.renderParent(nt, items)
+	opts := []slack.MsgOption{slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl()}
+	if nt.GroupKey != "" {
+		// Marks the parent with its group, so a retry after a timeout can find it.
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: parentEventType,
+			EventPayload: map[string]any{"group": hashKey(nt.GroupKey)}}))
+	}
+	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, opts...)
 	if err != nil {
 		return nil, nil, err
+	}
+	if nt.GroupKey != "" && ch != "" && ch != n.cfg.Channel {
+		_ = n.store.Set(ctx, channelKeyPrefix+n.cfg.Channel, []byte(ch), 30*24*time.Hour)
 	}
 	kind := "parent"
 	if len(items) > n.cfg.StormThreshold {
 		kind = "storm"
 	}
 	n.api.metrics.Messages.WithLabelValues(kind).Inc()
+	return n.newThread(nt, items, blocks, text, ch, ts), blocks, nil
+}
+
+// newThread is the thread record of a group's parent message.
+func (n *Notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slack.Block, text, ch, ts string) *Thread {
+	view := *nt
+	view.Items = items
 	raw, _ := json.Marshal(blocks)
 	th := &Thread{
 		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
@@ -310,7 +417,7 @@ func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, item
 		th.Verdicts[fingerprint(it)] = itemVerdict(it)
 		th.Starts[fingerprint(it)] = it.Alert.StartsAt.UnixMilli()
 	}
-	return th, blocks, nil
+	return th
 }
 
 func fingerprint(it notify.Item) string {
@@ -397,7 +504,7 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 			blocks = append(blocks, section(intros[i]))
 			blocks = append(blocks, n.itemBlocks(it, nt.ReceivedAt, n.opts, true)...)
 		}
-		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), cmp.Or(th.Alertname, "this group"))
+		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), escape(cmp.Or(th.Alertname, "this group")))
 	}
 	if len(resolved) > 0 {
 		blocks = append(blocks, section(":large_green_circle: *Resolved*\n"+strings.Join(resolved, "\n")))
@@ -430,7 +537,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	took := humanDuration(end.Sub(th.StartedAt))
 	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
 	blocks := resolvedParent(th, note)
-	text := "RESOLVED " + cmp.Or(th.Alertname, "alert") + " after " + took
+	text := "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took
 	if err := n.api.Update(ctx, th.Channel, th.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
 		return err
 	}

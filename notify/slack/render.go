@@ -485,6 +485,8 @@ func (n *Notifier) parentBlocks(nt *notify.Notification, opts RenderOptions) ([]
 }
 
 // fallbackText is the message's text: notifications, screen readers and clients without blocks.
+// Slack reads it as mrkdwn, so what comes from labels and templates is escaped: a label value
+// `<!channel>` must not ping a channel.
 func fallbackText(nt *notify.Notification, name string) string {
 	s := strings.ToUpper(cmp.Or(nt.Status, notify.StatusFiring)) + " " + cmp.Or(name, "alert")
 	if len(nt.Items) == 1 && nt.Items[0].Diagnosis != nil {
@@ -496,7 +498,7 @@ func fallbackText(nt *notify.Notification, name string) string {
 	} else if len(nt.Items) > 1 {
 		s += fmt.Sprintf(": %d alerts", len(nt.Items))
 	}
-	return truncate(s, maxFallbackChars)
+	return escape(truncate(s, maxFallbackChars))
 }
 
 // stormBlocks summarises a group with many alerts in one message: a count per verdict and a
