@@ -388,6 +388,11 @@ func (d *Dispatcher) Triage(ctx context.Context, labels map[string]string) (*pla
 
 // Triage is Dispatcher.Triage without a dispatcher (the CLI).
 func Triage(ctx context.Context, set *playbooks.Set, engine *playbooks.Engine, labels map[string]string) (*playbooks.Diagnosis, error) {
+	return TriageAt(ctx, set, engine, labels, time.Time{})
+}
+
+// TriageAt is Triage as of time at (zero: now): every query is evaluated then.
+func TriageAt(ctx context.Context, set *playbooks.Set, engine *playbooks.Engine, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
 	pb := set.Triage()
 	if name := labels["alertname"]; name != "" {
 		p, ok := set.Match(labels)
@@ -396,5 +401,5 @@ func Triage(ctx context.Context, set *playbooks.Set, engine *playbooks.Engine, l
 		}
 		pb = p
 	}
-	return engine.Run(ctx, pb, labels)
+	return engine.RunAt(ctx, pb, labels, at)
 }

@@ -100,6 +100,40 @@ var templateFuncs = template.FuncMap{
 	},
 	// has reports whether a value is present.
 	"has": func(v any) bool { return toPtr(v) != nil },
+	// atleast reports whether a is present and at least b (a threshold param); false when missing.
+	"atleast": func(a, b any) bool {
+		pa, pb := toPtr(a), toPtr(b)
+		return pa != nil && pb != nil && *pa >= *pb
+	},
+	// since compares a gauge now with its value over the window (a mean or peak) and says, when
+	// they differ a lot, that the condition has eased or worsened since: " (eased since: 3 now)".
+	// Empty when they are close or either is missing.
+	"since": Since,
+}
+
+// sinceMinChange is the smallest change, per unit, that Since reports.
+var sinceMinChange = map[string]float64{"count": 2, "ratio": 0.1}
+
+// Since renders how far a gauge now has moved from its value over the window: " (eased since:
+// X now)" when it is less than half of it, " (worsened since: X now)" when it is more than 1.5
+// times it, nothing otherwise. Higher is worse for every gauge the playbooks read (queue, batch,
+// KV usage).
+func Since(window, now any, unit string) string {
+	pw, pn := toPtr(window), toPtr(now)
+	if pw == nil || pn == nil {
+		return ""
+	}
+	w, n := *pw, *pn
+	if math.Abs(n-w) < sinceMinChange[unit] {
+		return ""
+	}
+	switch {
+	case n < 0.5*w:
+		return " (eased since: " + FormatValue(pn, unit) + " now)"
+	case n > 1.5*w:
+		return " (worsened since: " + FormatValue(pn, unit) + " now)"
+	}
+	return ""
 }
 
 func toPtr(v any) *float64 {

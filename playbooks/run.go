@@ -115,9 +115,20 @@ type result struct {
 // current time. It always returns a diagnosis; the error is non-nil (ErrPrometheusUnavailable)
 // only when no evidence could be gathered at all.
 func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string) (*Diagnosis, error) {
+	return e.RunAt(ctx, p, labels, time.Time{})
+}
+
+// RunAt is Run as of time at: every query is evaluated at at (so `offset 1d` baselines are a day
+// before it) and the diagnosis' EvaluatedAt is at. A zero at is the current time.
+func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]string, at time.Time) (*Diagnosis, error) {
 	start := e.opt.Now()
+	evalAt, cacheSuffix := start, ""
+	if !at.IsZero() {
+		// Results at a fixed past time are cached apart from the "now" results of the same query.
+		evalAt, cacheSuffix = at, "\x00@"+at.UTC().Format(time.RFC3339Nano)
+	}
 	scope, used, missingScope := ScopeMatchers(p.Scope, labels)
-	d := &Diagnosis{Playbook: p.Name, Scope: used, EvaluatedAt: start}
+	d := &Diagnosis{Playbook: p.Name, Scope: used, EvaluatedAt: evalAt}
 	if len(missingScope) > 0 && len(p.Scope) > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("scope labels missing from the alert: %s; the evidence covers every value of them",
 			strings.Join(missingScope, ", ")))
@@ -131,7 +142,7 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 		wg.Add(1)
 		go func(i int, q *Query) {
 			defer wg.Done()
-			results[i] = e.query(ctx, exprs[i], start)
+			results[i] = e.query(ctx, exprs[i], cacheSuffix, evalAt)
 			if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
 				results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
 					"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", FormatValue(r.value, q.Unit))
@@ -284,18 +295,19 @@ func render(t *template.Template, data map[string]any) string {
 	return strings.TrimSpace(b.String())
 }
 
-// query runs one query with deduplication: an identical query in flight is shared, and a result
-// younger than CacheTTL is reused.
-func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
+// query runs one query with deduplication: an identical query (at the same evaluation time: key
+// is q plus keySuffix) in flight is shared, and a result younger than CacheTTL is reused.
+func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time) result {
+	key := q + keySuffix
 	if e.opt.CacheTTL > 0 {
 		e.mu.Lock()
-		c, ok := e.cache[q]
+		c, ok := e.cache[key]
 		e.mu.Unlock()
 		if ok && e.opt.Now().Sub(c.fetched) < e.opt.CacheTTL {
 			return c.res
 		}
 	}
-	ch := e.sf.DoChan(q, func() (any, error) {
+	ch := e.sf.DoChan(key, func() (any, error) {
 		// Detached from the first caller's cancellation: others may be waiting on it too.
 		qctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), e.opt.QueryTimeout, e.deadlineErr)
 		defer cancel()
@@ -313,7 +325,7 @@ func (e *Engine) query(ctx context.Context, q string, at time.Time) result {
 		}
 		if r.status == QueryOK || r.status == QueryEmpty {
 			e.mu.Lock()
-			e.cache[q] = cached{res: r, fetched: e.opt.Now()}
+			e.cache[key] = cached{res: r, fetched: e.opt.Now()}
 			e.pruneLocked()
 			e.mu.Unlock()
 		}

@@ -240,14 +240,14 @@ run_scenario() { # scenario alert expected-verdict description
 
 run_scenario overload VLLMTimeToFirstTokenP99High capacity-past-knee \
   "70 req/s, about twice capacity: the queue grows without bound."
-run_scenario kv-pressure VLLMKVCacheNearFull kv-preemption \
-  "a burst of long requests fills the KV cache; the scheduler preempts."
+run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \
+  "a burst of long requests fills the KV cache; the scheduler preempts, but vLLM counts a preemption only when its request resumes."
 run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \
   "~5000-token prompts: prefill time dominates TTFT, no queue."
 run_scenario wide-batch VLLMInterTokenLatencyP99High decode-bound \
   "~200 requests decoding at once: every decode step is slower."
 run_scenario client-timeouts VLLMRequestAbortRateHigh client-aborts \
-  "healthy load, but 40% of clients give up after 0.5-2.5s."
+  "healthy load, but 40% of clients give up after 0.5-2.5s (vLLM counts none of them as aborted)."
 
 banner "summary"
 printf '  %s\n' "${results[@]}"

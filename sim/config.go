@@ -29,10 +29,12 @@ type Config struct {
 	MaxModelLen          int
 	GPUMemoryUtilization float64
 	EnablePrefixCaching  bool
-	LegacyMetricNames    bool // emit pre-0.11 names (gpu_cache_usage_perc, time_per_output_token_seconds, gpu_prefix_cache_*)
-	AbortCaveat          bool // aborts are not counted (recent vLLM: client-disconnect aborts never reach request_success_total)
-	Seed                 uint64
-	MaxWaiting           int // safety cap on synthetic arrivals queued; 0 = default
+	// MetricNames picks the generation of metric names: NamesNew (default, current vLLM),
+	// NamesLegacy (before 0.9.2: gpu_cache_usage_perc, time_per_output_token_seconds,
+	// gpu_prefix_cache_*) or NamesBoth (0.9.2 to 0.11: old and new names at once).
+	MetricNames MetricNames
+	Seed        uint64
+	MaxWaiting  int // safety cap on synthetic arrivals queued; 0 = default
 
 	// Step-time cost model. A step costs
 	//   StepBase + PerSeq*scheduled + PerPrefillToken*prefill_tokens + PerContextToken*context_tokens
@@ -44,6 +46,28 @@ type Config struct {
 	PerContextToken time.Duration
 	Jitter          float64 // relative standard deviation of the step time
 }
+
+// MetricNames is a generation of vLLM's metric names.
+type MetricNames string
+
+// The metric name generations vllm-sim can export.
+const (
+	NamesNew    MetricNames = "new"
+	NamesLegacy MetricNames = "legacy"
+	NamesBoth   MetricNames = "both"
+)
+
+// ParseMetricNames parses new, legacy or both.
+func ParseMetricNames(s string) (MetricNames, error) {
+	switch n := MetricNames(s); n {
+	case NamesNew, NamesLegacy, NamesBoth:
+		return n, nil
+	}
+	return "", fmt.Errorf("metric names must be new, legacy or both, got %q", s)
+}
+
+func (n MetricNames) old() bool     { return n == NamesLegacy || n == NamesBoth }
+func (n MetricNames) current() bool { return n != NamesLegacy }
 
 // DefaultConfig is a Llama-3.1-8B-sized deployment on a mid-size GPU.
 func DefaultConfig() Config {
@@ -57,6 +81,7 @@ func DefaultConfig() Config {
 		MaxModelLen:          8192,
 		GPUMemoryUtilization: 0.9,
 		EnablePrefixCaching:  true,
+		MetricNames:          NamesNew,
 		Seed:                 1,
 		MaxWaiting:           50000,
 		StepBase:             15 * time.Millisecond,
@@ -84,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("KV pool of %d blocks x %d tokens cannot hold one request of max_model_len %d", c.NumGPUBlocks, c.BlockSize, c.MaxModelLen)
 	case c.StepBase <= 0:
 		return fmt.Errorf("step base time must be > 0")
+	case c.MetricNames != "" && c.MetricNames != NamesNew && c.MetricNames != NamesLegacy && c.MetricNames != NamesBoth:
+		return fmt.Errorf("metric names must be new, legacy or both, got %q", c.MetricNames)
 	}
 	return nil
 }

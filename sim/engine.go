@@ -39,6 +39,10 @@ type request struct {
 	firstTokenAt time.Time
 	lastTokenAt  time.Time
 	preemptions  int
+	// uncounted preemptions: the scheduler's PREEMPTED events ride on the request's next output,
+	// so vllm:num_preemptions_total counts them when it emits its next token after recompute,
+	// and never if its client gives up first (scheduler.py, stats.py)
+	uncounted int
 
 	done chan Result // nil for synthetic requests
 }
@@ -432,6 +436,10 @@ func (e *Engine) Step(now time.Time) StepResult {
 		if r.numComputed < r.numTokens() {
 			continue // partial prefill: no token this step
 		}
+		if r.uncounted > 0 {
+			e.m.preemptions.Add(float64(r.uncounted))
+			r.uncounted = 0
+		}
 		if r.firstTokenAt.IsZero() {
 			r.firstTokenAt = end
 			e.m.ttft.Observe(end.Sub(r.arrival).Seconds())
@@ -490,8 +498,8 @@ func (e *Engine) preempt(r *request) {
 	e.freeBlocks(r)
 	r.numComputed = 0
 	r.preemptions++
+	r.uncounted++
 	e.preemptions++
-	e.m.preemptions.Inc()
 	e.waiting = append(e.waiting, nil)
 	copy(e.waiting[1:], e.waiting)
 	e.waiting[0] = r
@@ -520,8 +528,11 @@ func (e *Engine) removeWaiting(r *request) bool {
 	return false
 }
 
-// abort removes r wherever it is and records it as finished_reason="abort"
-// (unless the abort caveat is modelled).
+// abort removes r wherever it is, as vLLM does when a client disconnects. It is not recorded as
+// finished: every V1 release drops a client-aborted request's state without counting it in
+// request_success_total{finished_reason="abort"} or any finished-request histogram
+// (vllm/v1/engine/output_processor.py); what it got so far stays in prompt_tokens_total, TTFT,
+// ITL and generation_tokens_total.
 func (e *Engine) abort(r *request, now time.Time) {
 	if !e.removeWaiting(r) {
 		n := len(e.running)
@@ -531,7 +542,12 @@ func (e *Engine) abort(r *request, now time.Time) {
 		}
 	}
 	e.freeBlocks(r)
-	e.finish(r, reasonAbort, now)
+	if !r.deadline.IsZero() {
+		e.withTimeout--
+	}
+	if r.done != nil {
+		r.done <- Result{FinishReason: reasonAbort, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: now}
+	}
 }
 
 // finish records a finished request the way vLLM's output processor does.
@@ -542,9 +558,6 @@ func (e *Engine) finish(r *request, reason string, at time.Time) {
 	}
 	if r.done != nil {
 		r.done <- Result{FinishReason: reason, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: at}
-	}
-	if reason == reasonAbort && e.cfg.AbortCaveat {
-		return // recent vLLM: client-disconnect aborts never reach the finished-request stats
 	}
 	e.m.success.WithLabelValues(reason).Inc()
 	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())

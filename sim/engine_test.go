@@ -126,8 +126,54 @@ func TestScheduler(t *testing.T) {
 			t.Error("the first (highest priority) request was preempted")
 		}
 		_ = third
-		if got := counterValue(t, e, "vllm:num_preemptions_total"); got != float64(e.Stats().Preemptions) {
-			t.Errorf("num_preemptions_total=%v, engine counted %d", got, e.Stats().Preemptions)
+		if got := counterValue(t, e, "vllm:num_preemptions_total"); got != 0 {
+			t.Errorf("num_preemptions_total=%v right after the preemption: vLLM counts it only when the victim emits its next token", got)
+		}
+	})
+
+	t.Run("a preemption is counted when the preempted request emits its next token after recompute", func(t *testing.T) {
+		e := newTiny(t, nil)
+		add(e, epoch, 28, 30)
+		second := add(e, epoch, 28, 30)
+		now := epoch
+		for i := 0; i < 400 && second.preemptions == 0; i++ {
+			now = now.Add(e.Step(now).Duration)
+		}
+		if second.preemptions == 0 {
+			t.Fatal("no preemption although the pool was exhausted")
+		}
+		out := second.output
+		for i := 0; i < 400 && second.output == out; i++ {
+			if got := counterValue(t, e, "vllm:num_preemptions_total"); got != 0 {
+				t.Fatalf("num_preemptions_total=%v before the preempted request resumed", got)
+			}
+			now = now.Add(e.Step(now).Duration)
+		}
+		if got := counterValue(t, e, "vllm:num_preemptions_total"); got != float64(second.preemptions) {
+			t.Fatalf("num_preemptions_total=%v after the request resumed, want %d", got, second.preemptions)
+		}
+	})
+
+	t.Run("a preempted request whose client gives up before it resumes is never counted", func(t *testing.T) {
+		e := newTiny(t, nil)
+		add(e, epoch, 28, 30)
+		h := e.Submit(epoch, 28, 30, time.Hour)
+		now := epoch
+		for i := 0; i < 400 && h.r.preemptions == 0; i++ {
+			now = now.Add(e.Step(now).Duration)
+		}
+		if h.r.preemptions == 0 {
+			t.Fatal("no preemption although the pool was exhausted")
+		}
+		e.Abort(h, now)
+		for i := 0; i < 400 && e.Stats().Running+e.Stats().Waiting > 0; i++ {
+			now = now.Add(e.Step(now).Duration)
+		}
+		if got := counterValue(t, e, "vllm:num_preemptions_total"); got != 0 {
+			t.Fatalf("num_preemptions_total=%v: the preempted request was aborted before it resumed", got)
+		}
+		if e.Stats().Preemptions == 0 {
+			t.Fatal("the scheduler should still know it preempted")
 		}
 	})
 
@@ -152,37 +198,46 @@ func TestScheduler(t *testing.T) {
 }
 
 func TestClientTimeouts(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		caveat      bool
-		wantCounted float64
-	}{
-		{"a timed-out request is removed and counted with finished_reason abort", false, 1},
-		{"with the abort caveat a timed-out request is removed but not counted", true, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newTiny(t, func(c *Config) { c.AbortCaveat = tc.caveat })
-			h := e.Submit(epoch, 8, 60, 500*time.Millisecond)
-			now := epoch
-			for now.Sub(epoch) < time.Second {
-				now = now.Add(e.Step(now).Duration)
+	t.Run("a request whose client gives up is removed and never counted as finished, as in every vLLM V1 release", func(t *testing.T) {
+		e := newTiny(t, nil)
+		h := e.Submit(epoch, 8, 60, 500*time.Millisecond)
+		now := epoch
+		for now.Sub(epoch) < time.Second {
+			now = now.Add(e.Step(now).Duration)
+		}
+		select {
+		case res := <-h.Done:
+			if res.FinishReason != reasonAbort {
+				t.Fatalf("finish reason %q, want abort", res.FinishReason)
 			}
-			select {
-			case res := <-h.Done:
-				if res.FinishReason != reasonAbort {
-					t.Fatalf("finish reason %q, want abort", res.FinishReason)
-				}
-			default:
-				t.Fatal("the request did not finish")
+			if res.CompletionTokens == 0 {
+				t.Fatal("the request should have generated tokens before its client gave up")
 			}
-			if st := e.Stats(); st.Running+st.Waiting != 0 || st.UsedBlocks != 0 {
-				t.Fatalf("aborted request still in the engine: %+v", st)
+		default:
+			t.Fatal("the request did not finish")
+		}
+		if st := e.Stats(); st.Running+st.Waiting != 0 || st.UsedBlocks != 0 {
+			t.Fatalf("aborted request still in the engine: %+v", st)
+		}
+		v := &vclock{t: t, e: e}
+		snap := v.snap()
+		for _, r := range []string{"stop", "length", "abort", "error", "repetition"} {
+			if got := snap.values["vllm:request_success_total{finished_reason="+r+"}"]; got != 0 {
+				t.Errorf("request_success_total{finished_reason=%q} = %v, want 0", r, got)
 			}
-			if got := counterValue(t, e, "vllm:request_success_total{finished_reason=abort}"); got != tc.wantCounted {
-				t.Fatalf("abort counter = %v, want %v", got, tc.wantCounted)
+		}
+		for _, name := range []string{"vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_prompt_tokens"} {
+			if n := snap.hists[name].GetSampleCount(); n != 0 {
+				t.Errorf("%s has %d observations: a client abort is not a finished request", name, n)
 			}
-		})
-	}
+		}
+		if n := snap.hists["vllm:time_to_first_token_seconds"].GetSampleCount(); n != 1 {
+			t.Errorf("TTFT has %d observations, want the aborted request's first token", n)
+		}
+		if got := snap.values["vllm:prompt_tokens_total"]; got != 8 {
+			t.Errorf("prompt_tokens_total = %v, want the aborted request's 8", got)
+		}
+	})
 }
 
 func TestStepTimeGrowsWithPrefillTokensAndContext(t *testing.T) {
@@ -227,7 +282,7 @@ func TestSameSeedGivesTheSameRun(t *testing.T) {
 		return v.snap()
 	}
 	a, b, c := run(7), run(7), run(8)
-	for _, k := range []string{"vllm:generation_tokens_total", "vllm:request_success_total{finished_reason=abort}", "vllm:prompt_tokens_total"} {
+	for _, k := range []string{"vllm:generation_tokens_total", "vllm:request_success_total{finished_reason=stop}", "vllm:prompt_tokens_total"} {
 		if a.values[k] != b.values[k] {
 			t.Errorf("%s differs between runs with the same seed: %v vs %v", k, a.values[k], b.values[k])
 		}

@@ -69,6 +69,8 @@ type snapshot struct {
 	values map[string]float64
 	hists  map[string]*dto.Histogram
 	types  map[string]dto.MetricType
+	// preemptions the scheduler made (the counter only counts those that resumed)
+	schedPreemptions int64
 }
 
 func seriesKey(name string, m *dto.Metric) string {
@@ -92,7 +94,8 @@ func (v *vclock) snap() snapshot {
 	if err != nil {
 		v.t.Fatal(err)
 	}
-	s := snapshot{at: v.now, values: map[string]float64{}, hists: map[string]*dto.Histogram{}, types: map[string]dto.MetricType{}}
+	s := snapshot{at: v.now, values: map[string]float64{}, hists: map[string]*dto.Histogram{}, types: map[string]dto.MetricType{},
+		schedPreemptions: v.e.Stats().Preemptions}
 	for _, mf := range mfs {
 		s.types[mf.GetName()] = mf.GetType()
 		for _, m := range mf.GetMetric() {
@@ -161,35 +164,40 @@ func (w window) quantile(q float64, name string) float64 {
 // signature is a scenario's fingerprint over a window, as an SRE would read it.
 type signature struct {
 	Waiting, Running, KV        float64
-	PreemptPerSec               float64
+	PreemptPerSec               float64 // counted (vllm:num_preemptions_total)
+	SchedPreemptPerSec          float64 // made by the scheduler, counted or not yet
 	QueueMean, PrefillMean      float64
 	DecodeMean, E2EMean         float64
 	TTFTp99, ITLMean, ITLp99    float64
-	AbortShare, GenTokensPerSec float64
+	AbortShare, GenTokensPerSec float64 // AbortShare: first tokens without a finish, of first tokens
 	FinishedPerSec              float64
 }
 
 func (s signature) String() string {
-	return fmt.Sprintf("waiting=%.0f running=%.0f kv=%.3f preempt/s=%.2f queue=%.3fs prefill=%.3fs decode=%.2fs e2e=%.2fs ttft_p99=%.2fs itl_mean=%.1fms itl_p99=%.1fms abort_share=%.2f gen_tok/s=%.0f fin/s=%.2f",
-		s.Waiting, s.Running, s.KV, s.PreemptPerSec, s.QueueMean, s.PrefillMean, s.DecodeMean, s.E2EMean,
+	return fmt.Sprintf("waiting=%.0f running=%.0f kv=%.3f preempt/s=%.2f (scheduler %.2f) queue=%.3fs prefill=%.3fs decode=%.2fs e2e=%.2fs ttft_p99=%.2fs itl_mean=%.1fms itl_p99=%.1fms abort_share=%.2f gen_tok/s=%.0f fin/s=%.2f",
+		s.Waiting, s.Running, s.KV, s.PreemptPerSec, s.SchedPreemptPerSec, s.QueueMean, s.PrefillMean, s.DecodeMean, s.E2EMean,
 		s.TTFTp99, s.ITLMean*1000, s.ITLp99*1000, s.AbortShare, s.GenTokensPerSec, s.FinishedPerSec)
 }
 
 func (w window) signature() signature {
 	fin := 0.0
-	for _, r := range []string{"stop", "length", "abort", "error"} {
+	for _, r := range []string{"stop", "length", "abort", "error", "repetition"} {
 		fin += w.b.values["vllm:request_success_total{finished_reason="+r+"}"] - w.a.values["vllm:request_success_total{finished_reason="+r+"}"]
 	}
-	aborts := w.b.values["vllm:request_success_total{finished_reason=abort}"] - w.a.values["vllm:request_success_total{finished_reason=abort}"]
+	// Client aborts are never counted as finished (as in vLLM): the share is measured as the
+	// requests that got a first token and never finished, corrected for those still running.
+	started := w.count("vllm:time_to_first_token_seconds")
+	unfinished := started - w.count("vllm:e2e_request_latency_seconds") - (w.b.values["vllm:num_requests_running"] - w.a.values["vllm:num_requests_running"])
 	share := 0.0
-	if fin > 0 {
-		share = aborts / fin
+	if started > 0 {
+		share = min(1, max(0, unfinished)/started)
 	}
 	return signature{
 		Waiting: w.b.values["vllm:num_requests_waiting"], Running: w.b.values["vllm:num_requests_running"],
-		KV:            w.b.values["vllm:kv_cache_usage_perc"],
-		PreemptPerSec: w.rate("vllm:num_preemptions_total"),
-		QueueMean:     w.mean("vllm:request_queue_time_seconds"), PrefillMean: w.mean("vllm:request_prefill_time_seconds"),
+		KV:                 w.b.values["vllm:kv_cache_usage_perc"],
+		PreemptPerSec:      w.rate("vllm:num_preemptions_total"),
+		SchedPreemptPerSec: float64(w.b.schedPreemptions-w.a.schedPreemptions) / w.secs(),
+		QueueMean:          w.mean("vllm:request_queue_time_seconds"), PrefillMean: w.mean("vllm:request_prefill_time_seconds"),
 		DecodeMean: w.mean("vllm:request_decode_time_seconds"), E2EMean: w.mean("vllm:e2e_request_latency_seconds"),
 		TTFTp99: w.quantile(0.99, "vllm:time_to_first_token_seconds"),
 		ITLMean: w.mean("vllm:inter_token_latency_seconds"), ITLp99: w.quantile(0.99, "vllm:inter_token_latency_seconds"),

@@ -29,24 +29,57 @@ func build125Buckets(maxValue int) []float64 {
 	}
 }
 
-// Finish reasons exported in finished_reason.
+// Finish reasons exported in finished_reason (vllm/v1/engine/__init__.py FinishReason).
 const (
-	reasonStop   = "stop"
-	reasonLength = "length"
-	reasonAbort  = "abort"
+	reasonStop       = "stop"
+	reasonLength     = "length"
+	reasonAbort      = "abort"
+	reasonError      = "error"
+	reasonRepetition = "repetition"
 )
+
+// gauges, counters and observers write to every name a metric is exported under (NamesBoth
+// exports the old and the new name of a renamed metric at once).
+type (
+	gauges    []prometheus.Gauge
+	counters  []prometheus.Counter
+	observers []prometheus.Observer
+)
+
+func (g gauges) Set(v float64) {
+	for _, x := range g {
+		x.Set(v)
+	}
+}
+
+func (c counters) Add(v float64) {
+	for _, x := range c {
+		x.Add(v)
+	}
+}
+
+func (c counters) Inc() { c.Add(1) }
+
+func (o observers) Observe(v float64) {
+	for _, x := range o {
+		x.Observe(v)
+	}
+}
 
 // metrics holds the vLLM metric surface, already curried with model_name and engine.
 type metrics struct {
 	reg *prometheus.Registry
 
-	running, waiting, kvUsage prometheus.Gauge
+	running, waiting          prometheus.Gauge
+	kvUsage                   gauges
 	preemptions               prometheus.Counter
 	success                   *prometheus.CounterVec // finished_reason
 	promptTokens, genTokens   prometheus.Counter
-	prefixQueries, prefixHits prometheus.Counter
+	prefixQueries, prefixHits counters
 
-	ttft, itl, tpotRequest                  prometheus.Observer // tpotRequest nil in legacy mode
+	ttft                                    prometheus.Observer
+	itl                                     observers
+	tpotRequest                             prometheus.Observer // nil in legacy mode
 	e2e, queue, prefill, decode, inference  prometheus.Observer
 	reqPromptTokens, reqGenTokens, iterToks prometheus.Observer
 }
@@ -57,6 +90,10 @@ func newMetrics(cfg Config) *metrics {
 	labels := []string{"model_name", "engine"}
 	lv := prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine}
 	m := &metrics{reg: reg}
+	names := cfg.MetricNames
+	if names == "" {
+		names = NamesNew
+	}
 
 	gauge := func(name, help string) prometheus.Gauge {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
@@ -74,21 +111,21 @@ func newMetrics(cfg Config) *metrics {
 		return v.With(lv)
 	}
 
-	kvName, itlName := "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds"
-	pcQueries, pcHits := "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
-	if cfg.LegacyMetricNames {
-		kvName, itlName = "vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds"
-		pcQueries, pcHits = "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total"
-	}
-
 	m.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
 	m.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
-	m.kvUsage = gauge(kvName, "KV-cache usage. 1 means 100 percent usage.")
+	if names.current() {
+		m.kvUsage = append(m.kvUsage, gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."))
+		m.prefixQueries = append(m.prefixQueries, counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."))
+		m.prefixHits = append(m.prefixHits, counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."))
+	}
+	if names.old() {
+		m.kvUsage = append(m.kvUsage, gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."))
+		m.prefixQueries = append(m.prefixQueries, counter("vllm:gpu_prefix_cache_queries_total", "GPU prefix cache queries, in terms of number of queried tokens."))
+		m.prefixHits = append(m.prefixHits, counter("vllm:gpu_prefix_cache_hits_total", "GPU prefix cache hits, in terms of number of cached tokens."))
+	}
 	m.preemptions = counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
 	m.promptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
 	m.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
-	m.prefixQueries = counter(pcQueries, "Prefix cache queries, in terms of number of queried tokens.")
-	m.prefixHits = counter(pcHits, "Prefix cache hits, in terms of number of cached tokens.")
 
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.",
@@ -96,17 +133,20 @@ func newMetrics(cfg Config) *metrics {
 	reg.MustRegister(m.success)
 	m.success = m.success.MustCurryWith(lv)
 	reasons := []string{reasonStop, reasonLength, reasonAbort}
-	if !cfg.LegacyMetricNames {
-		reasons = append(reasons, "error")
+	if names.current() {
+		reasons = append(reasons, reasonError, reasonRepetition)
 	}
 	for _, r := range reasons {
 		m.success.WithLabelValues(r) // vLLM pre-creates every finished_reason at 0
 	}
 
 	m.ttft = histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
-	m.itl = histogram(itlName, "Histogram of inter-token latency in seconds.", itlBuckets)
-	if !cfg.LegacyMetricNames {
+	if names.current() {
+		m.itl = append(m.itl, histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets))
 		m.tpotRequest = histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets)
+	}
+	if names.old() {
+		m.itl = append(m.itl, histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", itlBuckets))
 	}
 	m.e2e = histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
 	m.queue = histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
@@ -135,11 +175,11 @@ func newMetrics(cfg Config) *metrics {
 		"swap_space":               "4",
 		"engine":                   cfg.Engine,
 	}
-	names := make([]string, 0, len(info))
+	infoNames := make([]string, 0, len(info))
 	for k := range info {
-		names = append(names, k)
+		infoNames = append(infoNames, k)
 	}
-	ci := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"}, names)
+	ci := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"}, infoNames)
 	reg.MustRegister(ci)
 	ci.With(info).Set(1)
 	return m

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 )
 
@@ -31,7 +30,7 @@ func NewServer(eng *Engine, prof *Profiler, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": "0.11.0+sim"})
 	})
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(eng.Registry(), promhttp.HandlerOpts{}))
+	s.mux.Handle("GET /metrics", metricsHandler(eng.Registry()))
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)

@@ -30,27 +30,33 @@ func gatherNames(t *testing.T, e *Engine) map[string]dto.MetricType {
 func TestMetricNames(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		legacy  bool
+		names   MetricNames
 		present []string
 		absent  []string
 	}{
 		{
-			name:   "current names are exported by default",
-			legacy: false,
+			name:  "current names are exported by default",
+			names: NamesNew,
 			present: []string{"vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:request_time_per_output_token_seconds",
 				"vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"},
 			absent: []string{"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total"},
 		},
 		{
 			name:    "legacy names replace them with --metric-names=legacy",
-			legacy:  true,
+			names:   NamesLegacy,
 			present: []string{"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total"},
 			absent:  []string{"vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"},
+		},
+		{
+			name:  "old and new names at once with --metric-names=both, as 0.9.2 to 0.11",
+			names: NamesBoth,
+			present: []string{"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
+				"vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.LegacyMetricNames = tc.legacy
+			cfg.MetricNames = tc.names
 			e, err := NewEngine(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +195,7 @@ func TestRealServerExportsVLLMMetricsOverHTTP(t *testing.T) {
 			if labels["model_name"] != "meta-llama/Llama-3.1-8B-Instruct" || labels["engine"] != "0" {
 				t.Errorf("%s labels %v lack model_name/engine", name, labels)
 			}
-			if name == "vllm:request_success_total" && !slices.Contains([]string{"stop", "length", "abort", "error"}, labels["finished_reason"]) {
+			if name == "vllm:request_success_total" && !slices.Contains([]string{"stop", "length", "abort", "error", "repetition"}, labels["finished_reason"]) {
 				t.Errorf("unexpected finished_reason %q", labels["finished_reason"])
 			}
 			if want.buckets != nil {
@@ -215,7 +221,7 @@ func TestRealServerExportsVLLMMetricsOverHTTP(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range []string{"stop", "length", "abort"} {
+	for _, r := range []string{"stop", "length", "abort", "error", "repetition"} {
 		if !reasons[r] {
 			t.Errorf("request_success_total{finished_reason=%q} should exist from the start", r)
 		}

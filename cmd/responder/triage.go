@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +48,7 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	alert := fs.String("alert", "", "alert name: run the playbook that matches it (default: on-demand triage)")
 	output := fs.String("output", "text", "output format: text or json")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the whole diagnosis")
+	atFlag := fs.String("at", "", "run as of this time (RFC 3339 or Unix seconds): every query evaluated then, baselines a day before it (default: now)")
 	labels := labelFlags{}
 	fs.Var(labels, "label", "alert label k=v, repeatable (model_name=..., pod=..., namespace=...)")
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +63,13 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *cfgPath == "" {
 		return fail("--config is required")
+	}
+	var at time.Time
+	if *atFlag != "" {
+		var err error
+		if at, err = parseAt(*atFlag, time.Now()); err != nil {
+			return fail("--at: %v", err)
+		}
 	}
 	c, err := cfgpkg.Load(*cfgPath)
 	if err != nil {
@@ -85,7 +95,7 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	engine := newEngine(c, api, nil, zerolog.Nop())
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	d, err := dispatch.Triage(ctx, set, engine, labels)
+	d, err := dispatch.TriageAt(ctx, set, engine, labels, at)
 	if errors.Is(err, playbooks.ErrPrometheusUnavailable) {
 		return fail("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), strings.TrimPrefix(d.Error, "Prometheus could not be reached: "))
 	}
@@ -108,9 +118,34 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "playbook: %s\n", d.Playbook)
+	if !at.IsZero() {
+		fmt.Fprintf(&b, "evaluated at: %s (--at)\n", d.EvaluatedAt.UTC().Format(time.RFC3339))
+	}
 	console.WriteDiagnosis(&b, d, "")
 	fmt.Fprint(stdout, b.String())
 	return 0
+}
+
+// maxAtSkew is how far in the future --at may be (clock skew between this host and Prometheus).
+const maxAtSkew = time.Minute
+
+// parseAt reads --at: RFC 3339 (2026-05-27T10:30:00Z, offsets and fractions allowed) or Unix
+// seconds (1780000000, fractions allowed). A time in the future is an error.
+func parseAt(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
+			return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2006-01-02T15:04:05Z) nor Unix seconds", s)
+		}
+		sec, frac := math.Modf(f)
+		t = time.Unix(int64(sec), int64(frac*1e9))
+	}
+	if t.After(now.Add(maxAtSkew)) {
+		return time.Time{}, fmt.Errorf("%s is in the future (now %s)", t.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return t, nil
 }
 
 // oneLine joins a multi-error into one line for the CLI contract.

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
@@ -35,13 +37,14 @@ func writeConfig(t *testing.T, promURL string, extra string) string {
 }
 
 type triageJSON struct {
-	Playbook string   `json:"playbook"`
-	Verdict  string   `json:"verdict"`
-	Title    string   `json:"title"`
-	Summary  string   `json:"summary"`
-	Actions  []string `json:"actions"`
-	Missing  []string `json:"missing"`
-	Evidence []struct {
+	Playbook    string    `json:"playbook"`
+	Verdict     string    `json:"verdict"`
+	Title       string    `json:"title"`
+	Summary     string    `json:"summary"`
+	Actions     []string  `json:"actions"`
+	Missing     []string  `json:"missing"`
+	EvaluatedAt time.Time `json:"evaluated_at"`
+	Evidence    []struct {
 		Name         string   `json:"name"`
 		Value        *float64 `json:"value"`
 		Query        string   `json:"query"`
@@ -74,7 +77,12 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 		{"old metric names (gpu_cache_usage_perc) are read too", "VLLMKVCacheNearFull", "vllm-kv-old", "kv-preemption"},
 		{"slow prefill against yesterday's baseline is prefill-bound", "VLLMTimeToFirstTokenP99High", "vllm-prefill", "prefill-bound"},
 		{"a wide batch on the ITL alert is decode-bound", "VLLMInterTokenLatencyP99High", "vllm-decode", "decode-bound"},
-		{"aborts with normal latency are client-aborts", "VLLMRequestAbortRateHigh", "vllm-aborts", "client-aborts"},
+		{"aborts seen only as unfinished requests, the abort counter at 0, are client-aborts", "VLLMRequestAbortRateHigh", "vllm-aborts", "client-aborts"},
+		{"on-demand triage finds client aborts the counter never saw", "", "vllm-aborts", "client-aborts"},
+		{"an overload with aborts hidden from the counter is still capacity past the knee", "VLLMRequestAbortRateHigh", "vllm-capacity", "capacity-past-knee"},
+		{"long generations ramping up are not taken for aborts", "", "vllm-ramp", "healthy"},
+		{"an ITL rise with the batch as narrow as yesterday is inconclusive, not decode-bound", "VLLMInterTokenLatencyP99High", "vllm-itl-narrow", "inconclusive"},
+		{"on-demand triage of a narrow batch with slower steps is inconclusive", "", "vllm-itl-narrow", "inconclusive"},
 		{"a deep queue on the queue alert is capacity", "VLLMQueueDepthHigh", "vllm-capacity", "capacity-past-knee"},
 		{"on-demand triage of a quiet pod is healthy", "", "vllm-ok", "healthy"},
 		{"on-demand triage of the preempting pod finds it", "", "vllm-kv", "kv-preemption"},
@@ -102,6 +110,98 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func evidence(t *testing.T, res triageJSON, name string) (value *float64, baseline string) {
+	t.Helper()
+	for _, e := range res.Evidence {
+		if e.Name == name {
+			return e.Value, e.BaselineText
+		}
+	}
+	t.Fatalf("no %s evidence in %+v", name, res)
+	return nil, ""
+}
+
+func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	cfg := writeConfig(t, prom.URL, "")
+	// The recorded pods were healthy one day ago and are in trouble now.
+	dayAgo := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
+	for _, at := range []string{dayAgo.UTC().Format(time.RFC3339), dayAgo.Format(time.RFC3339), strconv.FormatInt(dayAgo.Unix(), 10)} {
+		t.Run("at "+at, func(t *testing.T) {
+			res, stderr, code := triage(t, "--config", cfg, "--label", "pod=vllm-capacity", "--at", at)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if res.Verdict != "healthy" {
+				t.Fatalf("verdict %s (%s): the deep queue of now leaked into a run as of a day ago", res.Verdict, res.Summary)
+			}
+			if !res.EvaluatedAt.Equal(dayAgo) {
+				t.Fatalf("evaluated_at %v, want %v", res.EvaluatedAt, dayAgo)
+			}
+			if v, _ := evidence(t, res, "waiting"); v == nil || *v != 0 {
+				t.Fatalf("waiting %v, want the day-old 0", v)
+			}
+		})
+	}
+	t.Run("the baseline is a day before --at, not a day before now", func(t *testing.T) {
+		now, _, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill")
+		if code != 0 {
+			t.Fatal("triage now failed")
+		}
+		if _, b := evidence(t, now, "prefill_mean"); b == "no history for a baseline" {
+			t.Fatal("now, the baseline should come from the recorded day-old data")
+		}
+		then, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill",
+			"--at", dayAgo.Format(time.RFC3339))
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		if _, b := evidence(t, then, "prefill_mean"); b != "no history for a baseline" {
+			t.Fatalf("as of a day ago the baseline (two days ago) has no data, got %q", b)
+		}
+	})
+	t.Run("a time with no data is no-data", func(t *testing.T) {
+		res, stderr, code := triage(t, "--config", cfg, "--label", "pod=vllm-capacity", "--at", time.Now().Add(-72*time.Hour).Format(time.RFC3339))
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if res.Verdict != "no-data" {
+			t.Fatalf("verdict %s, want no-data", res.Verdict)
+		}
+	})
+}
+
+func TestTriageAtRejectsAFutureOrMalformedTimeWithOneLine(t *testing.T) {
+	cfg := writeConfig(t, "http://127.0.0.1:1", "")
+	for _, at := range []string{time.Now().Add(time.Hour).Format(time.RFC3339), strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
+		"yesterday", "2026-13-01T00:00:00Z", "", " ", "-5", "NaN", "1e30"} {
+		_, stderr, code := triage(t, "--config", cfg, "--at", at)
+		if at == "" {
+			continue // an empty --at is the default: now (and Prometheus is unreachable here)
+		}
+		if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "responder triage: --at: ") {
+			t.Errorf("--at %q: exit %d, stderr %q: want a one-line --at error", at, code, stderr)
+		}
+	}
+}
+
+func TestParseAt(t *testing.T) {
+	now := time.Date(2026, 5, 27, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ in, want string }{
+		{"2026-05-27T10:30:00Z", "2026-05-27T10:30:00Z"},
+		{"2026-05-27T12:30:00+02:00", "2026-05-27T10:30:00Z"},
+		{"2026-05-27T10:30:00.5Z", "2026-05-27T10:30:00.5Z"},
+		{"1779877800", "2026-05-27T10:30:00Z"},
+		{"1779877800.25", "2026-05-27T10:30:00.25Z"},
+		{"2026-05-27T12:00:30Z", "2026-05-27T12:00:30Z"}, // within the clock-skew allowance
+	} {
+		got, err := parseAt(tc.in, now)
+		if err != nil || got.UTC().Format(time.RFC3339Nano) != tc.want {
+			t.Errorf("parseAt(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
 	}
 }
 

@@ -29,10 +29,9 @@
 //	--per-seq D                   cost per scheduled request (default 50us)
 //	--per-prefill-token D         compute cost per prefill token (default 25us)
 //	--per-context-token D         memory-bandwidth cost per token of context read by the batch (default 700ns)
-//	--metric-names new|legacy     legacy emits vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds
-//	                              and vllm:gpu_prefix_cache_* instead of the current names (default new)
-//	--abort-caveat                model recent vLLM: aborts are not counted in request_success_total
-//	                              nor in the finished-request histograms (default false: aborts counted)
+//	--metric-names new|legacy|both  legacy emits vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds
+//	                              and vllm:gpu_prefix_cache_* instead of the current names (vLLM before 0.9.2);
+//	                              both emits the old and the new names at once (0.9.2 to 0.11) (default new)
 //	--profiler-dir DIR            enable POST /start_profile and /stop_profile, writing traces to DIR
 //	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
 //	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s)
@@ -63,15 +62,23 @@
 //	                 waiting grows ~40/s, queue time and TTFT p99 grow without bound (p99 > 10 s within
 //	                 30 s), prefill and ITL flat, KV ~30%, no preemption, generation tokens/s plateau
 //	kv-pressure      a burst of 170 long requests (prompt ~1200, output ~1200) then 0.8 req/s:
-//	                 KV usage >= 0.99 within 15 s, preemptions ~0.6-0.9/s from 15 s on, ITL and e2e inflate;
+//	                 KV usage >= 0.99 within 15 s, the scheduler preempts from 15 s on, but the victims
+//	                 wait behind the full pool, so num_preemptions_total (counted when a victim resumes)
+//	                 reads ~0 for ~90 s and ~0.7-1/s after two minutes; ITL and e2e inflate;
 //	                 new arrivals starve (few first tokens, few finishes), waiting ~50-130
 //	long-prompts     0.6 req/s with ~5000-token prompts: prefill time ~6x healthy, TTFT p99 ~0.3-0.5 s,
 //	                 queue near zero
 //	wide-batch       a burst of 130 then 2.8 req/s of requests with ~500-token outputs, near decode capacity:
 //	                 running ~160-200, ITL mean ~5x and p99 ~3.5x healthy, decode time up, TTFT p99 < 0.5 s,
 //	                 no queue (queue mean ~0.8 s for the first minute while the burst drains), no preemption
-//	client-timeouts  healthy-like load but 40% of clients give up after 0.5-2.5 s: abort share ~30%,
-//	                 e2e latency normal
+//	client-timeouts  healthy-like load but 40% of clients give up after 0.5-2.5 s: ~30% of the requests
+//	                 that got a first token never finish, e2e latency normal
+//
+// Aborts and preemptions are recorded as real vLLM V1 records them (VLLM.md): a client that gives
+// up is never counted as finished (request_success_total{finished_reason="abort"} stays 0; its
+// prompt, first token and generated tokens stay counted), and a preemption is counted when the
+// preempted request emits its next token after recompute, never if its client gives up first.
+// The exposition is prometheus_client's: le="1.0", le="+Inf", _created samples.
 package main
 
 import (
@@ -124,8 +131,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	perSeq := fs.Duration("per-seq", def.PerSeq, "cost per scheduled request")
 	perPrefill := fs.Duration("per-prefill-token", def.PerPrefillToken, "cost per prefill token")
 	perCtx := fs.Duration("per-context-token", def.PerContextToken, "cost per context token read by the batch")
-	metricNames := fs.String("metric-names", "new", "metric names: new or legacy")
-	abortCaveat := fs.Bool("abort-caveat", false, "do not count aborts in request_success_total (recent vLLM behaviour)")
+	metricNames := fs.String("metric-names", "new", "metric names: new, legacy (before 0.9.2) or both (0.9.2 to 0.11)")
 	profDir := fs.String("profiler-dir", os.Getenv("VLLM_TORCH_PROFILER_DIR"), "profiler trace directory (enables /start_profile, /stop_profile)")
 	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns")
 	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
@@ -149,13 +155,8 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	cfg.NumGPUBlocks, cfg.BlockSize, cfg.MaxModelLen = *numBlocks, *blockSize, *maxModelLen
 	cfg.GPUMemoryUtilization, cfg.EnablePrefixCaching = *gpuUtil, *prefix
 	cfg.StepBase, cfg.PerSeq, cfg.PerPrefillToken, cfg.PerContextToken = *stepBase, *perSeq, *perPrefill, *perCtx
-	cfg.AbortCaveat = *abortCaveat
-	switch *metricNames {
-	case "new":
-	case "legacy":
-		cfg.LegacyMetricNames = true
-	default:
-		fmt.Fprintf(stderr, "vllm-sim: --metric-names must be new or legacy, got %q\n", *metricNames)
+	if cfg.MetricNames, err = sim.ParseMetricNames(*metricNames); err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: --metric-names: %v\n", err)
 		return 2
 	}
 	sc, err := sim.LookupScenario(*scenario)
@@ -197,7 +198,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	go func() { serveErr <- hs.Serve(ln) }()
 
 	log.Info().Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
-		Float64("arrival_rate", sc.ArrivalRate).Bool("legacy_metric_names", cfg.LegacyMetricNames).
+		Float64("arrival_rate", sc.ArrivalRate).Str("metric_names", string(cfg.MetricNames)).
 		Str("profiler_dir", *profDir).Msg("vllm-sim serving")
 	if ready != nil {
 		ready <- ln.Addr().String()

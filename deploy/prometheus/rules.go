@@ -53,10 +53,11 @@ type Alert struct {
 	Severity  string  `yaml:"severity"`
 }
 
-// AbortAlert adds the traffic floor below which the abort share is ignored.
+// AbortAlert adds the traffic floor (requests with a first token per second) below which the
+// unfinished share is ignored.
 type AbortAlert struct {
-	Alert         `yaml:",inline"`
-	MinFinishRate float64 `yaml:"min_finish_rate"`
+	Alert          `yaml:",inline"`
+	MinStartedRate float64 `yaml:"min_started_rate"`
 }
 
 // Profile is the full parameter set the template is rendered with.
@@ -236,8 +237,8 @@ func (p Profile) Validate() error {
 	alert("kv_cache", p.Alerts.KVCache, 1)
 	alert("abort", p.Alerts.Abort.Alert, 1)
 	alert("queue", p.Alerts.Queue, 0)
-	if !(p.Alerts.Abort.MinFinishRate > 0) {
-		errs = append(errs, fmt.Errorf("alerts.abort.min_finish_rate: %g must be above 0 (it keeps idle models quiet)", p.Alerts.Abort.MinFinishRate))
+	if !(p.Alerts.Abort.MinStartedRate > 0) {
+		errs = append(errs, fmt.Errorf("alerts.abort.min_started_rate: %g must be above 0 (it keeps idle models quiet)", p.Alerts.Abort.MinStartedRate))
 	}
 	return errors.Join(errs...)
 }

@@ -135,7 +135,7 @@ func TestLoadProfileErrorsNameTheKey(t *testing.T) {
 		{"zero duration", "production", []string{"alerts.queue.for=0s"}, `profile "production": alerts.queue.for: "0s" is not a positive Prometheus duration (e.g. 30s, 5m)`},
 		{"fraction above 1", "production", []string{"alerts.kv_cache.threshold=90"}, `profile "production": alerts.kv_cache.threshold: 90 must be above 0 and at most 1`},
 		{"negative threshold", "production", []string{"alerts.ttft.threshold=-1"}, `profile "production": alerts.ttft.threshold: -1 must be above 0`},
-		{"no traffic floor", "production", []string{"alerts.abort.min_finish_rate=0"}, `profile "production": alerts.abort.min_finish_rate: 0 must be above 0 (it keeps idle models quiet)`},
+		{"no traffic floor", "production", []string{"alerts.abort.min_started_rate=0"}, `profile "production": alerts.abort.min_started_rate: 0 must be above 0 (it keeps idle models quiet)`},
 		{"bad severity", "production", []string{"alerts.itl.severity=Page Me"}, `profile "production": alerts.itl.severity: "Page Me" must be a lower-case word such as warning or critical`},
 		{"threshold of the wrong type", "production", []string{"alerts.queue.threshold=lots"}, `profile "production": yaml: unmarshal errors:`},
 	}

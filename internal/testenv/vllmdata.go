@@ -19,14 +19,24 @@ var (
 )
 
 // VLLMLoad is the steady state of one recorded vLLM pod: what each metric does per second. It
-// writes vLLM's metric names, labels and bucket boundaries, so a real Prometheus loaded with it
-// answers the playbooks' queries as it would for a real fleet.
+// writes vLLM's metric names, labels and bucket boundaries, and records what real vLLM V1 records
+// (VLLM.md): a client abort is never finished (not in request_success_total nor in any
+// finished-request histogram) but its prompt tokens and first token are counted; every
+// finish reason exists at 0. So a real Prometheus loaded with it answers the playbooks' queries as
+// it would for a real fleet.
 type VLLMLoad struct {
-	Pod, Model     string
-	Legacy         bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
-	OldBuckets     bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
-	ReqRate        float64 // finished requests/s
-	AbortShare     float64
+	Pod, Model string
+	Legacy     bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
+	OldBuckets bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
+	ReqRate    float64 // requests/s that get a first token
+	// AbortShare of those requests have clients that give up after their first token: counted in
+	// TTFT and prompt_tokens_total, never finished.
+	AbortShare float64
+	// CountedAbortShare of them are aborted by the engine itself (finished_reason="abort").
+	CountedAbortShare float64
+	// RunningGrowth requests/s: the running batch widens by this much over the recorded window
+	// (load ramping up with long generations): that many first tokens a second have no finish yet.
+	RunningGrowth  float64
 	TTFT, Queue    float64 // seconds, per request
 	Prefill        float64
 	Decode, ITL    float64
@@ -42,9 +52,13 @@ var HealthyLoad = VLLMLoad{ReqRate: 4, TTFT: 0.3, Queue: 0.01, Prefill: 0.1, Dec
 	Waiting: 0, Running: 12, KV: 0.3}
 
 // ScenarioLoads are one pod per diagnosis (namespace "llm", model "llama"): vllm-capacity (past
-// the knee), vllm-kv (preemption), vllm-kv-old (the same, old metric names), vllm-prefill (long
-// prompts), vllm-decode (wide batch), vllm-aborts (client aborts), vllm-ok (healthy) and
-// vllm-old-buckets (past the knee on vLLM's old TTFT buckets: the p99 saturates at 10 s).
+// the knee, with clients giving up unseen), vllm-kv (preemption), vllm-kv-old (the same, old metric
+// names), vllm-prefill (long prompts), vllm-decode (wide batch), vllm-aborts (client aborts seen only
+// as unfinished requests: the abort counter stays 0), vllm-ok (healthy), vllm-old-buckets (past the
+// knee on vLLM's old TTFT buckets: the p99 saturates at 10 s), and two hard negatives:
+// vllm-itl-narrow (ITL doubled with the batch as narrow as yesterday: inconclusive, not
+// decode-bound) and vllm-ramp (long generations ramping up: first tokens outrun finishes by the
+// running batch's growth, which is not an abort).
 func ScenarioLoads() []VLLMLoad {
 	with := func(pod string, f func(*VLLMLoad)) VLLMLoad {
 		l := HealthyLoad
@@ -56,13 +70,17 @@ func ScenarioLoads() []VLLMLoad {
 		l.KV, l.PreemptionRate, l.Running, l.Waiting, l.Decode, l.ITL = 0.99, 2, 120, 20, 30, 0.06
 	}
 	return []VLLMLoad{
-		with("vllm-capacity", func(l *VLLMLoad) { l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6 }),
+		with("vllm-capacity", func(l *VLLMLoad) {
+			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV, l.AbortShare = 35, 34, 140, 64, 0.6, 0.2
+		}),
 		with("vllm-kv", kv),
 		with("vllm-kv-old", func(l *VLLMLoad) { kv(l); l.Legacy = true }),
 		with("vllm-prefill", func(l *VLLMLoad) { l.TTFT, l.Prefill, l.Prompt = 3, 2.4, 9000 }),
 		with("vllm-decode", func(l *VLLMLoad) { l.ITL, l.Running, l.Decode = 0.15, 220, 40 }),
 		with("vllm-aborts", func(l *VLLMLoad) { l.AbortShare = 0.3 }),
 		with("vllm-ok", func(*VLLMLoad) {}),
+		with("vllm-itl-narrow", func(l *VLLMLoad) { l.ITL, l.Decode = 0.06, 12 }),
+		with("vllm-ramp", func(l *VLLMLoad) { l.ReqRate, l.RunningGrowth, l.Decode = 2, 0.15, 90 }),
 		with("vllm-old-buckets", func(l *VLLMLoad) {
 			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV, l.OldBuckets = 35, 34, 140, 64, 0.6, true
 		}),
@@ -80,7 +98,9 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 	}
 	for ts := start; !ts.After(end); ts = ts.Add(step) {
 		el := ts.Sub(t0).Seconds()
-		n := l.ReqRate * el
+		n := l.ReqRate * el // requests with a first token
+		grown := l.RunningGrowth * ts.Sub(start).Seconds()
+		fin := n*(1-l.AbortShare) - grown // requests finished (counted aborts included)
 		unix := ts.Unix()
 		gauge := func(name string, v float64) { fmt.Fprintf(w, "%s%s %g %d\n", name, lbl(""), v, unix) }
 		counter := func(name, extra string, v float64) { fmt.Fprintf(w, "%s_total%s %g %d\n", name, lbl(extra), v, unix) }
@@ -97,15 +117,19 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			fmt.Fprintf(w, "%s_count%s %g %d\n", name, lbl(""), count, unix)
 		}
 		gauge("vllm:num_requests_waiting", l.Waiting)
-		gauge("vllm:num_requests_running", l.Running)
+		gauge("vllm:num_requests_running", l.Running+grown)
 		if l.Legacy {
 			gauge("vllm:gpu_cache_usage_perc", l.KV)
 		} else {
 			gauge("vllm:kv_cache_usage_perc", l.KV)
 		}
 		counter("vllm:num_preemptions", "", l.PreemptionRate*el)
-		counter("vllm:request_success", `finished_reason="stop"`, n*(1-l.AbortShare))
-		counter("vllm:request_success", `finished_reason="abort"`, n*l.AbortShare)
+		counted := n * l.CountedAbortShare
+		counter("vllm:request_success", `finished_reason="stop"`, fin-counted)
+		counter("vllm:request_success", `finished_reason="abort"`, counted)
+		for _, r := range []string{"length", "error", "repetition"} {
+			counter("vllm:request_success", `finished_reason="`+r+`"`, 0)
+		}
 		counter("vllm:generation_tokens", "", n*200)
 		counter("vllm:prompt_tokens", "", n*l.Prompt)
 		if l.OldBuckets {
@@ -118,11 +142,12 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		} else {
 			hist("vllm:inter_token_latency_seconds", itlBuckets, n*200, l.ITL)
 		}
-		hist("vllm:request_queue_time_seconds", phaseBuckets, n, l.Queue)
-		hist("vllm:request_prefill_time_seconds", phaseBuckets, n, l.Prefill)
-		hist("vllm:request_decode_time_seconds", phaseBuckets, n, l.Decode)
-		hist("vllm:e2e_request_latency_seconds", phaseBuckets, n, l.Queue+l.Prefill+l.Decode)
-		hist("vllm:request_prompt_tokens", tokenBuckets, n, l.Prompt)
+		// observed at finish only
+		hist("vllm:request_queue_time_seconds", phaseBuckets, fin, l.Queue)
+		hist("vllm:request_prefill_time_seconds", phaseBuckets, fin, l.Prefill)
+		hist("vllm:request_decode_time_seconds", phaseBuckets, fin, l.Decode)
+		hist("vllm:e2e_request_latency_seconds", phaseBuckets, fin, l.Queue+l.Prefill+l.Decode)
+		hist("vllm:request_prompt_tokens", tokenBuckets, fin, l.Prompt)
 	}
 }
 

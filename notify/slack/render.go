@@ -316,7 +316,20 @@ func (n *Notifier) linksText(a template.Alert, labels map[string]string, now tim
 	return strings.Join(links, " · ")
 }
 
-func (n *Notifier) buttons(item notify.Item, opts RenderOptions) slack.Block {
+// staleDiagnosis is the age past which the re-run button says it runs now, not at the time of
+// the diagnosis it sits under (a message edited on resolve keeps its firing-time diagnosis).
+const staleDiagnosis = 2 * time.Minute
+
+// rerunLabel is the re-run button's text: it always evaluates at the time of the click, which an
+// older diagnosis' button says.
+func rerunLabel(d *playbooks.Diagnosis, now time.Time) string {
+	if d.EvaluatedAt.IsZero() || now.Sub(d.EvaluatedAt) <= staleDiagnosis {
+		return "Re-run triage"
+	}
+	return "Re-run triage now (this was " + d.EvaluatedAt.UTC().Format("15:04") + " UTC)"
+}
+
+func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) slack.Block {
 	if !opts.Buttons {
 		return nil
 	}
@@ -330,7 +343,7 @@ func (n *Notifier) buttons(item notify.Item, opts RenderOptions) slack.Block {
 	}
 	var els []slack.BlockElement
 	if item.Diagnosis != nil {
-		els = append(els, slack.NewButtonBlockElement(ActionRerun, val, plain("Re-run triage", 75)))
+		els = append(els, slack.NewButtonBlockElement(ActionRerun, val, plain(rerunLabel(item.Diagnosis, now), 75)))
 	}
 	if opts.Silence && item.Alert.Fingerprint != "" {
 		b := slack.NewButtonBlockElement(ActionSilence, val, plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
@@ -370,7 +383,7 @@ func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts RenderOption
 		blocks = append(blocks, contextBlock(l))
 	}
 	if a.Status != notify.StatusResolved {
-		if b := n.buttons(item, opts); b != nil {
+		if b := n.buttons(item, now, opts); b != nil {
 			blocks = append(blocks, b)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -191,5 +192,28 @@ func TestHumanDuration(t *testing.T) {
 		if got := humanDuration(dur); got != want {
 			t.Errorf("humanDuration(%s) = %s, want %s", d, got, want)
 		}
+	}
+}
+
+func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	label := func(now time.Time) string {
+		for _, b := range h.n.itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, RenderOptions{Buttons: true}, false) {
+			if ab, ok := b.(*slack.ActionBlock); ok {
+				for _, e := range ab.Elements.ElementSet {
+					if be := e.(*slack.ButtonBlockElement); be.ActionID == ActionRerun {
+						return be.Text.Text
+					}
+				}
+			}
+		}
+		t.Fatal("no re-run button")
+		return ""
+	}
+	if got := label(t0.Add(10 * time.Second)); got != "Re-run triage" {
+		t.Errorf("fresh diagnosis: %q", got)
+	}
+	if got := label(t0.Add(time.Hour)); got != "Re-run triage now (this was 12:00 UTC)" {
+		t.Errorf("hour-old diagnosis: %q", got)
 	}
 }

@@ -253,27 +253,55 @@ def finishes(labels, stop, length, abort, error=None, start=0):
     if error is not None:
         out.append((f'{RS}{{{lbl(labels)}, finished_reason="error"}}', f"{start}+{error}x{N}"))
     return out
+TC, EC, RUN = "vllm:time_to_first_token_seconds_count", "vllm:e2e_request_latency_seconds_count", "vllm:num_requests_running"
+AN = 30  # steps of the abort tests: for: 10m needs room
+def v(x):
+    return x if isinstance(x, str) else f"0+{x}x{AN}"
+def lifecycle(labels, first_tokens, finishes, running=f"12x{AN}", counted_aborts=None):
+    """Requests that got a first token (TTFT _count), finished requests (e2e _count), the running batch
+    and the aborts vLLM counts. A client abort is a first token without a finish (vLLM V1 never counts
+    client disconnects as finished); per-step ints or promtool value strings."""
+    out = [(f"{TC}{{{lbl(labels)}}}", v(first_tokens)), (f"{EC}{{{lbl(labels)}}}", v(finishes)),
+           (f"{RUN}{{{lbl(labels)}}}", running)]
+    for r in ["stop", "length", "error", "repetition"]:
+        out.append((f'{RS}{{{lbl(labels)}, finished_reason="{r}"}}', f"0+0x{AN}" if r != "stop" else v(finishes)))
+    out.append((f'{RS}{{{lbl(labels)}, finished_reason="abort"}}', v(counted_aborts or 0)))
+    return out
+
 abort = {"eval_interval": "1m", "tests": [
-  {"name": "10% of finishes aborted at 10 req/s (both engines): fires after for: 5m, not before",
+  {"name": "30% of the requests that got a first token never finish at 10 req/s, the abort counter at 0 (client disconnects): fires after for: 10m, not before",
    "interval": "1m",
-   "series": finishes(L("llama-0"), 250, 10, 30, error=10) + finishes(L("llama-0", engine="1"), 250, 10, 30, error=10),
-   "checks": [{"at": "4m", "alert": "VLLMRequestAbortRateHigh"},
-              {"at": "12m", "alert": "VLLMRequestAbortRateHigh", "fire": [(A("llama-0"), 0.1)]}]},
-  {"name": "nearly idle model (3 finishes/min, 1 aborted) is under the minimum finish rate: no alert",
+   "series": lifecycle(L("llama-0"), 300, 210) + lifecycle(L("llama-0", engine="1"), 300, 210),
+   "checks": [{"at": "4m", "alert": "VLLMRequestAbortRateHigh"}, {"at": "9m", "alert": "VLLMRequestAbortRateHigh"},
+              {"at": "12m", "alert": "VLLMRequestAbortRateHigh", "fire": [(A("llama-0"), 0.3)]}]},
+  {"name": "engine-side aborts the counter does see (finished, so in e2e too) count as well",
    "interval": "1m",
-   "series": finishes(L("llama-0"), 2, 0, 1),
+   "series": lifecycle(L("llama-0"), 600, 600, counted_aborts=60),
+   "checks": [{"at": "12m", "alert": "VLLMRequestAbortRateHigh", "fire": [(A("llama-0"), 0.1)]}]},
+  {"name": "long generations (12 minutes) ramping up from idle: first tokens outrun finishes by the running batch's growth for 12 minutes, no abort: no alert",
+   "interval": "1m",
+   "series": lifecycle(L("llama-0"), 600, "0x12 600+600x17", running="0+600x12 7200x17"),
+   "checks": [{"at": f"{m}m", "alert": "VLLMRequestAbortRateHigh"} for m in (3, 8, 11, 12, 13, 14, 16, 20)]},
+  {"name": "a pod restart losing 500 requests in flight at once is one window of unfinished requests, not a persisting share: no alert",
+   "interval": "1m",
+   "series": lifecycle(L("llama-0"), "0+600x10 0+600x19", "0+600x10 0 100 700+600x17", running="500x10 0 500x18"),
+   "checks": [{"at": f"{m}m", "alert": "VLLMRequestAbortRateHigh"} for m in (11, 14, 16, 20, 25)]},
+  {"name": "nearly idle model (3 first tokens/min, 1 never finished) is under the minimum rate: no alert",
+   "interval": "1m",
+   "series": lifecycle(L("llama-0"), 3, 2, running="1x20"),
    "checks": [{"at": "12m", "alert": "VLLMRequestAbortRateHigh"}]},
   {"name": "no traffic at all (0/0 share) does not fire",
    "interval": "1m",
-   "series": finishes(L("llama-0"), 0, 0, 0, start=500),
+   "series": lifecycle(L("llama-0"), "500+0x20", "500+0x20", running="0x20"),
    "checks": [{"at": "12m", "alert": "VLLMRequestAbortRateHigh"}]},
-  {"name": "2% aborts, and a model that has never aborted (no abort series), do not fire",
+  {"name": "2% never finished, and a model without an abort series, do not fire",
    "interval": "1m",
-   "series": finishes(L("llama-0"), 570, 18, 12) + finishes(L("mistral-0", model="mistral-7b", ip="10.0.0.2"), 600, 0, None),
+   "series": lifecycle(L("llama-0"), 600, 588)
+           + [(s_, v_) for s_, v_ in lifecycle(L("mistral-0", model="mistral-7b", ip="10.0.0.2"), 600, 600) if "abort" not in s_],
    "checks": [{"at": "12m", "alert": "VLLMRequestAbortRateHigh"}]},
   {"name": "two models on one pod are judged separately",
    "interval": "1m",
-   "series": finishes(L("multi-0"), 480, 0, 120) + finishes(L("multi-0", model="mistral-7b"), 600, 0, 0),
+   "series": lifecycle(L("multi-0"), 600, 480) + lifecycle(L("multi-0", model="mistral-7b"), 600, 600),
    "checks": [{"at": "12m", "alert": "VLLMRequestAbortRateHigh", "fire": [(A("multi-0"), 0.2)]}]},
 ]}
 
@@ -305,9 +333,13 @@ for name, cases in [("ttft", ttft), ("itl", itl), ("kv_cache", kv), ("abort", ab
 FN = 24
 def fhist(metric, labels, buckets, cdf, per_step, mean):
     return hist(metric, labels, buckets, cdf, per_step, FN, mean)
-def ffin(labels, stop, abort):
-    return [(f'{RS}{{{lbl(labels)}, finished_reason="stop"}}', f"0+{stop}x{FN}"),
-            (f'{RS}{{{lbl(labels)}, finished_reason="abort"}}', f"0+{abort}x{FN}")]
+def ffin(labels, finishes):
+    """finishes per 5s step; against the TTFT histogram's first tokens, the gap is client aborts
+    (never counted as finished)"""
+    return [(f"{EC}{{{lbl(labels)}}}", f"0+{finishes}x{FN}"),
+            (f"{RUN}{{{lbl(labels)}}}", f"10x{FN}"),
+            (f'{RS}{{{lbl(labels)}, finished_reason="stop"}}', f"0+{finishes}x{FN}"),
+            (f'{RS}{{{lbl(labels)}, finished_reason="abort"}}', f"0+0x{FN}")]
 TTFT_FAST_SLOW = [(0.5, .2), (1, .5), (2.5, .98), (5, 1.0)]   # p99 3.75s
 fast = {"eval_interval": "5s", "tests": [
   {"name": "every alert fires within a minute on a struggling pod (current names) and stays quiet on a healthy one (old names)",
@@ -315,18 +347,18 @@ fast = {"eval_interval": "5s", "tests": [
    "series": fhist(M, L("sim-0", model="sim"), TTFT, TTFT_FAST_SLOW, 50, 1.2) + fhist(M, L("sim-1", model="sim", ip="10.0.0.2"), TTFT, TTFT_OK, 50, 0.3)
            + fhist(MN, L("sim-0", model="sim"), ITL, ITL_SLOW, 500, 0.12) + fhist(MO, L("sim-1", model="sim", ip="10.0.0.2"), TPOT_OLD, ITL_OK, 500, 0.05)
            + gauge(KN, L("sim-0", model="sim"), "0.95x24") + gauge(KO, L("sim-1", model="sim", ip="10.0.0.2"), "0.5x24")
-           + ffin(L("sim-0", model="sim"), 9, 1) + ffin(L("sim-1", model="sim", ip="10.0.0.2"), 10, 0)
+           + ffin(L("sim-0", model="sim"), 45) + ffin(L("sim-1", model="sim", ip="10.0.0.2"), 50)
            + gauge(QW, L("sim-0", model="sim"), "30x24") + gauge(QW, L("sim-1", model="sim", ip="10.0.0.2"), "5x24"),
    "checks": [{"at": "10s", "alert": a} for a in ["VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMQueueDepthHigh"]]
             + [{"at": "60s", "alert": "VLLMTimeToFirstTokenP99High", "fire": [(A("sim-0", model="sim"), 3.75)]},
                {"at": "60s", "alert": "VLLMInterTokenLatencyP99High", "fire": [(A("sim-0", model="sim"), 0.625)]},
                {"at": "60s", "alert": "VLLMKVCacheNearFull", "fire": [(A("sim-0", model="sim"), 0.95)]},
-               {"at": "60s", "alert": "VLLMRequestAbortRateHigh", "fire": [(A("sim-0", model="sim"), 0.1)]},
+               {"at": "100s", "alert": "VLLMRequestAbortRateHigh", "fire": [(A("sim-0", model="sim"), 0.1)]},
                {"at": "60s", "alert": "VLLMQueueDepthHigh", "fire": [(A("sim-0", model="sim"), 30)]}]},
   {"name": "idle pod: nothing fires",
    "interval": "5s",
    "series": flat_hist(M, L("sim-0", model="sim"), TTFT, FN) + flat_hist(MN, L("sim-0", model="sim"), ITL, FN)
-           + gauge(KN, L("sim-0", model="sim"), "0x24") + ffin(L("sim-0", model="sim"), 0, 0) + gauge(QW, L("sim-0", model="sim"), "0x24"),
+           + gauge(KN, L("sim-0", model="sim"), "0x24") + ffin(L("sim-0", model="sim"), 0) + gauge(QW, L("sim-0", model="sim"), "0x24"),
    "checks": [{"at": "60s", "alert": a} for a in ["VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMQueueDepthHigh"]]},
 ]}
 FHDR = """# promtool unit tests for the fast profile (vllm-alerts.fast.rules.yml: 30s windows, for: 15s), as used by
