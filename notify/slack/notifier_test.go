@@ -450,3 +450,43 @@ func TestAParentPostAnsweredTooLateIsNotPostedTwice(t *testing.T) {
 		t.Fatalf("the retry must adopt the late post as the group's thread, got %+v %v", th, err)
 	}
 }
+
+// noList is a store on which listing every record fails the test.
+type noList struct {
+	store.Store
+	t *testing.T
+}
+
+func (s noList) List(ctx context.Context, prefix string) (map[string][]byte, error) {
+	s.t.Errorf("List(%q): /vllm status must read the index of recent threads, not every record", prefix)
+	return s.Store.List(ctx, prefix)
+}
+
+// `/vllm status` reads one index of the recent threads, however many thread records the store
+// holds: newest first, each in its latest state, bounded.
+func TestRecentIncidentsComeFromAnIndexNotFromEveryRecord(t *testing.T) {
+	mem := store.NewMemory()
+	for i := range 500 { // old records nobody indexed: never read
+		_ = mem.Set(context.Background(), ThreadKey(fmt.Sprintf("old-%d", i)), []byte(`{"alertname":"Old"}`), time.Hour)
+	}
+	h := newHarness(t, noList{Store: mem, t: t}, nil, "chat.postMessage", "chat.update")
+	for i := range maxRecent + 5 {
+		it := item(playbooks.VerdictKVPressure, "vllm-0")
+		it.Alert.StartsAt = startTS.Add(time.Duration(i) * time.Minute)
+		notifyOK(t, h.n, firingNotification(fmt.Sprintf("g%03d", i), it))
+	}
+	res := firingNotification(fmt.Sprintf("g%03d", maxRecent+4), notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+	inc, err := h.n.RecentIncidents(context.Background(), 3)
+	if err != nil || len(inc) != 3 {
+		t.Fatalf("RecentIncidents = %+v, %v", inc, err)
+	}
+	if inc[0].Status != notify.StatusResolved || !inc[0].StartedAt.After(inc[1].StartedAt) || !inc[1].StartedAt.After(inc[2].StartedAt) {
+		t.Fatalf("want newest first, the newest resolved: %+v", inc)
+	}
+	all, _ := h.n.RecentIncidents(context.Background(), 0)
+	if len(all) != maxRecent {
+		t.Fatalf("the index holds %d threads, want at most %d", len(all), maxRecent)
+	}
+}
