@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -488,5 +491,30 @@ func TestRecentIncidentsComeFromAnIndexNotFromEveryRecord(t *testing.T) {
 	all, _ := h.n.RecentIncidents(context.Background(), 0)
 	if len(all) != maxRecent {
 		t.Fatalf("the index holds %d threads, want at most %d", len(all), maxRecent)
+	}
+}
+
+// A response_url comes in the request: only Slack's own hosts (and, for tests, api_url's host
+// and slack.response_url_hosts) are ever called.
+func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
+	h := newHarness(t, nil, nil, "response")
+	var hit atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit.Add(1) }))
+	t.Cleanup(other.Close)
+	msg := &slack.WebhookMessage{Text: "hi"}
+	for _, u := range []string{other.URL + "/response/x", "https://hooks.slack.com.evil.example/commands/1", "http://hooks.slack.com/commands/1", "file:///etc/passwd"} {
+		if err := h.api.Respond(context.Background(), u, msg); err == nil {
+			t.Errorf("Respond(%s) was allowed", u)
+		}
+	}
+	if hit.Load() != 0 {
+		t.Fatalf("a host that is not Slack's was called %d times", hit.Load())
+	}
+	if err := h.api.Respond(context.Background(), h.slack.ResponseURL("ok"), msg); err != nil {
+		t.Fatalf("api_url's host must be allowed: %v", err)
+	}
+	h.cfg.ResponseURLHosts = []string{strings.TrimPrefix(other.URL, "http://")}
+	if err := h.api.Respond(context.Background(), other.URL+"/response/x", msg); err != nil || hit.Load() != 1 {
+		t.Fatalf("a host in response_url_hosts must be allowed: %v (hits %d)", err, hit.Load())
 	}
 }
