@@ -4,6 +4,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -193,9 +194,10 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	default:
 		claims = append(claims, state)
 	}
-	for _, a := range msg.Alerts {
+	won := d.claimAll(ctx, group, msg.Alerts)
+	for i, a := range msg.Alerts {
 		key := dedupKey(group, a)
-		ok, err := d.store.Claim(ctx, key, d.lease())
+		ok, err := won(i, key)
 		if err != nil {
 			// The store is down: diagnose anyway (a duplicate post beats a lost alert).
 			d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
@@ -235,6 +237,26 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		}
 	}
 	return acc, nil
+}
+
+// claimAll claims the alerts' keys in one round trip when the store can (a notification of
+// thousands of alerts is then one pipeline, not thousands of calls), and returns each result by
+// index; otherwise each key is claimed when asked for.
+func (d *Dispatcher) claimAll(ctx context.Context, group [16]byte, alerts []template.Alert) func(i int, key string) (bool, error) {
+	one := func(_ int, key string) (bool, error) { return d.store.Claim(ctx, key, d.lease()) }
+	bc, ok := d.store.(store.BatchClaimer)
+	if !ok || len(alerts) < 2 {
+		return one
+	}
+	keys := make([]string, len(alerts))
+	for i, a := range alerts {
+		keys[i] = dedupKey(group, a)
+	}
+	res, err := bc.ClaimAll(ctx, keys, d.lease())
+	if err != nil || len(res) != len(keys) {
+		return func(int, string) (bool, error) { return false, cmp.Or(err, store.ErrUnavailable) }
+	}
+	return func(i int, _ string) (bool, error) { return res[i], nil }
 }
 
 // lease is how long a claim lives while its alert is queued or being diagnosed: long enough for
