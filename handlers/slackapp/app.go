@@ -327,7 +327,7 @@ func (a *App) diagnosisButtons(d *playbooks.Diagnosis) slack.Block {
 	if a.capture == nil || !d.OfferProfile || d.Scope["pod"] == "" {
 		return nil
 	}
-	v, ok := slacknotify.EncodeButtonValue(slacknotify.ButtonValue{Labels: d.Scope})
+	v, ok := slacknotify.EncodeButtonValue(a.cfg.ButtonKey(), slacknotify.ActionCapture, slacknotify.ButtonValue{Labels: d.Scope})
 	if !ok {
 		return nil
 	}

@@ -37,7 +37,7 @@ func (a *App) HandleInteraction(cb slack.InteractionCallback) {
 		threadTS: cmpOr(cb.Message.ThreadTimestamp, cmpOr(cb.Message.Timestamp, cb.Container.MessageTs)),
 	}
 	log := a.log.With().Str("action", c.action).Str("user_id", c.userID).Str("channel_id", c.channel).Logger()
-	v, err := slacknotify.DecodeButtonValue(act.Value)
+	v, err := slacknotify.DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
 	if err != nil {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
 		log.Warn().Err(err).Msg("unreadable button value")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -229,8 +230,38 @@ func (a *API) Upload(ctx context.Context, p slack.UploadFileParameters) error {
 	})
 }
 
+// slackResponseHost is where Slack's own response_urls point.
+const slackResponseHost = "hooks.slack.com"
+
+// checkResponseURL admits only Slack's response_urls (https://hooks.slack.com/...), those on
+// api_url's host, and those on response_url_hosts: the URL comes in the request, and the
+// responder must not be made to post to any other host.
+func (a *API) checkResponseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return errors.New("response_url is not an http(s) URL")
+	}
+	if u.Scheme == "https" && strings.EqualFold(u.Hostname(), slackResponseHost) && (u.Port() == "" || u.Port() == "443") {
+		return nil
+	}
+	if a.cfg.APIURL != "" {
+		if api, err := url.Parse(a.cfg.APIURL); err == nil && strings.EqualFold(api.Host, u.Host) {
+			return nil
+		}
+	}
+	for _, h := range a.cfg.ResponseURLHosts {
+		if strings.EqualFold(h, u.Host) {
+			return nil
+		}
+	}
+	return fmt.Errorf("response_url host %q is not Slack's (%s) nor in slack.response_url_hosts", u.Host, slackResponseHost)
+}
+
 // Respond posts to an interaction's or command's response_url.
 func (a *API) Respond(ctx context.Context, responseURL string, msg *slack.WebhookMessage) error {
+	if err := a.checkResponseURL(responseURL); err != nil {
+		return fmt.Errorf("%s: %w", MethodResponseURL, err)
+	}
 	return a.call(ctx, MethodResponseURL, "", func(ctx context.Context) error {
 		return slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
 	})

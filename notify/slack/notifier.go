@@ -148,7 +148,59 @@ func (n *Notifier) saveThread(ctx context.Context, t *Thread) error {
 	if err != nil {
 		return err
 	}
-	return n.store.Set(ctx, ThreadKey(t.GroupKey), b, time.Duration(n.cfg.ThreadTTL))
+	if err := n.store.Set(ctx, ThreadKey(t.GroupKey), b, time.Duration(n.cfg.ThreadTTL)); err != nil {
+		return err
+	}
+	n.index(ctx, t)
+	return nil
+}
+
+// recentKey is the index of the most recent threads, which `/vllm status` reads instead of
+// every thread record in the store.
+const recentKey = "slack:recent"
+
+// maxRecent bounds the index.
+const maxRecent = 100
+
+type recentEntry struct {
+	Group string `json:"group"` // hashKey of the group key
+	Incident
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// index records t in the index of recent threads (newest first, at most maxRecent). Replicas
+// may race on it; the next save of a thread puts it back, and status is information only.
+func (n *Notifier) index(ctx context.Context, t *Thread) {
+	recent := n.loadRecent(ctx)
+	e := recentEntry{Group: hashKey(t.GroupKey), UpdatedAt: t.UpdatedAt, Incident: Incident{Alertname: t.Alertname, Status: t.Status,
+		Channel: t.Channel, TS: t.TS, StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)}}
+	recent = slices.DeleteFunc(recent, func(r recentEntry) bool { return r.Group == e.Group })
+	recent = append(recent, e)
+	slices.SortStableFunc(recent, func(a, b recentEntry) int { return b.StartedAt.Compare(a.StartedAt) })
+	if len(recent) > maxRecent {
+		recent = recent[:maxRecent]
+	}
+	b, err := json.Marshal(recent)
+	if err == nil {
+		err = n.store.Set(ctx, recentKey, b, time.Duration(n.cfg.ThreadTTL))
+	}
+	if err != nil {
+		n.log.Warn().Err(err).Msg("updating the index of recent slack threads")
+	}
+}
+
+func (n *Notifier) loadRecent(ctx context.Context) []recentEntry {
+	b, ok, err := n.store.Get(ctx, recentKey)
+	if err != nil || !ok {
+		return nil
+	}
+	var recent []recentEntry
+	if json.Unmarshal(b, &recent) != nil {
+		return nil
+	}
+	// Threads not saved for thread_ttl have expired from the store: drop them here too.
+	cutoff := n.now().Add(-time.Duration(n.cfg.ThreadTTL))
+	return slices.DeleteFunc(recent, func(r recentEntry) bool { return r.UpdatedAt.Before(cutoff) })
 }
 
 // Notify posts a group notification: a parent message the first time, a thread reply when
@@ -593,22 +645,24 @@ type Incident struct {
 	Alerts     int
 }
 
-// RecentIncidents lists the threads the store remembers, newest first.
+// RecentIncidents lists the most recent threads, newest first, from their index (one record,
+// however many threads the store holds).
 func (n *Notifier) RecentIncidents(ctx context.Context, limit int) ([]Incident, error) {
-	recs, err := n.store.List(ctx, threadKeyPrefix)
-	if err != nil {
+	b, ok, err := n.store.Get(ctx, recentKey)
+	if err != nil || !ok {
 		return nil, err
 	}
-	var out []Incident
-	for _, b := range recs {
-		var t Thread
-		if json.Unmarshal(b, &t) != nil {
-			continue
-		}
-		out = append(out, Incident{Alertname: t.Alertname, Status: t.Status, Channel: t.Channel, TS: t.TS,
-			StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)})
+	var recent []recentEntry
+	if err := json.Unmarshal(b, &recent); err != nil {
+		return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
 	}
-	slices.SortFunc(out, func(a, b Incident) int { return b.StartedAt.Compare(a.StartedAt) })
+	cutoff := n.now().Add(-time.Duration(n.cfg.ThreadTTL))
+	var out []Incident
+	for _, r := range recent {
+		if !r.UpdatedAt.Before(cutoff) {
+			out = append(out, r.Incident)
+		}
+	}
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}

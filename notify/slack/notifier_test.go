@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -448,5 +451,70 @@ func TestAParentPostAnsweredTooLateIsNotPostedTwice(t *testing.T) {
 	th, err := h.n.loadThread(context.Background(), "late")
 	if err != nil || th == nil || th.TS != "1700000000.000002" || th.Channel != "C0INCIDENT" {
 		t.Fatalf("the retry must adopt the late post as the group's thread, got %+v %v", th, err)
+	}
+}
+
+// noList is a store on which listing every record fails the test.
+type noList struct {
+	store.Store
+	t *testing.T
+}
+
+func (s noList) List(ctx context.Context, prefix string) (map[string][]byte, error) {
+	s.t.Errorf("List(%q): /vllm status must read the index of recent threads, not every record", prefix)
+	return s.Store.List(ctx, prefix)
+}
+
+// `/vllm status` reads one index of the recent threads, however many thread records the store
+// holds: newest first, each in its latest state, bounded.
+func TestRecentIncidentsComeFromAnIndexNotFromEveryRecord(t *testing.T) {
+	mem := store.NewMemory()
+	for i := range 500 { // old records nobody indexed: never read
+		_ = mem.Set(context.Background(), ThreadKey(fmt.Sprintf("old-%d", i)), []byte(`{"alertname":"Old"}`), time.Hour)
+	}
+	h := newHarness(t, noList{Store: mem, t: t}, nil, "chat.postMessage", "chat.update")
+	for i := range maxRecent + 5 {
+		it := item(playbooks.VerdictKVPressure, "vllm-0")
+		it.Alert.StartsAt = startTS.Add(time.Duration(i) * time.Minute)
+		notifyOK(t, h.n, firingNotification(fmt.Sprintf("g%03d", i), it))
+	}
+	res := firingNotification(fmt.Sprintf("g%03d", maxRecent+4), notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+	inc, err := h.n.RecentIncidents(context.Background(), 3)
+	if err != nil || len(inc) != 3 {
+		t.Fatalf("RecentIncidents = %+v, %v", inc, err)
+	}
+	if inc[0].Status != notify.StatusResolved || !inc[0].StartedAt.After(inc[1].StartedAt) || !inc[1].StartedAt.After(inc[2].StartedAt) {
+		t.Fatalf("want newest first, the newest resolved: %+v", inc)
+	}
+	all, _ := h.n.RecentIncidents(context.Background(), 0)
+	if len(all) != maxRecent {
+		t.Fatalf("the index holds %d threads, want at most %d", len(all), maxRecent)
+	}
+}
+
+// A response_url comes in the request: only Slack's own hosts (and, for tests, api_url's host
+// and slack.response_url_hosts) are ever called.
+func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
+	h := newHarness(t, nil, nil, "response")
+	var hit atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit.Add(1) }))
+	t.Cleanup(other.Close)
+	msg := &slack.WebhookMessage{Text: "hi"}
+	for _, u := range []string{other.URL + "/response/x", "https://hooks.slack.com.evil.example/commands/1", "http://hooks.slack.com/commands/1", "file:///etc/passwd"} {
+		if err := h.api.Respond(context.Background(), u, msg); err == nil {
+			t.Errorf("Respond(%s) was allowed", u)
+		}
+	}
+	if hit.Load() != 0 {
+		t.Fatalf("a host that is not Slack's was called %d times", hit.Load())
+	}
+	if err := h.api.Respond(context.Background(), h.slack.ResponseURL("ok"), msg); err != nil {
+		t.Fatalf("api_url's host must be allowed: %v", err)
+	}
+	h.cfg.ResponseURLHosts = []string{strings.TrimPrefix(other.URL, "http://")}
+	if err := h.api.Respond(context.Background(), other.URL+"/response/x", msg); err != nil || hit.Load() != 1 {
+		t.Fatalf("a host in response_url_hosts must be allowed: %v (hits %d)", err, hit.Load())
 	}
 }
