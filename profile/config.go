@@ -58,7 +58,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultURLTemplate  = "http://{{.instance}}"
-	DefaultTraceDirHint = "the torch_profiler_dir of the vLLM server on pod {{.pod}} (its --profiler-config), one *.pt.trace.json.gz per worker rank; open them in Perfetto"
+	DefaultTraceDirHint = "the torch_profiler_dir of the vLLM server on pod {{.pod}} (its --profiler-config), one rank*.pt.trace.json.gz per worker rank and (vLLM 0.32) the API server's *.async_llm.*.pt.trace.json.gz; open them in Perfetto"
 )
 
 // SetDefaults fills the fields that are unset. Call it before decoding, so that a value set
