@@ -221,12 +221,19 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 		t.Fatalf("no playbook matches %v", labels)
 	}
 	in, out := map[string]bool{}, map[string]bool{}
-	for _, q := range pb.Queries {
-		e := pb.Expand(q, labels)
+	add := func(e string) {
 		if strings.Contains(e, match) {
 			in[e] = true
 		} else {
 			out[e] = true
+		}
+	}
+	for _, q := range pb.Queries {
+		add(pb.Expand(q, labels))
+	}
+	if pb.Fleet != nil { // the sibling comparison's queries run beside them
+		for _, q := range pb.Fleet.Queries {
+			add(pb.ExpandFleet(q, labels))
 		}
 	}
 	if len(in) == 0 || len(out) == 0 {
