@@ -63,7 +63,9 @@ func (c *Config) SetDefaults() {
 // Enabled reports whether traces are looked up.
 func (c *Config) Enabled() bool { return c.URL != "" }
 
-// Validate checks the section and compiles its templates. Errors carry no "traces." prefix.
+// Validate checks the section and compiles its templates. Errors carry no "traces." prefix;
+// the HTTP client settings are checked by HTTPClientConfig.Validate (their errors name their
+// keys themselves).
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -75,9 +77,6 @@ func (c *Config) Validate() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			add("%s: must be an http:// or https:// URL", key)
 		}
-	}
-	if err := c.HTTPClientConfig.Validate(); err != nil {
-		add("%v", err)
 	}
 	var err error
 	if c.service, err = parseTemplate(c.Service); err != nil {

@@ -71,7 +71,7 @@ type Client struct {
 
 // NewClient builds a client for a validated, enabled Config.
 func NewClient(cfg *Config) (*Client, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), cfg.HTTPClientConfig.Validate()); err != nil {
 		return nil, err
 	}
 	hc, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "traces")
