@@ -18,6 +18,8 @@ func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 		"template-typo.yaml":          `testdata/bad/template-typo.yaml: verdicts[0].summary: unknown name "waitng"`,
 		"unknown-placeholder.yaml":    `testdata/bad/unknown-placeholder.yaml: queries.waiting: unknown placeholder $windw`,
 		"no-match.yaml":               `testdata/bad/no-match.yaml: match: required unless on_demand is true`,
+		"traces-typo.yaml":            `testdata/bad/traces-typo.yaml: verdicts[0].summary: unknown name "sumary"`,
+		"traces-reserved.yaml":        `testdata/bad/traces-reserved.yaml: queries.traces: "traces" is reserved`,
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {
