@@ -46,6 +46,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		st = "redis"
 	}
 	fmt.Fprintf(stdout, "  prometheus: %s\n  notifier:   %s\n  store:      %s\n  profiling:  %v\n", secret.URL(c.Prometheus.URL), notifier, st, c.Profile.Enabled)
+	tracesLine := "off"
+	if c.Traces.Enabled() {
+		tracesLine = fmt.Sprintf("Jaeger %s, service %q, the %d slowest over %s", secret.URL(c.Traces.URL), c.Traces.Service, c.Traces.Limit, c.Traces.MinDuration)
+	}
+	fmt.Fprintf(stdout, "  traces:     %s\n", tracesLine)
 	fmt.Fprintf(stdout, "playbooks (%d, in matching order):\n", len(set.All()))
 	for _, p := range set.All() {
 		origin := p.Source
