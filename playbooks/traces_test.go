@@ -161,3 +161,32 @@ func TestTracesNeverHoldADiagnosisPastItsRunDeadline(t *testing.T) {
 		t.Fatalf("diagnosis %+v", d)
 	}
 }
+
+type traceObs struct{ results []string }
+
+func (o *traceObs) ObserveQuery(time.Duration, string) {}
+func (o *traceObs) ObserveTraceLookup(r string)        { o.results = append(o.results, r) }
+
+func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
+	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := &traces.Report{Service: "vllm-m"}
+	for _, tc := range []struct {
+		f    *finder
+		want string
+	}{
+		{&finder{rep: slowReport(), timeout: time.Minute}, TracesFound},
+		{&finder{rep: none, timeout: time.Minute}, TracesNone},
+		{&finder{rep: &traces.Report{Error: "Jaeger lookup failed: x"}, err: errors.New("x"), timeout: time.Minute}, TracesFailed},
+	} {
+		o := &traceObs{}
+		if _, err := NewEngine(valueQuerier{3}, EngineOptions{CacheTTL: -1, Traces: tc.f, Observer: o}).Run(context.Background(), p, map[string]string{}); err != nil {
+			t.Fatal(err)
+		}
+		if len(o.results) != 1 || o.results[0] != tc.want {
+			t.Errorf("observed %v, want [%s]", o.results, tc.want)
+		}
+	}
+}
