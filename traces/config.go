@@ -39,6 +39,9 @@ type Config struct {
 	Limit int `yaml:"limit"`
 	// MinDuration skips requests faster than this (Jaeger's minDuration; default 1s).
 	MinDuration model.Duration `yaml:"min_duration"`
+	// Lookback also searches requests that started this long before the window and ended in it
+	// (default 10m).
+	Lookback model.Duration `yaml:"lookback"`
 	// SearchLimit is how many matching traces are fetched to pick the slowest from (Jaeger returns
 	// the most recent ones first; default 500).
 	SearchLimit int `yaml:"search_limit"`
@@ -57,6 +60,7 @@ func (c *Config) SetDefaults() {
 	c.Limit = 5
 	c.MinDuration = model.Duration(time.Second)
 	c.SearchLimit = 500
+	c.Lookback = model.Duration(10 * time.Minute)
 	c.Timeout = model.Duration(5 * time.Second)
 }
 
@@ -103,6 +107,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinDuration < 0 {
 		add("min_duration: must not be negative")
+	}
+	if c.Lookback < 0 {
+		add("lookback: must not be negative")
 	}
 	if c.SearchLimit < c.Limit {
 		add("search_limit: must be at least limit (%d)", c.Limit)
