@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // FixtureFile is a file of playbook tests, like `promtool test rules`: recorded query results
@@ -27,7 +29,10 @@ type Fixture struct {
 	Alert    map[string]string `yaml:"alert"`
 	// Values are the recorded results by query name; a query absent or null returned no data.
 	Values map[string]*float64 `yaml:"values"`
-	Expect FixtureExpect       `yaml:"expect"`
+	// TracesSummary, when set, stands for a trace lookup that found slow requests and summed them
+	// up in this line (.traces.summary; .traces.count is then 1). Absent: no traces.
+	TracesSummary string        `yaml:"traces_summary"`
+	Expect        FixtureExpect `yaml:"expect"`
 }
 
 // FixtureExpect is what the diagnosis must show.
@@ -127,7 +132,11 @@ func runFixture(set *Set, fx Fixture) string {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	d := pb.Decide(fx.Values, labels)
+	var tr *traces.Report
+	if fx.TracesSummary != "" {
+		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
+	}
+	d := pb.decideWith(fx.Values, labels, tr)
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")

@@ -236,7 +236,12 @@ func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string)
 
 // Decide evaluates the verdicts of p over already-known values (used by `playbooks test`).
 func (p *Playbook) Decide(values map[string]*float64, labels map[string]string) *Diagnosis {
-	d := &Diagnosis{Playbook: p.Name, Scope: labels}
+	return p.decideWith(values, labels, nil)
+}
+
+// decideWith is Decide with what the traces showed (nil: no traces).
+func (p *Playbook) decideWith(values map[string]*float64, labels map[string]string, tr *traces.Report) *Diagnosis {
+	d := &Diagnosis{Playbook: p.Name, Scope: labels, SlowestRequests: tr}
 	for _, q := range p.Queries {
 		if values[q.Name] == nil {
 			d.Missing = append(d.Missing, q.Name)
