@@ -190,3 +190,26 @@ func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
 		}
 	}
 }
+
+// `triage --at` reviews a past incident: the traces are those of the window ending at that time,
+// not at the time of the run.
+func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
+	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	at := now.Add(-26 * time.Hour)
+	f := &finder{rep: slowReport(), timeout: time.Minute}
+	e := NewEngine(valueQuerier{3}, EngineOptions{Traces: f, Now: func() time.Time { return now }, CacheTTL: -1})
+	d, err := e.RunAt(context.Background(), p, map[string]string{"alertname": "X", "pod": "p"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.start.Equal(at.Add(-5*time.Minute)) || !f.end.Equal(at) {
+		t.Errorf("looked up %s..%s, want the playbook's window ending at --at %s", f.start, f.end, at)
+	}
+	if !d.EvaluatedAt.Equal(at) || !strings.Contains(d.Summary, "Traces: ") {
+		t.Errorf("evaluated at %s, summary %q", d.EvaluatedAt, d.Summary)
+	}
+}
