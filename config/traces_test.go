@@ -56,6 +56,8 @@ func TestTracesConfigErrorsNameTheirKey(t *testing.T) {
 		"timeout too long": {"traces: {url: 'http://j', timeout: 30s}\n", "t.yaml: traces.timeout: must be shorter than dispatch.run_timeout (30s)"},
 		"unknown key":      {"traces: {url: 'http://j', servise: x}\n", `unknown key "servise"`},
 		"two auth kinds":   {"traces: {url: 'http://j', authorization: {credentials: a}, basic_auth: {username: u, password: p}}\n", "t.yaml: traces: at most one of basic_auth, oauth2 & authorization must be configured"},
+		"missing secret file": {"traces: {url: 'http://j', authorization: {credentials_file: /nonexistent/jaeger-token}}\n",
+			"t.yaml: traces.authorization.credentials_file: open /nonexistent/jaeger-token"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
