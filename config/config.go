@@ -451,6 +451,7 @@ func (c *Config) Validate() error {
 			add("traces.%s", line)
 		}
 	}
+	httpErrs("traces", &c.Traces.HTTPClientConfig)
 	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
 		add("traces.timeout: must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", c.Dispatch.RunTimeout)
 	}

@@ -16,6 +16,7 @@ var (
 	NotificationResults = []string{"ok", "retried", "failed", "skipped"}
 	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved", "superseded", "invalid"}
 	QueryResults        = []string{playbooks.QueryOK, playbooks.QueryEmpty, playbooks.QueryError, playbooks.QueryTimeout, playbooks.QueryUnreachable}
+	TraceResults        = []string{playbooks.TracesFound, playbooks.TracesNone, playbooks.TracesFailed, playbooks.TracesTimeout}
 )
 
 // Responder is the set of metrics of the webhook, the dispatcher and the playbook engine.
@@ -30,6 +31,7 @@ type Responder struct {
 	Notifications   *prometheus.CounterVec
 	TimeToDiagnosis prometheus.Histogram
 	Coalesced       prometheus.Counter
+	TraceLookups    *prometheus.CounterVec
 }
 
 // New registers the metrics on reg.
@@ -70,8 +72,14 @@ func New(reg prometheus.Registerer) *Responder {
 			Help: "Alertmanager notifications merged into a queued one of the same group instead of queued again.",
 		}),
 	}
+	m.TraceLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vllm_responder_trace_lookups_total", Help: "Slowest-request lookups in Jaeger (traces:), by result.",
+	}, []string{"result"})
 	reg.MustRegister(m.WebhookRequests, m.AlertsReceived, m.PlaybookRuns, m.RunDuration, m.QueryDuration,
-		m.QueueDepth, m.QueueCapacity, m.Notifications, m.TimeToDiagnosis, m.Coalesced)
+		m.QueueDepth, m.QueueCapacity, m.Notifications, m.TimeToDiagnosis, m.Coalesced, m.TraceLookups)
+	for _, r := range TraceResults {
+		m.TraceLookups.WithLabelValues(r)
+	}
 	for _, r := range WebhookResults {
 		m.WebhookRequests.WithLabelValues(r)
 	}
@@ -89,6 +97,9 @@ func New(reg prometheus.Registerer) *Responder {
 	}
 	return m
 }
+
+// ObserveTraceLookup implements playbooks.TraceObserver.
+func (m *Responder) ObserveTraceLookup(result string) { m.TraceLookups.WithLabelValues(result).Inc() }
 
 // ObserveQuery implements playbooks.Observer.
 func (m *Responder) ObserveQuery(d time.Duration, result string) {

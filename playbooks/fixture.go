@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // FixtureFile is a file of playbook tests, like `promtool test rules`: recorded query results
@@ -28,8 +30,11 @@ type Fixture struct {
 	// Values are the recorded results by query name; a query absent or null returned no data.
 	Values map[string]*float64 `yaml:"values"`
 	// Fleet are recorded fleet query results: query -> pod -> value (a pod absent had no series).
-	Fleet  map[string]map[string]float64 `yaml:"fleet"`
-	Expect FixtureExpect                 `yaml:"expect"`
+	Fleet map[string]map[string]float64 `yaml:"fleet"`
+	// TracesSummary, when set, stands for a trace lookup that found slow requests and summed them
+	// up in this line (.traces.summary; .traces.count is then 1). Absent: no traces.
+	TracesSummary string        `yaml:"traces_summary"`
+	Expect        FixtureExpect `yaml:"expect"`
 }
 
 // FixtureExpect is what the diagnosis must show.
@@ -141,7 +146,11 @@ func runFixture(set *Set, fx Fixture) string {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	d := pb.DecideFleet(fx.Values, FleetValues(fx.Fleet), labels)
+	var tr *traces.Report
+	if fx.TracesSummary != "" {
+		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
+	}
+	d := pb.decideWith(fx.Values, FleetValues(fx.Fleet), labels, tr)
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")

@@ -22,6 +22,8 @@ func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 		"fleet-scalar.yaml":            `testdata/bad/fleet-scalar.yaml: fleet.queries.pods: must return an instant vector by pod, not a scalar`,
 		"fleet-unknown-value.yaml":     `testdata/bad/fleet-unknown-value.yaml: verdicts[0].when: unknown name "queue_other_mean"`,
 		"fleet-bad-focus.yaml":         `testdata/bad/fleet-bad-focus.yaml: fleet.focus[0]: unknown fleet query "queue"`,
+		"traces-typo.yaml":             `testdata/bad/traces-typo.yaml: verdicts[0].summary: unknown name "sumary"`,
+		"traces-reserved.yaml":         `testdata/bad/traces-reserved.yaml: queries.traces: "traces" is reserved`,
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {

@@ -101,6 +101,19 @@ type TraceFinder interface {
 	Timeout() time.Duration
 }
 
+// Trace lookup results for metrics: a small fixed set.
+const (
+	TracesFound   = "found"   // slowest requests listed
+	TracesNone    = "none"    // Jaeger answered, no traced request matched
+	TracesFailed  = "failed"  // Jaeger unreachable or refused, or the service could not be named
+	TracesTimeout = "timeout" // the run's deadline passed first
+)
+
+// TraceObserver, when the Observer implements it too, receives one observation per trace lookup.
+type TraceObserver interface {
+	ObserveTraceLookup(result string)
+}
+
 // defaultMaxConcurrent is EngineOptions.MaxConcurrent's default.
 const defaultMaxConcurrent = 16
 
@@ -188,7 +201,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 			strings.Join(missingScope, ", ")))
 	}
 
-	tracesDone := e.lookupTraces(ctx, p, labels, start)
+	tracesDone := e.lookupTraces(ctx, p, labels, evalAt)
 	exprs := make([]string, len(p.Queries))
 	results := make([]result, len(p.Queries))
 	var wg sync.WaitGroup
@@ -330,12 +343,17 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 
 // Decide evaluates the verdicts of p over already-known values (used by `playbooks test`).
 func (p *Playbook) Decide(values map[string]*float64, labels map[string]string) *Diagnosis {
-	return p.DecideFleet(values, nil, labels)
+	return p.decideWith(values, nil, labels, nil)
 }
 
 // DecideFleet is Decide with recorded fleet values (query -> pod -> value).
 func (p *Playbook) DecideFleet(values map[string]*float64, fleet FleetValues, labels map[string]string) *Diagnosis {
-	d := &Diagnosis{Playbook: p.Name, Scope: labels}
+	return p.decideWith(values, fleet, labels, nil)
+}
+
+// decideWith is DecideFleet with what the traces showed (nil: no traces).
+func (p *Playbook) decideWith(values map[string]*float64, fleet FleetValues, labels map[string]string, tr *traces.Report) *Diagnosis {
+	d := &Diagnosis{Playbook: p.Name, Scope: labels, SlowestRequests: tr}
 	for _, q := range p.Queries {
 		if values[q.Name] == nil {
 			d.Missing = append(d.Missing, q.Name)
@@ -376,18 +394,27 @@ func (e *Engine) lookupTraces(ctx context.Context, p *Playbook, labels map[strin
 // has no slowest requests when it has none.
 func (e *Engine) waitTraces(ctx context.Context, ch <-chan *traces.Report, d *Diagnosis) *traces.Report {
 	var rep *traces.Report
+	result := TracesFound
 	select {
 	case rep = <-ch:
 	case <-ctx.Done():
 		d.Notes = append(d.Notes, "slowest requests from traces: not available, the diagnosis deadline passed first")
-		return &traces.Report{Operation: traces.Operation, Requests: []traces.Request{}, Error: "the diagnosis deadline passed before Jaeger answered"}
+		rep = &traces.Report{Operation: traces.Operation, Requests: []traces.Request{}, Error: "the diagnosis deadline passed before Jaeger answered"}
+		result = TracesTimeout
 	}
 	switch {
 	case rep == nil:
+		return nil
+	case result == TracesTimeout:
 	case rep.Error != "":
 		d.Notes = append(d.Notes, "slowest requests from traces: not available, "+rep.Error)
+		result = TracesFailed
 	case len(rep.Requests) == 0:
 		d.Notes = append(d.Notes, "slowest requests from traces: none found; "+rep.Summary)
+		result = TracesNone
+	}
+	if o, ok := e.opt.Observer.(TraceObserver); ok {
+		o.ObserveTraceLookup(result)
 	}
 	return rep
 }

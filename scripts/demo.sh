@@ -3,6 +3,7 @@
 #
 #   bin/vllm-sim (one model on three pods) -> Prometheus (alert rules, profile sim, 1s scrape/evaluation)
 #   -> Alertmanager -> bin/responder serve
+#   bin/vllm-sim -> Jaeger (OTLP, one llm_request span per finished request, as vLLM) -> the same responder
 #
 # and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0, overload of every pod,
 # kv-pressure, long-prompts, wide-batch and client-timeouts on pod 0, then the fleet scenarios
@@ -71,9 +72,12 @@ AM_PORT=$(freeport)
 RESP_PORT=$(freeport)
 SIM=127.0.0.1:${SIM_PORTS[0]}
 SIMS=127.0.0.1:${SIM_PORTS[0]},127.0.0.1:${SIM_PORTS[1]},127.0.0.1:${SIM_PORTS[2]}
+JAEGER_PORT=$(freeport)
+JAEGER_OTLP_PORT=$(freeport)
 PROM=http://127.0.0.1:$PROM_PORT
 AM=http://127.0.0.1:$AM_PORT
 RESP=http://127.0.0.1:$RESP_PORT
+JAEGER=http://127.0.0.1:$JAEGER_PORT
 POD=vllm-demo-0
 NS=demo
 RESPONDER_WEBHOOK_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
@@ -83,10 +87,22 @@ echo "== rendering the alert rules (deploy/prometheus, profile sim: short window
 go run ./cmd/rulegen -profile sim \
   -o "$tmp/vllm-alerts.rules.yml"
 
+echo "== starting Jaeger on $JAEGER (OTLP/gRPC on 127.0.0.1:$JAEGER_OTLP_PORT)"
+jaeger_bin=$(scripts/jaeger.sh)
+JAEGER_QUERY_HTTP=127.0.0.1:$JAEGER_PORT JAEGER_QUERY_GRPC=127.0.0.1:$(freeport) \
+  JAEGER_OTLP_GRPC=127.0.0.1:$JAEGER_OTLP_PORT JAEGER_OTLP_HTTP=127.0.0.1:$(freeport) \
+  "$jaeger_bin" --config tools/jaeger/config.yaml >"$tmp/jaeger.log" 2>&1 &
+pids+=($!)
+
 echo "== starting vllm-sim: one model on three pods, $SIMS"
 mkdir -p "$tmp/profiles"
-bin/vllm-sim --listen "$SIMS" --scenario healthy --profiler-dir "$tmp/profiles" --log-level warn \
-  >"$tmp/vllm-sim.log" 2>&1 &
+# As vLLM: the service name comes from OTEL_SERVICE_NAME (one per model), the pod from
+# OTEL_RESOURCE_ATTRIBUTES; spans are exported in batches (here every second). The three pods
+# share one process, hence one OTel resource: every span is tagged with pod 0, the pod the demo's
+# scenarios load (its healthy siblings' requests are mostly faster than traces.min_duration).
+OTEL_SERVICE_NAME=vllm-llama-8b OTEL_RESOURCE_ATTRIBUTES=k8s.pod.name=$POD OTEL_BSP_SCHEDULE_DELAY=1000 \
+  bin/vllm-sim --listen "$SIMS" --scenario healthy --profiler-dir "$tmp/profiles" --log-level warn \
+  --otlp-traces-endpoint "http://127.0.0.1:$JAEGER_OTLP_PORT" >"$tmp/vllm-sim.log" 2>&1 &
 pids+=($!)
 
 echo "== starting Prometheus on $PROM"
@@ -155,6 +171,10 @@ playbooks:
   params:
     ttft-p99-high: {prefill_abs: 0.1}
 dispatch: {dedup_window: 1h}
+traces:
+  url: "$JAEGER"
+  services: {"meta-llama/Llama-3.1-8B-Instruct": vllm-llama-8b}
+  tags: {k8s.pod.name: "{{ .pod }}"}
 profile:
   enabled: true
   url_template: "http://{{.instance}}"
@@ -170,6 +190,7 @@ waitfor 30 "vllm-sim" curl -fsS "http://$SIM/health" || { cat "$tmp/vllm-sim.log
 waitfor 60 "Prometheus" curl -fsS "$PROM/-/ready" || { tail -20 "$tmp/prometheus.log"; exit 1; }
 waitfor 30 "Alertmanager" curl -fsS "$AM/-/ready" || { tail -20 "$tmp/alertmanager.log"; exit 1; }
 waitfor 30 "the responder" curl -fsS "$RESP/healthz" || { tail -20 "$tmp/responder.log"; exit 1; }
+waitfor 60 "Jaeger" curl -fsS "$JAEGER/api/services" || { tail -20 "$tmp/jaeger.log"; exit 1; }
 
 # The responder's console output, shown as it arrives.
 tail -n +1 -f "$tmp/responder.out" &
@@ -181,6 +202,7 @@ cat <<EOF
   Prometheus     $PROM      (alerts: $PROM/alerts)
   Alertmanager   $AM
   responder      $RESP      (metrics: $RESP/metrics)
+  Jaeger         $JAEGER      (service vllm-llama-8b, operation llm_request)
   files          $tmp
 
 EOF

@@ -39,6 +39,9 @@ type Config struct {
 	Limit int `yaml:"limit"`
 	// MinDuration skips requests faster than this (Jaeger's minDuration; default 1s).
 	MinDuration model.Duration `yaml:"min_duration"`
+	// Lookback also searches requests that started this long before the window and ended in it
+	// (default 10m).
+	Lookback model.Duration `yaml:"lookback"`
 	// SearchLimit is how many matching traces are fetched to pick the slowest from (Jaeger returns
 	// the most recent ones first; default 500).
 	SearchLimit int `yaml:"search_limit"`
@@ -57,13 +60,16 @@ func (c *Config) SetDefaults() {
 	c.Limit = 5
 	c.MinDuration = model.Duration(time.Second)
 	c.SearchLimit = 500
+	c.Lookback = model.Duration(10 * time.Minute)
 	c.Timeout = model.Duration(5 * time.Second)
 }
 
 // Enabled reports whether traces are looked up.
 func (c *Config) Enabled() bool { return c.URL != "" }
 
-// Validate checks the section and compiles its templates. Errors carry no "traces." prefix.
+// Validate checks the section and compiles its templates. Errors carry no "traces." prefix;
+// the HTTP client settings are checked by HTTPClientConfig.Validate (their errors name their
+// keys themselves).
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -75,9 +81,6 @@ func (c *Config) Validate() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			add("%s: must be an http:// or https:// URL", key)
 		}
-	}
-	if err := c.HTTPClientConfig.Validate(); err != nil {
-		add("%v", err)
 	}
 	var err error
 	if c.service, err = parseTemplate(c.Service); err != nil {
@@ -104,6 +107,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinDuration < 0 {
 		add("min_duration: must not be negative")
+	}
+	if c.Lookback < 0 {
+		add("lookback: must not be negative")
 	}
 	if c.SearchLimit < c.Limit {
 		add("search_limit: must be at least limit (%d)", c.Limit)

@@ -71,7 +71,7 @@ type Client struct {
 
 // NewClient builds a client for a validated, enabled Config.
 func NewClient(cfg *Config) (*Client, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), cfg.HTTPClientConfig.Validate()); err != nil {
 		return nil, err
 	}
 	hc, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "traces")
@@ -92,8 +92,10 @@ func NewClient(cfg *Config) (*Client, error) {
 // Timeout is the lookup's own deadline.
 func (c *Client) Timeout() time.Duration { return time.Duration(c.cfg.Timeout) }
 
-// Slowest returns the slowest llm_request spans of the alert's service that started in
-// [start, end]. It always returns a report; on failure its Error says why (and the error is
+// Slowest returns the slowest llm_request spans of the alert's service that were in flight in
+// [start, end]: those that started in it, and those that started up to the lookback before it
+// and ended in it (Jaeger filters on start times only, and a request queued for minutes is just
+// the one to show). It always returns a report; on failure its Error says why (and the error is
 // returned too, for logs).
 func (c *Client) Slowest(ctx context.Context, labels map[string]string, start, end time.Time) (*Report, error) {
 	rep := &Report{Operation: Operation, Start: start, End: end, MinDuration: time.Duration(c.cfg.MinDuration), Requests: []Request{}}
@@ -118,8 +120,15 @@ func (c *Client) Slowest(ctx context.Context, labels map[string]string, start, e
 		rep.Error = "Jaeger lookup failed: " + redact(err.Error())
 		return rep, errors.New(rep.Error)
 	}
-	rep.Searched = len(reqs)
 	rep.Capped = len(reqs) >= c.cfg.SearchLimit
+	kept := reqs[:0]
+	for _, r := range reqs {
+		if !r.Start.Add(r.Duration).Before(start) { // ended in the window (or later)
+			kept = append(kept, r)
+		}
+	}
+	reqs = kept
+	rep.Searched = len(reqs)
 	all := append([]Request(nil), reqs...)
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Duration > reqs[j].Duration })
 	if len(reqs) > c.cfg.Limit {
@@ -138,7 +147,7 @@ func (c *Client) query(rep *Report, limit int) url.Values {
 	q := url.Values{}
 	q.Set("service", rep.Service)
 	q.Set("operation", rep.Operation)
-	q.Set("start", strconv.FormatInt(rep.Start.UnixMicro(), 10))
+	q.Set("start", strconv.FormatInt(rep.Start.Add(-time.Duration(c.cfg.Lookback)).UnixMicro(), 10))
 	q.Set("end", strconv.FormatInt(rep.End.UnixMicro(), 10))
 	if rep.MinDuration > 0 {
 		q.Set("minDuration", rep.MinDuration.String())

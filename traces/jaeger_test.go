@@ -89,6 +89,10 @@ func TestSlowestFromARealJaeger(t *testing.T) {
 		// Another model's service and another operation of the same service: not ours.
 		{service: "vllm-mistral", name: Operation, start: now.Add(-time.Minute), queue: ms, pre: ms, dec: 20 * time.Second, prompt: 10, output: 10, id: "cmpl-other"},
 		{service: "vllm-llama", name: "POST /v1/completions", start: now.Add(-time.Minute), dec: 25 * time.Second, id: "gateway"},
+		// Started before the window, queued for minutes, ended in it: the slowest of all.
+		{service: "vllm-llama", name: Operation, start: now.Add(-12 * time.Minute), queue: 3 * time.Minute, pre: 100 * ms, dec: 2 * time.Second, prompt: 300, output: 100, id: "cmpl-straddle"},
+		// Started in the lookback and ended before the window: not in flight in it.
+		{service: "vllm-llama", name: Operation, start: now.Add(-15 * time.Minute), queue: ms, pre: 100 * ms, dec: 20 * time.Second, prompt: 300, output: 100, id: "cmpl-before"},
 		// Faster than min_duration (1s).
 		{service: "vllm-llama", name: Operation, start: now.Add(-2 * time.Minute), queue: ms, pre: 100 * ms, dec: 500 * ms, prompt: 300, output: 20, id: "cmpl-fast"},
 	}
@@ -107,10 +111,10 @@ func TestSlowestFromARealJaeger(t *testing.T) {
 	c := newClient(t, cfg)
 	labels := map[string]string{"model_name": "llama", "pod": "p-0"}
 	var rep *Report
-	testenv.WaitFor(t, 60*time.Second, "jaeger to return the 9 slow llama requests", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "jaeger to return the 10 slow llama requests in flight in the window", func() bool {
 		var err error
 		rep, err = c.Slowest(context.Background(), labels, now.Add(-10*time.Minute), now)
-		return err == nil && rep.Searched == 9
+		return err == nil && rep.Searched == 10
 	})
 	if rep.Service != "vllm-llama" || rep.Operation != "llm_request" {
 		t.Errorf("searched service %q operation %q, want vllm-llama llm_request", rep.Service, rep.Operation)
@@ -119,10 +123,10 @@ func TestSlowestFromARealJaeger(t *testing.T) {
 	for _, r := range rep.Requests {
 		ids = append(ids, r.RequestID)
 	}
-	if got, want := strings.Join(ids, ","), "cmpl-long-c,cmpl-long-b,cmpl-long-a"; got != want {
+	if got, want := strings.Join(ids, ","), "cmpl-straddle,cmpl-long-c,cmpl-long-b"; got != want {
 		t.Fatalf("slowest requests %s, want %s", got, want)
 	}
-	r := rep.Requests[0]
+	r := rep.Requests[1]
 	if r.PromptTokens != 23000 || r.CompletionTokens != 140 || r.Queue != 10*ms || r.Prefill != 6*time.Second || r.Decode != 2*time.Second {
 		t.Errorf("slowest request read as %+v", r)
 	}
@@ -135,7 +139,7 @@ func TestSlowestFromARealJaeger(t *testing.T) {
 	if resp, err := http.Get(j.URL + "/api/traces/" + r.TraceID); err != nil || resp.StatusCode != 200 {
 		t.Errorf("the trace link's id is not a trace Jaeger knows: %v %v", err, resp)
 	}
-	want := "The 3 slowest requests (6s-8s) spent 71% of their time in prefill (decode 29%, queue 0%); they all had prompts over 21k tokens, against a median of 300 in the other 6 traced requests."
+	want := "The 3 slowest requests (7s-3m2s) spent 91% of their time queued (prefill 6%, decode 3%); prompts 300-23k, outputs 100-140 tokens."
 	if rep.Summary != want {
 		t.Errorf("summary\n got: %s\nwant: %s", rep.Summary, want)
 	}
@@ -155,7 +159,7 @@ func TestSlowestFromARealJaeger(t *testing.T) {
 		cfg.Services = map[string]string{"meta-llama/Llama-3.1-8B-Instruct": "vllm-llama"}
 		c := newClient(t, cfg)
 		rep, err := c.Slowest(context.Background(), map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct"}, now.Add(-10*time.Minute), now)
-		if err != nil || rep.Service != "vllm-llama" || rep.Searched != 9 {
+		if err != nil || rep.Service != "vllm-llama" || rep.Searched != 10 {
 			t.Errorf("err %v, service %q, searched %d", err, rep.Service, rep.Searched)
 		}
 	})

@@ -50,14 +50,18 @@ func Summarize(rep *Report, all []Request) string {
 		share float64
 	}{{"queued", q}, {"in prefill", p}, {"decoding", d}}
 	sort.SliceStable(phases, func(i, j int) bool { return phases[i].share > phases[j].share })
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s%s (%s) spent %s of their time %s (%s %s, %s %s)",
-		strings.ToUpper(subject[:1]), subject[1:], span, pct(phases[0].share), phases[0].name,
-		phaseWord(phases[1].name), pct(phases[1].share), phaseWord(phases[2].name), pct(phases[2].share))
+	their := "their"
 	if n == 1 {
-		s := b.String()
-		b.Reset()
-		b.WriteString(strings.Replace(s, "of their time", "of its time", 1))
+		their = "its"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s%s (%s) spent %s of %s time %s (%s %s, %s %s)",
+		strings.ToUpper(subject[:1]), subject[1:], span, pct(phases[0].share), their, phases[0].name,
+		phaseWord(phases[1].name), pct(phases[1].share), phaseWord(phases[2].name), pct(phases[2].share))
+	if phases[0].name == "decoding" && q+p > 0 {
+		// Decode dominates any long request's time; what came before the first token (queue or
+		// prefill) is what a TTFT alert is about.
+		fmt.Fprintf(&b, "; %s time to first token was %s prefill, %s queue", their, pct(p/(q+p)), pct(q/(q+p)))
 	}
 
 	// What sets them apart: their prompts or outputs against the other traced requests.

@@ -51,6 +51,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		router = "router series not excluded (vllm.router_label is empty)"
 	}
 	fmt.Fprintf(stdout, "  vllm:       metric prefix %s; pods by label %s (else instance); %s\n", c.VLLM.MetricPrefix, c.VLLM.PodLabel, router)
+	tracesLine := "off"
+	if c.Traces.Enabled() {
+		tracesLine = fmt.Sprintf("Jaeger %s, service %q, the %d slowest over %s", secret.URL(c.Traces.URL), c.Traces.Service, c.Traces.Limit, c.Traces.MinDuration)
+	}
+	fmt.Fprintf(stdout, "  traces:     %s\n", tracesLine)
 	fmt.Fprintf(stdout, "playbooks (%d, in matching order):\n", len(set.All()))
 	for _, p := range set.All() {
 		origin := p.Source

@@ -2,10 +2,12 @@ package main
 
 // End to end, on the real chain: vllm-sim pods -> a real Prometheus (scraping them, evaluating the
 // alert rules rendered by rulegen with the sim profile) -> a real Alertmanager -> this responder (serve, in-process)
-// -> the console notifier. Each scenario runs on a vllm-sim process of its own (its own `pod`
-// label, and a namespace of its own so that no scenario is another's sibling), all at once, so
-// the test takes about as long as the slowest signature. The fleet scenarios run three pods of one
-// model in one vllm-sim process (one listener per pod).
+// -> the console notifier. The sims also send their request traces to a real Jaeger over OTLP, as
+// vLLM does, and the responder reads the slowest requests of each diagnosis from it. Each scenario
+// runs on a vllm-sim process of its own (its own `pod` label, and a namespace of its own so that
+// no scenario is another's sibling), all at once, so the test takes about as long as the slowest
+// signature. The fleet scenarios run three pods of one model in one vllm-sim process (one
+// listener per pod).
 
 import (
 	"encoding/json"
@@ -16,12 +18,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // e2eResponderConfig: playbook windows matching the sim rules' 30s rate windows, and an
@@ -146,6 +150,8 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	// windows and thresholds vllm-sim's scenarios cross.
 	goRun(t, "run", "./cmd/rulegen", "-profile", "sim", "-o", rules)
 
+	// One service per model, as docs/deploy.md recommends; the pod is a resource attribute.
+	jaeger := testenv.Jaeger(t)
 	var targets []testenv.Target
 	quiet := []string{"healthy"} // pods that must fire nothing
 	for i, c := range append([]e2eCase{{scenario: "healthy"}}, e2eCases...) {
@@ -162,10 +168,15 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 			}
 			targets = append(targets, testenv.Target{Addr: addr, Labels: map[string]string{"pod": pod, "namespace": "e2e-" + c.scenario}})
 		}
-		testenv.Start(t, "vllm-sim "+c.scenario, simBin,
-			"--listen", strings.Join(addrs, ","),
-			"--scenario", c.scenario, "--seed", fmt.Sprint(10*i+1),
-			"--profiler-dir", t.TempDir(), "--log-level", "warn")
+		args := []string{"--listen", strings.Join(addrs, ","), "--scenario", c.scenario, "--seed", fmt.Sprint(10*i + 1)}
+		var env []string
+		if c.pods <= 1 {
+			// One OTel resource per process: only a one-pod process can name its pod in its spans.
+			env = []string{"OTEL_SERVICE_NAME=vllm-llama-8b", "OTEL_RESOURCE_ATTRIBUTES=k8s.pod.name=" + c.scenario, "OTEL_BSP_SCHEDULE_DELAY=500"}
+			args = append(args, "--otlp-traces-endpoint", "http://"+jaeger.OTLPGRPC)
+		}
+		testenv.StartEnv(t, "vllm-sim "+c.scenario, simBin, env, append(args,
+			"--profiler-dir", t.TempDir(), "--log-level", "warn")...)
 	}
 
 	// Alertmanager needs the responder's address and the responder Prometheus's: pick the
@@ -194,7 +205,12 @@ receivers:
 		EvaluationInterval: time.Second,
 		Alertmanagers:      []string{am.Addr},
 	})
-	_, out, _ := serveOn(t, respPort, promConfig(prom.URL)+"webhook: {bearer_token: e2e-t0ken}\n"+e2eResponderConfig, nil)
+	tracesConfig := fmt.Sprintf(`traces:
+  url: %s
+  services: {"meta-llama/Llama-3.1-8B-Instruct": vllm-llama-8b}
+  tags: {k8s.pod.name: "{{ .pod }}"}
+`, jaeger.URL)
+	_, out, _ := serveOn(t, respPort, promConfig(prom.URL)+"webhook: {bearer_token: e2e-t0ken}\n"+e2eResponderConfig+tracesConfig, nil)
 	t.Logf("chain up after %s", time.Since(start).Round(time.Second))
 
 	// Every scenario's alert fires and is diagnosed with its verdict; wait for all at once.
@@ -230,6 +246,7 @@ receivers:
 		t.Fatalf("after %s, verdicts missing or wrong:\n  %s\nPrometheus alerts: %v\nconsole:\n%s",
 			time.Since(start).Round(time.Second), strings.Join(m, "\n  "), promAlerts(prom.URL), out.String())
 	}
+	checkSlowestLongPrompts(t, out.String(), jaeger.URL)
 	// The healthy pod, and the siblings of the wedged and the overloaded pod, fired nothing,
 	// neither in Prometheus nor at the responder.
 	for _, pod := range quiet {
@@ -284,4 +301,86 @@ func promScalar(promURL, q string) string {
 		return "none"
 	}
 	return fmt.Sprint(resp.Data.Result[0].Value[1])
+}
+
+// consoleBlock returns the console lines of the first diagnosis of alert on pod.
+func consoleBlock(out, alert, pod string) []string {
+	var block []string
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, alert+" ") && strings.Contains(line, `pod="`+pod+`"`):
+			in = true
+		case in && (strings.HasPrefix(line, "---") || strings.HasPrefix(line, "===")):
+			return block
+		case in:
+			block = append(block, line)
+		}
+	}
+	return block
+}
+
+// checkSlowestLongPrompts: the long-prompts diagnosis lists its pod's slowest requests from
+// Jaeger, and the prompt size it prints for each is the one Jaeger holds for that trace.
+func checkSlowestLongPrompts(t *testing.T, out, jaegerURL string) {
+	t.Helper()
+	block := consoleBlock(out, "VLLMTimeToFirstTokenP99High", "long-prompts")
+	text := strings.Join(block, "\n")
+	head := `slowest requests (Jaeger service "vllm-llama-8b", llm_request over 1s, k8s.pod.name="long-prompts", `
+	if !strings.Contains(text, head) || !strings.Contains(text, "never traced by vLLM") {
+		t.Fatalf("the long-prompts diagnosis has no slowest requests from Jaeger:\n%s", text)
+	}
+	re := regexp.MustCompile(`prompt (\S+)  output (\S+) tokens  (\S+)  (\S+/trace/([0-9a-f]+))$`)
+	n := 0
+	for _, line := range block {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n++
+		prompt, output := jaegerTokens(t, jaegerURL, m[5])
+		if m[1] != traces.FormatTokens(prompt) || m[2] != traces.FormatTokens(output) {
+			t.Errorf("listed prompt %s output %s, Jaeger's trace %s has %d and %d", m[1], m[2], m[5], prompt, output)
+		}
+		if prompt < 2000 {
+			t.Errorf("a slowest request of the long-prompts pod has a %d-token prompt: %s", prompt, line)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no request lines in the long-prompts diagnosis:\n%s", text)
+	}
+	t.Logf("long-prompts diagnosis:\n%s", text)
+}
+
+// jaegerTokens reads gen_ai.usage.prompt_tokens and completion_tokens of a trace from Jaeger.
+func jaegerTokens(t *testing.T, jaegerURL, traceID string) (prompt, output int) {
+	t.Helper()
+	r, err := http.Get(jaegerURL + "/api/traces/" + traceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var resp struct {
+		Data []struct {
+			Spans []struct {
+				Tags []struct {
+					Key   string `json:"key"`
+					Value any    `json:"value"`
+				} `json:"tags"`
+			} `json:"spans"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&resp); err != nil || len(resp.Data) != 1 || len(resp.Data[0].Spans) != 1 {
+		t.Fatalf("trace %s from Jaeger: %v %+v", traceID, err, resp)
+	}
+	for _, tag := range resp.Data[0].Spans[0].Tags {
+		v, _ := tag.Value.(float64)
+		switch tag.Key {
+		case "gen_ai.usage.prompt_tokens":
+			prompt = int(v)
+		case "gen_ai.usage.completion_tokens":
+			output = int(v)
+		}
+	}
+	return prompt, output
 }

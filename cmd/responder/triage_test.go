@@ -283,3 +283,29 @@ func TestTriageRejectsBadConfigWithOneLine(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+func TestTriageWithJaegerDownStillDiagnosesAndSaysSo(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	cfg := writeConfig(t, prom.URL, fmt.Sprintf("traces: {url: \"http://127.0.0.1:%d\"}\n", testenv.FreePort(t)))
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"triage", "--output", "json", "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High",
+		"--label", "pod=vllm-capacity", "--label", "namespace=llm", "--label", "model_name=llama"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res struct {
+		Verdict string   `json:"verdict"`
+		Notes   []string `json:"notes"`
+		Slowest struct {
+			Service string `json:"service"`
+			Error   string `json:"error"`
+		} `json:"slowest_requests"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != "capacity-past-knee" || res.Slowest.Service != "vllm-llama" || !strings.HasPrefix(res.Slowest.Error, "Jaeger lookup failed: ") ||
+		!strings.Contains(strings.Join(res.Notes, "\n"), "slowest requests from traces: not available, Jaeger lookup failed") {
+		t.Fatalf("diagnosis with Jaeger down: %s", out.String())
+	}
+}
