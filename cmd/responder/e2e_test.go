@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -221,12 +222,17 @@ receivers:
 	for _, c := range e2eCases {
 		want[c.alert+"/"+c.pod()] = c.verdict
 	}
+	// A scenario's alert may fire before its signature is in the window (prefix-collapse changes
+	// its prompts only after 90 s; a loaded machine slows every sim): the diagnoses before the
+	// expected verdict may be inconclusive, which says nothing is explained yet, but never another
+	// confident verdict.
 	missing := func() []string {
 		got := consoleVerdicts(out.String())
 		var m []string
 		for k, v := range want {
-			if len(got[k]) == 0 || got[k][0] != v {
-				m = append(m, fmt.Sprintf("%s: want %s, got %v", k, v, got[k]))
+			i := slices.Index(got[k], v)
+			if i < 0 || slices.ContainsFunc(got[k][:i], func(g string) bool { return g != "inconclusive" }) {
+				m = append(m, fmt.Sprintf("%s: want %s (after inconclusive ones at most), got %v", k, v, got[k]))
 			}
 		}
 		sort.Strings(m)
