@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,17 +120,11 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "responder triage: fixture written to %s (verdict %s, expects %s)\n", *fixture, d.Verdict, *expect)
 	}
 	if *output == "json" {
-		if d.Actions == nil {
-			d.Actions = []string{}
-		}
-		if d.Evidence == nil {
-			d.Evidence = []playbooks.Evidence{}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(triageOutput{d}); err != nil {
+		b, err := encodeTriage(d)
+		if err != nil {
 			return fail("%v", err)
 		}
+		_, _ = stdout.Write(b)
 		return 0
 	}
 	var b strings.Builder
@@ -140,6 +135,23 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	console.WriteDiagnosis(&b, d, "")
 	fmt.Fprint(stdout, b.String())
 	return 0
+}
+
+// encodeTriage is the JSON of `triage --output json` (also the MCP triage tool's answer).
+func encodeTriage(d *playbooks.Diagnosis) ([]byte, error) {
+	if d.Actions == nil {
+		d.Actions = []string{}
+	}
+	if d.Evidence == nil {
+		d.Evidence = []playbooks.Evidence{}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(triageOutput{d}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // checkFixtureFlags checks --fixture and --expect before anything runs.
