@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"io/fs"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -28,7 +29,20 @@ func loadRunbooks(fsys fs.FS) (runbooks, error) {
 			return rb, err
 		}
 		name := strings.TrimSuffix(path.Base(f), ".md")
-		for _, line := range strings.Split(string(b), "\n") {
+		lines := strings.Split(string(b), "\n")
+		for i, line := range lines {
+			if m := listItem.FindStringSubmatch(line); m != nil && name != "README" {
+				// "1. **`kv-preemption`** — condition. What it means." and its indented lines.
+				text := m[2]
+				for _, more := range lines[i+1:] {
+					if !strings.HasPrefix(more, "  ") || strings.TrimSpace(more) == "" {
+						break
+					}
+					text += " " + strings.TrimSpace(more)
+				}
+				rb.add(name, m[1], strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(text), "—-: ")))
+				continue
+			}
 			cells := tableCells(line)
 			if len(cells) < 2 || !strings.HasPrefix(cells[0], "`") {
 				continue
@@ -39,16 +53,24 @@ func loadRunbooks(fsys fs.FS) (runbooks, error) {
 				continue
 			}
 			if len(cells) >= 3 {
-				if rb.rows[name] == nil {
-					rb.rows[name] = map[string]string{}
-				}
-				if _, seen := rb.rows[name][id]; !seen {
-					rb.rows[name][id] = cells[2]
-				}
+				rb.add(name, id, cells[2])
 			}
 		}
 	}
 	return rb, nil
+}
+
+// listItem is a verdict in a runbook's list: "1. **`id`**..." or "- **`id`**...".
+var listItem = regexp.MustCompile("^\\s*(?:\\d+\\.|-) \\*\\*`([a-z-]+)`[^*]*\\*\\*(.*)$")
+
+// add records the first explanation of a verdict on a playbook's page.
+func (rb runbooks) add(playbook, id, text string) {
+	if rb.rows[playbook] == nil {
+		rb.rows[playbook] = map[string]string{}
+	}
+	if _, seen := rb.rows[playbook][id]; !seen && text != "" {
+		rb.rows[playbook][id] = text
+	}
 }
 
 // tableCells splits a Markdown table row on its unescaped pipes.

@@ -80,6 +80,9 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	testenv.WaitFor(t, 20*time.Second, "the binary to serve", func() bool { return statusOf(base+"/healthz") == 200 })
 
+	if a := postHook(base, webhook("g-mcp", "VLLMKVCacheNearFull", "vllm-kv", "f-mcp")); a.Err != nil || a.Status != 200 {
+		t.Fatalf("webhook: %d %v %s", a.Status, a.Err, a.Body)
+	}
 	if code := statusOf(base + "/mcp"); code != http.StatusUnauthorized {
 		t.Errorf("/mcp without the bearer token answered %d, want 401", code)
 	}
@@ -176,7 +179,12 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 			if isErr || !strings.Contains(text, `"diagnoses":`) {
 				t.Errorf("recent_diagnoses: %s", text)
 			}
+			if name == "streamable HTTP" { // the serving responder diagnosed the webhook (stdio has its own memory store)
+				testenv.WaitFor(t, 30*time.Second, "recent_diagnoses to list the webhook's diagnosis", func() bool {
+					text, isErr := callText(t, cs, "recent_diagnoses", nil)
+					return !isErr && strings.Contains(text, `"alertname":"VLLMKVCacheNearFull"`) && strings.Contains(text, `"verdict":"kv-preemption"`)
+				})
+			}
 		})
 	}
 }
-
