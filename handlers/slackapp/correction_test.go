@@ -234,3 +234,39 @@ func TestAWrongVerdictChoiceTheResponderNeverOfferedIsRefusedAndNotCounted(t *te
 		}
 	}
 }
+
+// setTriager decides the on-demand triage over fixed values, as a run against Prometheus would.
+type setTriager struct{ set *playbooks.Set }
+
+func (s setTriager) Triage(_ context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
+	return s.set.Triage().DecideFleet(map[string]*float64{}, nil, labels), nil
+}
+
+func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *testing.T) {
+	var rec *slacknotify.Notifier
+	pbs, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := playbooks.NewSet(pbs, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, []string{"response", "chat.postMessage"}, func(_ *slacknotify.Config, o *Options) {
+		o.Records, o.Triager = lateRecords{&rec}, setTriager{set}
+	})
+	if rec, err = slacknotify.New(slacknotify.Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
+	e.command(t, "triage llama vllm-0", "U1")
+	raw := string(e.slack.WaitCalls(t, "response", 1, 10*time.Second)[0].Body)
+	i := strings.Index(raw, `|healthy"`)
+	if !strings.Contains(raw, `"action_id":"`+slacknotify.ActionWrongVerdict+`"`) || i < 32 {
+		t.Fatalf("the on-demand diagnosis has no Wrong verdict? select: %s", raw)
+	}
+	e.choose(t, raw[i-32:i]+"|healthy", "U1")
+	reply := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0].Form.Get("text")
+	if !strings.Contains(reply, "playbook: triage") || !strings.Contains(reply, "verdict: healthy") || !strings.Contains(reply, "not `no-data`") {
+		t.Errorf("reply %s", reply)
+	}
+}
