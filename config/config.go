@@ -4,7 +4,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -208,18 +207,16 @@ func Parse(source string, data []byte) (*Config, error) {
 	if err := expandEnv(&root, reflect.TypeOf(Config{})); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	expanded, err := yaml.Marshal(&root)
-	if err != nil {
+	// Checked and decoded from the parsed document itself, never re-encoded: every line number
+	// is the file's.
+	c := Default()
+	if err := checkNode(&root, reflect.TypeOf(c), ""); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	c := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
-		if bad := badDuration(&root, reflect.TypeOf(c), ""); bad != nil {
-			return nil, fmt.Errorf("%s: %v", source, bad)
+	if root.Kind != 0 {
+		if err := root.Decode(c); err != nil {
+			return nil, fmt.Errorf("%s: %s", source, cleanErr(err))
 		}
-		return nil, fmt.Errorf("%s: %s", source, cleanErr(err))
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
@@ -228,13 +225,6 @@ func Parse(source string, data []byte) (*Config, error) {
 		return nil, prefixErrors(source, err)
 	}
 	return c, nil
-}
-
-func errEOF(err error) error {
-	if err != nil && err.Error() == "EOF" {
-		return err
-	}
-	return errors.New("not eof")
 }
 
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
@@ -372,6 +362,14 @@ func findField(v reflect.Value, tag string) reflect.Value {
 	return reflect.Value{}
 }
 
+// Upper bounds of the sizes (see Validate).
+const (
+	maxBodyBytes         = 64 << 20
+	maxWorkers           = 256
+	maxQueueSize         = 100_000
+	maxConcurrentQueries = 1024
+)
+
 // Validate checks fields and their relations; each error names its key.
 func (c *Config) Validate() error {
 	var errs []error
@@ -407,9 +405,13 @@ func (c *Config) Validate() error {
 	if c.MCP.Enabled && !c.MCP.BearerToken.IsSet() {
 		add("mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)")
 	}
-	if c.Webhook.MaxBodyBytes <= 0 {
-		add("webhook.max_body_bytes: must be positive")
+	inRange := func(key string, v, lo, hi int64) {
+		if v < lo || v > hi {
+			add("%s: must be between %d and %d, got %d", key, lo, hi, v)
+		}
 	}
+	// Bounds that no deployment needs to pass: past them a typo becomes memory or goroutines.
+	inRange("webhook.max_body_bytes", c.Webhook.MaxBodyBytes, 1, maxBodyBytes)
 	if c.Redis.URL != "" && c.Redis.Sentinel.MasterName != "" {
 		add("redis: set url or sentinel, not both")
 	}
@@ -432,12 +434,9 @@ func (c *Config) Validate() error {
 	default:
 		add("log.format: %q is not one of json, console", c.Log.Format)
 	}
-	if c.Dispatch.Workers <= 0 {
-		add("dispatch.workers: must be positive")
-	}
-	if c.Dispatch.QueueSize <= 0 {
-		add("dispatch.queue_size: must be positive")
-	}
+	inRange("dispatch.workers", int64(c.Dispatch.Workers), 1, maxWorkers)
+	inRange("dispatch.queue_size", int64(c.Dispatch.QueueSize), 1, maxQueueSize)
+	inRange("prometheus.max_concurrent_queries", int64(c.Prometheus.MaxConcurrentQueries), 1, maxConcurrentQueries)
 	if c.Prometheus.QueryTimeout <= 0 {
 		add("prometheus.query_timeout: must be positive")
 	}
@@ -459,7 +458,7 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Profile.Validate(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
-			add("profile.%s", line)
+			add("profile.%s", strings.TrimPrefix(line, "profile.")) // profile's errors name their section already
 		}
 	}
 	if err := c.Traces.Validate(); err != nil {

@@ -20,7 +20,7 @@ func TestExampleConfigLoads(t *testing.T) {
 
 func TestConfigErrorsNameTheirKey(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
-		"unknown key":                  {"listen: :8080\nprometheus: {urll: x}\n", `test.yaml: line 2: unknown key "urll"`},
+		"unknown key":                  {"listen: :8080\nprometheus: {urll: x}\n", `test.yaml: line 2: unknown key "prometheus.urll"`},
 		"bad prometheus url":           {"prometheus: {url: 'localhost:9090'}\n", "test.yaml: prometheus.url: must be an http:// or https:// URL"},
 		"bad redis url":                {"redis: {url: 'redis//:hunter2@x'}\n", "test.yaml: redis.url: must look like redis://"},
 		"both auth kinds":              {"webhook: {bearer_token: a, basic_auth: {username: u, password: p}}\n", "test.yaml: webhook: set bearer_token or basic_auth, not both"},
@@ -132,6 +132,35 @@ func TestAnEnvValueThatLooksLikeNullIsAString(t *testing.T) {
 			}
 			if c.Dispatch.Workers != 7 {
 				t.Fatalf("a number from the environment is still a number: workers = %d", c.Dispatch.Workers)
+			}
+		})
+	}
+}
+
+// Each file under testdata/bad names the exact error it must give on its first line
+// ("# error: ..."): the line in the file as written (blank lines included), the key, once.
+func TestEveryBadConfigGivesItsExactError(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(data), "\n")
+			want, ok := strings.CutPrefix(first, "# error: ")
+			if !ok {
+				t.Fatalf("%s: the first line must be \"# error: <the exact message>\"", f)
+			}
+			_, err = Parse("test.yaml", data)
+			if err == nil {
+				t.Fatalf("accepted; want %s", want)
+			}
+			if err.Error() != want {
+				t.Fatalf("error\n  %s\nwant\n  %s", err, want)
 			}
 		})
 	}

@@ -58,7 +58,19 @@ func badDuration(n *yaml.Node, t reflect.Type, path string) error {
 func fieldByYAMLKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if strings.Contains(","+opts+",", ",inline,") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if g, ok := fieldByYAMLKey(ft, key); ok {
+					return g, true
+				}
+			}
+			continue
+		}
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}

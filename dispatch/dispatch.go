@@ -4,11 +4,13 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,7 +182,11 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	// once do not split its alerts between them (exactly one handles it), and a re-send costs
 	// one store call. The winner then claims each alert, so what an earlier state of the group
 	// already handled is not diagnosed again.
-	state := stateKey(group, msg.Alerts)
+	keys := make([]string, len(msg.Alerts))
+	for i, a := range msg.Alerts {
+		keys[i] = dedupKey(group, a)
+	}
+	state := stateKey(group, keys)
 	switch ok, err := d.store.Claim(ctx, state, d.lease()); {
 	case err != nil:
 		d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
@@ -193,9 +199,10 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 	default:
 		claims = append(claims, state)
 	}
-	for _, a := range msg.Alerts {
-		key := dedupKey(group, a)
-		ok, err := d.store.Claim(ctx, key, d.lease())
+	won := d.claimAll(ctx, keys)
+	for i, a := range msg.Alerts {
+		key := keys[i]
+		ok, err := won(i, key)
 		if err != nil {
 			// The store is down: diagnose anyway (a duplicate post beats a lost alert).
 			d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
@@ -235,6 +242,22 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		}
 	}
 	return acc, nil
+}
+
+// claimAll claims the alerts' keys in one round trip when the store can (a notification of
+// thousands of alerts is then one pipeline, not thousands of calls), and returns each result by
+// index; otherwise each key is claimed when asked for.
+func (d *Dispatcher) claimAll(ctx context.Context, keys []string) func(i int, key string) (bool, error) {
+	one := func(_ int, key string) (bool, error) { return d.store.Claim(ctx, key, d.lease()) }
+	bc, ok := d.store.(store.BatchClaimer)
+	if !ok || len(keys) < 2 {
+		return one
+	}
+	res, err := bc.ClaimAll(ctx, keys, d.lease())
+	if err != nil || len(res) != len(keys) {
+		return func(int, string) (bool, error) { return false, cmp.Or(err, store.ErrUnavailable) }
+	}
+	return func(i int, _ string) (bool, error) { return res[i], nil }
 }
 
 // lease is how long a claim lives while its alert is queued or being diagnosed: long enough for
@@ -293,12 +316,9 @@ func dedupKey(group [16]byte, a template.Alert) string {
 }
 
 // stateKey identifies a group's whole state: the set of its alerts' dedup keys.
-func stateKey(group [16]byte, alerts []template.Alert) string {
-	keys := make([]string, len(alerts))
-	for i, a := range alerts {
-		keys[i] = dedupKey(group, a)
-	}
-	sort.Strings(keys)
+func stateKey(group [16]byte, alertKeys []string) string {
+	keys := slices.Clone(alertKeys)
+	slices.Sort(keys)
 	h := sha256.New()
 	for _, k := range keys {
 		h.Write([]byte(k))

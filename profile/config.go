@@ -81,7 +81,7 @@ type SilenceConfig struct {
 // Defaults.
 const (
 	DefaultURLTemplate  = "http://{{.instance}}"
-	DefaultTraceDirHint = "the torch_profiler_dir of the vLLM server on pod {{.pod}} (its --profiler-config), one *.pt.trace.json.gz per worker rank; open them in Perfetto"
+	DefaultTraceDirHint = "the torch_profiler_dir of the vLLM server on pod {{.pod}} (its --profiler-config), one rank*.pt.trace.json.gz per worker rank and (vLLM 0.32) the API server's *.async_llm.*.pt.trace.json.gz; open them in Perfetto"
 	// DefaultSilencedAlerts matches the built-in alerts (VLLMTimeToFirstTokenP99High, ...).
 	DefaultSilencedAlerts = "VLLM.+"
 )

@@ -604,6 +604,9 @@ func (e *Engine) kvUsage() float64 {
 func (e *Engine) publishGauges() {
 	e.m.running.Set(float64(len(e.running)))
 	e.m.waiting.Set(float64(len(e.waiting)))
+	if e.m.waitingCapacity != nil {
+		e.m.waitingCapacity.Set(float64(len(e.waiting)))
+	}
 	e.m.kvUsage.Set(e.kvUsage())
 }
 

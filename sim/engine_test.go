@@ -4,6 +4,9 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // tinyConfig is a small engine whose behaviour can be followed by hand.
@@ -393,5 +396,30 @@ func TestPreemptionsHappenOnlyWhenTheKVPoolIsExhausted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// vllm-sim defers no request (no LoRA budget, no KV transfer): under a queue, every waiting
+// request is waiting for capacity, as num_requests_waiting_by_reason says on vLLM 0.32.
+func TestEveryWaitingRequestWaitsForCapacity(t *testing.T) {
+	e, err := NewEngine(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	e.SetScenario(Scenarios["overload"], true, now)
+	for end := now.Add(20 * time.Second); now.Before(end); {
+		now = now.Add(e.Step(now).Duration)
+	}
+	value := func(g prometheus.Gauge) float64 {
+		var m dto.Metric
+		if err := g.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	waiting, capacity := value(e.m.waiting), value(e.m.waitingCapacity)
+	if waiting == 0 || capacity != waiting {
+		t.Fatalf("waiting %v, waiting_by_reason{capacity} %v: want equal and above 0", waiting, capacity)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -13,39 +12,34 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Content types vLLM's /metrics answers with (prometheus_client's ASGI app negotiates on Accept).
-const (
-	contentTypeText        = "text/plain; version=0.0.4; charset=utf-8"
-	contentTypeOpenMetrics = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-)
+// contentTypeText is prometheus_client's text exposition (generate_latest).
+const contentTypeText = "text/plain; version=0.0.4; charset=utf-8"
 
-// metricsHandler serves the registry the way vLLM's prometheus_client does, not client_golang's
-// way: floats rendered as Python does (le="1.0", le="+Inf", counts "5.0"), a `_created` sample
-// for every counter and histogram child (in the text format as a separate gauge family after
-// its family, as prometheus_client's generate_latest writes it; inline in OpenMetrics), labels
-// sorted by name, and OpenMetrics when the scraper asks for it (Prometheus does by default).
+// metricsHandler serves the registry the way vLLM's prometheus_client renders its text format,
+// not client_golang's way: floats rendered as Python does (le="1.0", le="+Inf", counts "5.0"), a
+// `_created` sample for every counter and histogram child, as a separate gauge family after its
+// family (generate_latest), labels sorted by name.
+//
+// prometheus_client's ASGI app also answers OpenMetrics when the scraper asks for it (Prometheus
+// does by default). vllm-sim always answers the text format: with OpenMetrics served to the
+// Debian Prometheus (2.42) the end-to-end test's healthy pod showed TTFT p99 spikes that the
+// text format does not, a difference not understood yet.
 func metricsHandler(g prometheus.Gatherer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fams, err := g.Gather()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		om := strings.Contains(r.Header.Get("Accept"), "application/openmetrics-text")
-		if om {
-			w.Header().Set("Content-Type", contentTypeOpenMetrics)
-		} else {
-			w.Header().Set("Content-Type", contentTypeText)
-		}
+		w.Header().Set("Content-Type", contentTypeText)
 		bw := bufio.NewWriter(w)
-		writeExposition(bw, fams, om)
+		writeExposition(bw, fams)
 		_ = bw.Flush()
 	})
 }
 
-// writeExposition renders families as prometheus_client's generate_latest (text 0.0.4) or its
-// OpenMetrics exposition.
-func writeExposition(w io.Writer, fams []*dto.MetricFamily, openMetrics bool) {
+// writeExposition renders families as prometheus_client's generate_latest (text 0.0.4).
+func writeExposition(w io.Writer, fams []*dto.MetricFamily) {
 	var b strings.Builder
 	for _, f := range fams {
 		name := f.GetName()
@@ -57,13 +51,9 @@ func writeExposition(w io.Writer, fams []*dto.MetricFamily, openMetrics bool) {
 		case dto.MetricType_HISTOGRAM:
 			typ = "histogram"
 		}
-		head := name
-		if openMetrics {
-			head = base
-		}
-		help := strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(f.GetHelp())
-		b.WriteString("# HELP " + head + " " + help + "\n")
-		b.WriteString("# TYPE " + head + " " + typ + "\n")
+		help := helpEscaper.Replace(f.GetHelp())
+		b.WriteString("# HELP " + name + " " + help + "\n")
+		b.WriteString("# TYPE " + name + " " + typ + "\n")
 		var created strings.Builder
 		for _, m := range f.GetMetric() {
 			lp := m.GetLabel()
@@ -91,11 +81,7 @@ func writeExposition(w io.Writer, fams []*dto.MetricFamily, openMetrics bool) {
 				sample(&b, name, lp, "", "", m.GetGauge().GetValue())
 			}
 			if ct != nil {
-				if openMetrics {
-					sample(&b, base+"_created", lp, "", "", *ct)
-				} else {
-					sample(&created, base+"_created", lp, "", "", *ct)
-				}
+				sample(&created, base+"_created", lp, "", "", *ct)
 			}
 		}
 		if created.Len() > 0 {
@@ -104,36 +90,50 @@ func writeExposition(w io.Writer, fams []*dto.MetricFamily, openMetrics bool) {
 			b.WriteString(created.String())
 		}
 	}
-	if openMetrics {
-		b.WriteString("# EOF\n")
-	}
 	_, _ = io.WriteString(w, b.String())
 }
 
-// sample writes one line; extra is one more label (le) sorted in with the others.
+var (
+	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+)
+
+// sample writes one line; extra is one more label (le) put in its sorted place among the
+// others (client_golang gathers labels sorted by name, as prometheus_client prints them).
 func sample(b *strings.Builder, name string, lp []*dto.LabelPair, extraName, extraValue string, v float64) {
-	type kv struct{ k, v string }
-	ls := make([]kv, 0, len(lp)+1)
-	for _, l := range lp {
-		ls = append(ls, kv{l.GetName(), l.GetValue()})
-	}
-	if extraName != "" {
-		ls = append(ls, kv{extraName, extraValue})
-	}
-	sort.Slice(ls, func(i, j int) bool { return ls[i].k < ls[j].k })
 	b.WriteString(name)
-	if len(ls) > 0 {
-		esc := strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+	n := len(lp)
+	if extraName != "" {
+		n++
+	}
+	if n > 0 {
 		b.WriteByte('{')
-		for i, l := range ls {
-			if i > 0 {
+		first, extraDone := true, extraName == ""
+		label := func(k, v string) {
+			if !first {
 				b.WriteByte(',')
 			}
-			b.WriteString(l.k + `="` + esc.Replace(l.v) + `"`)
+			first = false
+			b.WriteString(k)
+			b.WriteString(`="`)
+			b.WriteString(labelEscaper.Replace(v))
+			b.WriteByte('"')
+		}
+		for _, l := range lp {
+			if !extraDone && extraName < l.GetName() {
+				label(extraName, extraValue)
+				extraDone = true
+			}
+			label(l.GetName(), l.GetValue())
+		}
+		if !extraDone {
+			label(extraName, extraValue)
 		}
 		b.WriteByte('}')
 	}
-	b.WriteString(" " + pyFloat(v) + "\n")
+	b.WriteByte(' ')
+	b.WriteString(pyFloat(v))
+	b.WriteByte('\n')
 }
 
 // pyFloat is prometheus_client's floatToGoString: Python's repr of a float, switched to an

@@ -71,6 +71,7 @@ type metrics struct {
 	reg *prometheus.Registry
 
 	running, waiting          prometheus.Gauge
+	waitingCapacity           prometheus.Gauge // num_requests_waiting_by_reason{reason="capacity"}; nil with old names only
 	kvUsage                   gauges
 	preemptions               prometheus.Counter
 	success                   *prometheus.CounterVec // finished_reason
@@ -114,6 +115,15 @@ func newMetrics(cfg Config) *metrics {
 	m.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
 	m.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
 	if names.current() {
+		// vllm-sim defers nothing (no LoRA budget, no KV transfer): every waiting request waits
+		// for capacity, and "deferred" stays 0.
+		byReason := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vllm:num_requests_waiting_by_reason",
+			Help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
+		}, []string{"model_name", "engine", "reason"})
+		reg.MustRegister(byReason)
+		m.waitingCapacity = byReason.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "reason": "capacity"})
+		byReason.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "reason": "deferred"}).Set(0)
 		m.kvUsage = append(m.kvUsage, gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."))
 		m.prefixQueries = append(m.prefixQueries, counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."))
 		m.prefixHits = append(m.prefixHits, counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."))

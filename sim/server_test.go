@@ -83,6 +83,7 @@ var wantFamilies = map[string]struct {
 }{
 	"vllm:num_requests_running":                  {dto.MetricType_GAUGE, nil},
 	"vllm:num_requests_waiting":                  {dto.MetricType_GAUGE, nil},
+	"vllm:num_requests_waiting_by_reason":        {dto.MetricType_GAUGE, nil},
 	"vllm:kv_cache_usage_perc":                   {dto.MetricType_GAUGE, nil},
 	"vllm:cache_config_info":                     {dto.MetricType_GAUGE, nil},
 	"vllm:num_preemptions_total":                 {dto.MetricType_COUNTER, nil},

@@ -84,6 +84,15 @@ func (m *Memory) Claim(_ context.Context, key string, ttl time.Duration) (bool, 
 	return true, nil
 }
 
+// ClaimAll implements BatchClaimer.
+func (m *Memory) ClaimAll(ctx context.Context, keys []string, ttl time.Duration) ([]bool, error) {
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i], _ = m.Claim(ctx, k, ttl)
+	}
+	return out, nil
+}
+
 // Unclaim implements Store.
 func (m *Memory) Unclaim(ctx context.Context, key string) error { return m.Delete(ctx, key) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +77,27 @@ func (r *Redis) Claim(ctx context.Context, key string, ttl time.Duration) (bool,
 		return false, unavailable(err)
 	}
 	return ok, nil
+}
+
+// ClaimAll implements BatchClaimer: one pipeline of SET NX, sent in chunks of 1,000.
+func (r *Redis) ClaimAll(ctx context.Context, keys []string, ttl time.Duration) ([]bool, error) {
+	out := make([]bool, 0, len(keys))
+	for chunk := range slices.Chunk(keys, 1000) {
+		cmds := make([]*redis.BoolCmd, len(chunk))
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range chunk {
+				cmds[i] = p.SetNX(ctx, r.Key(k), 1, ttl)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for _, c := range cmds {
+			out = append(out, c.Val())
+		}
+	}
+	return out, nil
 }
 
 // Unclaim implements Store.

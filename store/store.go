@@ -34,3 +34,9 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Close() error
 }
+
+// BatchClaimer is a Store that claims many keys in one round trip (a notification's alerts).
+type BatchClaimer interface {
+	// ClaimAll is Claim for each key, in order.
+	ClaimAll(ctx context.Context, keys []string, ttl time.Duration) ([]bool, error)
+}

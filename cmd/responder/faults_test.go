@@ -221,12 +221,19 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 		t.Fatalf("no playbook matches %v", labels)
 	}
 	in, out := map[string]bool{}, map[string]bool{}
-	for _, q := range pb.Queries {
-		e := pb.Expand(q, labels)
+	add := func(e string) {
 		if strings.Contains(e, match) {
 			in[e] = true
 		} else {
 			out[e] = true
+		}
+	}
+	for _, q := range pb.Queries {
+		add(pb.Expand(q, labels))
+	}
+	if pb.Fleet != nil { // the sibling comparison's queries run beside them
+		for _, q := range pb.Fleet.Queries {
+			add(pb.ExpandFleet(q, labels))
 		}
 	}
 	if len(in) == 0 || len(out) == 0 {
@@ -557,7 +564,12 @@ profile: {enabled: true, default_duration: 200ms, cooldown: 0s, start_timeout: 5
 		code := runProfile(context.Background(), []string{"--config", cfg, "--pod", "vllm-0", "--requested-by", "faults"}, &out, &errb)
 		return code, out.String() + errb.String()
 	}
-	testenv.WaitFor(t, 20*time.Second, "a first capture (Prometheus has scraped the pod)", func() bool {
+	// What the first capture assumes: Prometheus has scraped the pod (the capture finds the
+	// pod's endpoint from its series). On a loaded machine that can take a while.
+	testenv.WaitFor(t, 120*time.Second, "Prometheus to have scraped the pod", func() bool {
+		return promHasResult(prom.URL, `vllm:num_requests_running{pod="vllm-0"}`)
+	})
+	testenv.WaitFor(t, 60*time.Second, "a first capture", func() bool {
 		code, _ := capture()
 		return code == 0
 	})
@@ -576,11 +588,26 @@ profile: {enabled: true, default_duration: 200ms, cooldown: 0s, start_timeout: 5
 	}
 
 	redis.Start()
-	testenv.WaitFor(t, 20*time.Second, "captures to run again", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "captures to run again", func() bool {
 		code, _ := capture()
 		return code == 0
 	})
 	if s := prof.State(); s.Starts != 2 || s.Stops != 2 || s.Active {
 		t.Fatalf("profiler after Redis came back: %+v", s)
 	}
+}
+
+// promHasResult reports whether an instant query of the Prometheus at promURL returns a series.
+func promHasResult(promURL, query string) bool {
+	r, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return false
+	}
+	defer r.Body.Close()
+	var ans struct {
+		Data struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	return r.StatusCode == 200 && json.NewDecoder(r.Body).Decode(&ans) == nil && len(ans.Data.Result) > 0
 }

@@ -149,16 +149,28 @@ receivers:
 	}
 	t.Logf("console:\n%s", out.String())
 
-	// A bounded capture through `responder profile` against vLLM's profiler.
+	// A bounded capture through `responder profile` against vLLM's profiler, with a light load
+	// running: an idle CPU worker busy-waits, and vLLM's default Python stack tracing records
+	// every spin (an idle 2 s capture wrote 28 MB and took 5 minutes to stop on 2 loaded cores).
 	cfg := filepath.Join(t.TempDir(), "profile.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`prometheus: {url: %q}
 log: {level: warn}
-profile: {enabled: true, default_duration: 2s, cooldown: 0s, start_timeout: 30s, stop_timeout: 5m}
+profile: {enabled: true, default_duration: 1s, cooldown: 0s, start_timeout: 30s, stop_timeout: 15m}
 `, prom.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	lctx, lcancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	loadDone := make(chan struct{})
+	go func() {
+		defer close(loadDone)
+		srv.Load(lctx, 40, 250*time.Millisecond, 4, func(i int) realvllm.Request {
+			return realvllm.Request{PromptTokens: 30, MaxTokens: 200, Seed: 30000 + i}
+		})
+	}()
 	var stdout, stderr bytes.Buffer
 	code := runProfile(context.Background(), []string{"--config", cfg, "--pod", realPod, "--namespace", "e2e", "--requested-by", "e2e"}, &stdout, &stderr)
+	lcancel()
+	<-loadDone
 	t.Logf("responder profile: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	if code != 0 {
 		t.Fatalf("responder profile exited %d", code)

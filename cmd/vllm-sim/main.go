@@ -102,7 +102,7 @@
 // up is never counted as finished (request_success_total{finished_reason="abort"} stays 0; its
 // prompt, first token and generated tokens stay counted), and a preemption is counted when the
 // preempted request emits its next token after recompute, never if its client gives up first.
-// The exposition is prometheus_client's: le="1.0", le="+Inf", _created samples.
+// The exposition is prometheus_client's text format: le="1.0", le="+Inf", _created samples.
 package main
 
 import (

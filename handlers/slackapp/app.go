@@ -336,7 +336,7 @@ func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slack.Slash
 // Wrong verdict? select when its record could be kept.
 func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slack.Block {
 	var els []slack.BlockElement
-	if v, ok := slacknotify.EncodeButtonValue(slacknotify.ButtonValue{Labels: d.Scope}); ok && a.capture != nil && d.OfferProfile && d.Scope["pod"] != "" {
+	if v, ok := slacknotify.EncodeButtonValue(a.cfg.ButtonKey(), slacknotify.ActionCapture, slacknotify.ButtonValue{Labels: d.Scope}); ok && a.capture != nil && d.OfferProfile && d.Scope["pod"] != "" {
 		b := slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
 			slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false))
 		b.Confirm = slacknotify.CaptureConfirm(d.Scope["pod"], a.silence != nil)

@@ -375,7 +375,7 @@ func TestStatusListsCapturesAndIncidents(t *testing.T) {
 
 func (e *env) click(t *testing.T, action string, labels map[string]string, user string) {
 	t.Helper()
-	v, _ := slacknotify.EncodeButtonValue(slacknotify.ButtonValue{Labels: labels})
+	v, _ := slacknotify.EncodeButtonValue(e.cfg.ButtonKey(), action, slacknotify.ButtonValue{Labels: labels})
 	payload, _ := json.Marshal(map[string]any{
 		"type":         "block_actions",
 		"user":         map[string]any{"id": user, "name": "alice"},

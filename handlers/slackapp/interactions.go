@@ -43,7 +43,7 @@ func (a *App) HandleInteraction(cb slack.InteractionCallback) {
 		a.goWork("wrong_verdict", func(ctx context.Context) { a.correctVerdict(ctx, log, c, value) })
 		return
 	}
-	v, err := slacknotify.DecodeButtonValue(act.Value)
+	v, err := slacknotify.DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
 	if err != nil {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
 		log.Warn().Err(err).Msg("unreadable button value")

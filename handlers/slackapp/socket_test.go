@@ -100,7 +100,7 @@ func TestSocketModeRoutesCommandsAndClicksLikeTheHTTPEndpoints(t *testing.T) {
 	}
 	e.slack.WaitCalls(t, "response", 1, 10*time.Second)
 
-	v, _ := slacknotify.EncodeButtonValue(slacknotify.ButtonValue{Labels: alertLabels})
+	v, _ := slacknotify.EncodeButtonValue(e.cfg.ButtonKey(), slacknotify.ActionSilence, slacknotify.ButtonValue{Labels: alertLabels})
 	peer.send <- map[string]any{"type": "interactive", "envelope_id": "env-click", "payload": map[string]any{
 		"type": "block_actions", "user": map[string]any{"id": "U1", "name": "alice"}, "channel": map[string]any{"id": "C0INCIDENT"},
 		"message": map[string]any{"ts": "1700000000.000001"},

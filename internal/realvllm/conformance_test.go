@@ -27,9 +27,6 @@ import (
 // entry that no longer differs is reported in the log (remove it), not failed: another branch
 // may fix vllm-sim first.
 var knownDifferences = map[string]string{
-	// issue 11 changes vllm-sim's exposition to prometheus_client's and pre-creates all reasons.
-	"vllm:request_success_total: pre-created finished_reason": "issue 11 pre-creates repetition too",
-	"*: created samples": "prometheus_client's _created samples: issue 11 adds them to vllm-sim",
 	// Families vllm-sim does not model; no playbook or rule reads them.
 	"vllm:admission_rejections_total":           "no admission control in vllm-sim",
 	"vllm:engine_sleep_state":                   "no sleep mode in vllm-sim",
@@ -40,7 +37,6 @@ var knownDifferences = map[string]string{
 	"vllm:external_prefix_cache_queries_total":  "no KV connector in vllm-sim",
 	"vllm:mm_cache_hits_total":                  "no multimodal inputs in vllm-sim",
 	"vllm:mm_cache_queries_total":               "no multimodal inputs in vllm-sim",
-	"vllm:num_requests_waiting_by_reason":       "no deferred requests (LoRA, KV transfer) in vllm-sim: capacity would equal num_requests_waiting",
 	"vllm:prompt_tokens_by_source_total":        "prompt sources (compute, cache hit, KV transfer) not split in vllm-sim",
 	"vllm:prompt_tokens_cached_total":           "prompt sources not split in vllm-sim",
 	"vllm:prompt_tokens_cached_by_source_total": "prompt sources not split in vllm-sim",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,7 +19,18 @@ var errSlackTimeout = errors.New("slack API call timed out")
 
 // RetryableError marks a failure that may succeed later (rate limit, timeout, 5xx): the
 // notification can be handed back for a retry.
-type RetryableError struct{ Err error }
+type RetryableError struct {
+	Err error
+	// Unanswered: the call may have been carried out although no answer came in time (a
+	// timeout), so a retry may duplicate it.
+	Unanswered bool
+}
+
+// unanswered reports whether err is a call that timed out without an answer.
+func unanswered(err error) bool {
+	var r *RetryableError
+	return errors.As(err, &r) && r.Unanswered
+}
 
 func (e *RetryableError) Error() string { return e.Err.Error() }
 func (e *RetryableError) Unwrap() error { return e.Err }
@@ -118,7 +130,7 @@ func (a *API) callN(ctx context.Context, method, channel string, maxRetries int,
 		}
 		err = fmt.Errorf("%s: %w", method, err)
 		if retryable {
-			return &RetryableError{Err: err}
+			return &RetryableError{Err: err, Unanswered: result == ResultTimeout}
 		}
 		return err
 	}
@@ -175,6 +187,21 @@ func (a *API) Post(ctx context.Context, channel string, opts ...slack.MsgOption)
 	return channelID, ts, err
 }
 
+// History lists the channel's messages since oldest (a Slack timestamp), with their metadata,
+// newest first: at most one page of 100.
+func (a *API) History(ctx context.Context, channelID, oldest string) ([]slack.Message, error) {
+	var msgs []slack.Message
+	err := a.call(ctx, MethodHistory, "", func(ctx context.Context) error {
+		resp, e := a.client.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: channelID, Oldest: oldest, Inclusive: true, Limit: 100, IncludeAllMetadata: true})
+		if e == nil {
+			msgs = resp.Messages
+		}
+		return e
+	})
+	return msgs, err
+}
+
 // Update edits a message.
 func (a *API) Update(ctx context.Context, channel, ts string, opts ...slack.MsgOption) error {
 	return a.call(ctx, MethodUpdate, channel, func(ctx context.Context) error {
@@ -203,8 +230,38 @@ func (a *API) Upload(ctx context.Context, p slack.UploadFileParameters) error {
 	})
 }
 
+// slackResponseHost is where Slack's own response_urls point.
+const slackResponseHost = "hooks.slack.com"
+
+// checkResponseURL admits only Slack's response_urls (https://hooks.slack.com/...), those on
+// api_url's host, and those on response_url_hosts: the URL comes in the request, and the
+// responder must not be made to post to any other host.
+func (a *API) checkResponseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return errors.New("response_url is not an http(s) URL")
+	}
+	if u.Scheme == "https" && strings.EqualFold(u.Hostname(), slackResponseHost) && (u.Port() == "" || u.Port() == "443") {
+		return nil
+	}
+	if a.cfg.APIURL != "" {
+		if api, err := url.Parse(a.cfg.APIURL); err == nil && strings.EqualFold(api.Host, u.Host) {
+			return nil
+		}
+	}
+	for _, h := range a.cfg.ResponseURLHosts {
+		if strings.EqualFold(h, u.Host) {
+			return nil
+		}
+	}
+	return fmt.Errorf("response_url host %q is not Slack's (%s) nor in slack.response_url_hosts", u.Host, slackResponseHost)
+}
+
 // Respond posts to an interaction's or command's response_url.
 func (a *API) Respond(ctx context.Context, responseURL string, msg *slack.WebhookMessage) error {
+	if err := a.checkResponseURL(responseURL); err != nil {
+		return fmt.Errorf("%s: %w", MethodResponseURL, err)
+	}
 	return a.call(ctx, MethodResponseURL, "", func(ctx context.Context) error {
 		return slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
 	})

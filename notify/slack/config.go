@@ -33,6 +33,10 @@ type Config struct {
 	Channel string `yaml:"channel"`
 	// APIURL is the Slack Web API base URL; empty means Slack's own. Tests point it at a local server.
 	APIURL string `yaml:"api_url"`
+	// ResponseURLHosts are the hosts (host or host:port) whose response_url a command or a
+	// button's answer may be posted to, besides Slack's own (https://hooks.slack.com) and
+	// api_url's host. A response_url comes in the request: only Slack's hosts are called.
+	ResponseURLHosts []string `yaml:"response_url_hosts,omitempty"`
 	// SocketMode receives commands and button clicks over a WebSocket (needs app_token) instead of
 	// the public HTTP endpoints.
 	SocketMode bool `yaml:"socket_mode"`

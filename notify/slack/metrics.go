@@ -12,6 +12,7 @@ const (
 	MethodFileUpload    = "files.upload"
 	MethodUsergroups    = "usergroups.users.list"
 	MethodResponseURL   = "response_url"
+	MethodHistory       = "conversations.history"
 )
 
 // Results of a Slack API call.
@@ -23,7 +24,7 @@ const (
 )
 
 var (
-	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL}
+	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL, MethodHistory}
 	apiResults  = []string{ResultOK, ResultRateLimited, ResultError, ResultTimeout}
 	subcommands = []string{"triage", "profile", "status", "help", "invalid"}
 	actions     = []string{"rerun", "silence", "capture", "wrong_verdict", "unknown"}

@@ -23,6 +23,13 @@ import (
 const (
 	threadKeyPrefix = "slack:thread:"
 	parentKeyPrefix = "slack:parent:"
+	// unansweredKeyPrefix marks a group whose parent post timed out without an answer: it may
+	// be in the channel, so the retry looks for it before posting again.
+	unansweredKeyPrefix = "slack:unanswered:"
+	// channelKeyPrefix remembers the id of a channel configured by name (history needs it).
+	channelKeyPrefix = "slack:channel:"
+	// parentEventType is the message metadata that marks a parent message, with its group.
+	parentEventType = "vllm_responder_parent"
 )
 
 // errParentPending is returned when another replica holds the right to create a group's parent
@@ -141,7 +148,59 @@ func (n *Notifier) saveThread(ctx context.Context, t *Thread) error {
 	if err != nil {
 		return err
 	}
-	return n.store.Set(ctx, ThreadKey(t.GroupKey), b, time.Duration(n.cfg.ThreadTTL))
+	if err := n.store.Set(ctx, ThreadKey(t.GroupKey), b, time.Duration(n.cfg.ThreadTTL)); err != nil {
+		return err
+	}
+	n.index(ctx, t)
+	return nil
+}
+
+// recentKey is the index of the most recent threads, which `/vllm status` reads instead of
+// every thread record in the store.
+const recentKey = "slack:recent"
+
+// maxRecent bounds the index.
+const maxRecent = 100
+
+type recentEntry struct {
+	Group string `json:"group"` // hashKey of the group key
+	Incident
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// index records t in the index of recent threads (newest first, at most maxRecent). Replicas
+// may race on it; the next save of a thread puts it back, and status is information only.
+func (n *Notifier) index(ctx context.Context, t *Thread) {
+	recent := n.loadRecent(ctx)
+	e := recentEntry{Group: hashKey(t.GroupKey), UpdatedAt: t.UpdatedAt, Incident: Incident{Alertname: t.Alertname, Status: t.Status,
+		Channel: t.Channel, TS: t.TS, StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)}}
+	recent = slices.DeleteFunc(recent, func(r recentEntry) bool { return r.Group == e.Group })
+	recent = append(recent, e)
+	slices.SortStableFunc(recent, func(a, b recentEntry) int { return b.StartedAt.Compare(a.StartedAt) })
+	if len(recent) > maxRecent {
+		recent = recent[:maxRecent]
+	}
+	b, err := json.Marshal(recent)
+	if err == nil {
+		err = n.store.Set(ctx, recentKey, b, time.Duration(n.cfg.ThreadTTL))
+	}
+	if err != nil {
+		n.log.Warn().Err(err).Msg("updating the index of recent slack threads")
+	}
+}
+
+func (n *Notifier) loadRecent(ctx context.Context) []recentEntry {
+	b, ok, err := n.store.Get(ctx, recentKey)
+	if err != nil || !ok {
+		return nil
+	}
+	var recent []recentEntry
+	if json.Unmarshal(b, &recent) != nil {
+		return nil
+	}
+	// Threads not saved for thread_ttl have expired from the store: drop them here too.
+	cutoff := n.now().Add(-time.Duration(n.cfg.ThreadTTL))
+	return slices.DeleteFunc(recent, func(r recentEntry) bool { return r.UpdatedAt.Before(cutoff) })
 }
 
 // Notify posts a group notification: a parent message the first time, a thread reply when
@@ -221,7 +280,19 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		log.Debug().Str("thread_ts", th.TS).Msg("another replica created the parent message; replying in its thread")
 		return retry(n.followUp(ctx, log, nt, th))
 	}
-	th, _, err = n.postParent(ctx, nt, items)
+	if found, marked := n.findUnanswered(ctx, log, nt, items); found != nil {
+		// The last attempt's post did land: it is the parent, not a second one.
+		th = found
+	} else {
+		start := n.now()
+		th, _, err = n.postParent(ctx, nt, items)
+		switch {
+		case unanswered(err):
+			n.markUnanswered(ctx, log, nt.GroupKey, start)
+		case err == nil && marked:
+			_ = n.store.Delete(ctx, unansweredKeyPrefix+hashKey(nt.GroupKey))
+		}
+	}
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
 		if storeDown {
@@ -288,21 +359,109 @@ func (n *Notifier) waitThread(ctx context.Context, groupKey, prevTS string) (*Th
 	}
 }
 
-// postParent posts the group's first message and returns its thread record.
-func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slack.Block, error) {
+type unansweredPost struct {
+	At      time.Time `json:"at"`
+	Channel string    `json:"channel"` // the channel's id, when known
+}
+
+// markUnanswered records that a parent post of the group timed out without an answer.
+func (n *Notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
+	rec := unansweredPost{At: at, Channel: n.channelID(ctx)}
+	b, _ := json.Marshal(rec)
+	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(groupKey), b, time.Hour); err != nil {
+		log.Warn().Err(err).Msg("recording an unanswered parent post")
+	}
+}
+
+// channelID is the configured channel's id: the channel itself when it is one, else the id
+// Slack answered with for an earlier post ("" when none is known yet).
+func (n *Notifier) channelID(ctx context.Context) string {
+	if c := n.cfg.Channel; c != "" && !strings.HasPrefix(c, "#") && strings.ToUpper(c) == c {
+		return c
+	}
+	b, ok, err := n.store.Get(ctx, channelKeyPrefix+n.cfg.Channel)
+	if err != nil || !ok {
+		return ""
+	}
+	return string(b)
+}
+
+// findUnanswered looks, after a parent post of the group timed out, for that post in the
+// channel's history (by its metadata): Slack may have carried it out and answered too late.
+// It returns the thread record of the post found, saved, or nil; marked says whether an
+// unanswered post was recorded.
+func (n *Notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item) (*Thread, bool) {
+	key := unansweredKeyPrefix + hashKey(nt.GroupKey)
+	b, ok, err := n.store.Get(ctx, key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	var rec unansweredPost
+	if json.Unmarshal(b, &rec) != nil {
+		return nil, true
+	}
+	ch := cmp.Or(rec.Channel, n.channelID(ctx))
+	if ch == "" {
+		log.Warn().Msg("the last parent post timed out and the channel's id is unknown: posting again (it may duplicate)")
+		return nil, true
+	}
+	oldest := fmt.Sprintf("%d.000000", rec.At.Add(-time.Minute).Unix())
+	msgs, err := n.api.History(ctx, ch, oldest)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not read the channel's history for the last parent post: posting again (it may duplicate)")
+		return nil, true
+	}
+	for _, m := range msgs {
+		if m.Metadata.EventType != parentEventType || m.Metadata.EventPayload["group"] != hashKey(nt.GroupKey) || m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
+			continue
+		}
+		blocks, text := n.renderParent(nt, items)
+		th := n.newThread(nt, items, blocks, text, ch, m.Timestamp)
+		if err := n.saveThread(ctx, th); err != nil {
+			log.Error().Err(err).Msg("saving slack thread state")
+		}
+		_ = n.store.Delete(ctx, key)
+		log.Info().Str("thread_ts", th.TS).Msg("the parent post that timed out is in the channel; not posting it again")
+		return th, true
+	}
+	return nil, true
+}
+
+func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slack.Block, string) {
 	view := *nt
 	view.Items = items
 	view.Status = notify.StatusFiring
-	blocks, text := n.parentBlocks(&view, n.opts)
-	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl())
+	return n.parentBlocks(&view, n.opts)
+}
+
+// postParent posts the group's first message and returns its thread record.
+func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slack.Block, error) {
+	blocks, text := n.renderParent(nt, items)
+	opts := []slack.MsgOption{slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl()}
+	if nt.GroupKey != "" {
+		// Marks the parent with its group, so a retry after a timeout can find it.
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: parentEventType,
+			EventPayload: map[string]any{"group": hashKey(nt.GroupKey)}}))
+	}
+	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, opts...)
 	if err != nil {
 		return nil, nil, err
+	}
+	if nt.GroupKey != "" && ch != "" && ch != n.cfg.Channel {
+		_ = n.store.Set(ctx, channelKeyPrefix+n.cfg.Channel, []byte(ch), 30*24*time.Hour)
 	}
 	kind := "parent"
 	if len(items) > n.cfg.StormThreshold {
 		kind = "storm"
 	}
 	n.api.metrics.Messages.WithLabelValues(kind).Inc()
+	return n.newThread(nt, items, blocks, text, ch, ts), blocks, nil
+}
+
+// newThread is the thread record of a group's parent message.
+func (n *Notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slack.Block, text, ch, ts string) *Thread {
+	view := *nt
+	view.Items = items
 	raw, _ := json.Marshal(blocks)
 	th := &Thread{
 		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
@@ -313,7 +472,7 @@ func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, item
 		th.Verdicts[fingerprint(it)] = itemVerdict(it)
 		th.Starts[fingerprint(it)] = it.Alert.StartsAt.UnixMilli()
 	}
-	return th, blocks, nil
+	return th
 }
 
 func fingerprint(it notify.Item) string {
@@ -400,7 +559,7 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 			blocks = append(blocks, section(intros[i]))
 			blocks = append(blocks, n.itemBlocks(it, nt.ReceivedAt, n.opts, true)...)
 		}
-		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), cmp.Or(th.Alertname, "this group"))
+		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), escape(cmp.Or(th.Alertname, "this group")))
 	}
 	if len(resolved) > 0 {
 		blocks = append(blocks, section(":large_green_circle: *Resolved*\n"+strings.Join(resolved, "\n")))
@@ -433,7 +592,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	took := humanDuration(end.Sub(th.StartedAt))
 	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
 	blocks := resolvedParent(th, note)
-	text := "RESOLVED " + cmp.Or(th.Alertname, "alert") + " after " + took
+	text := "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took
 	if err := n.api.Update(ctx, th.Channel, th.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
 		return err
 	}
@@ -489,22 +648,24 @@ type Incident struct {
 	Alerts     int
 }
 
-// RecentIncidents lists the threads the store remembers, newest first.
+// RecentIncidents lists the most recent threads, newest first, from their index (one record,
+// however many threads the store holds).
 func (n *Notifier) RecentIncidents(ctx context.Context, limit int) ([]Incident, error) {
-	recs, err := n.store.List(ctx, threadKeyPrefix)
-	if err != nil {
+	b, ok, err := n.store.Get(ctx, recentKey)
+	if err != nil || !ok {
 		return nil, err
 	}
-	var out []Incident
-	for _, b := range recs {
-		var t Thread
-		if json.Unmarshal(b, &t) != nil {
-			continue
-		}
-		out = append(out, Incident{Alertname: t.Alertname, Status: t.Status, Channel: t.Channel, TS: t.TS,
-			StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)})
+	var recent []recentEntry
+	if err := json.Unmarshal(b, &recent); err != nil {
+		return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
 	}
-	slices.SortFunc(out, func(a, b Incident) int { return b.StartedAt.Compare(a.StartedAt) })
+	cutoff := n.now().Add(-time.Duration(n.cfg.ThreadTTL))
+	var out []Incident
+	for _, r := range recent {
+		if !r.UpdatedAt.Before(cutoff) {
+			out = append(out, r.Incident)
+		}
+	}
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}

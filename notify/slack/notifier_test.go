@@ -2,13 +2,20 @@ package slacknotify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -357,5 +364,157 @@ func TestAnAlertThatFiresAgainInAnOpenThreadIsPosted(t *testing.T) {
 	}
 	if posts[1].Form.Get("thread_ts") == "" || !strings.Contains(posts[1].Form.Get("blocks"), "Fired again") {
 		t.Errorf("the new incident is not a reply saying it fired again: %v", posts[1].Form)
+	}
+}
+
+// The fallback text of every message (what notifications, screen readers and block-less clients
+// show, read by Slack as mrkdwn) escapes what comes from labels and templates: a label value or a
+// summary carrying <!channel>, <!here>, <@U…> or link markup cannot ping anyone or hide a link.
+func TestFallbackTextCannotPingOrLink(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage", "chat.update")
+	evil := func(pod string) notify.Item {
+		it := item(playbooks.VerdictKVPressure, pod)
+		it.Alert.Labels["alertname"] = "<!channel>"
+		it.Diagnosis.Title = "<!here> <@U0ADMIN>"
+		it.Diagnosis.Summary = "<https://evil.example|click> & <!subteam^S1>"
+		return it
+	}
+	group := `{}:{alertname="x"}`
+	nt := firingNotification(group, evil("<@U0POD>"))
+	nt.GroupLabels = map[string]string{"alertname": "<!channel>"}
+	notifyOK(t, h.n, nt)
+	nt = firingNotification(group, evil("vllm-1"))
+	nt.GroupLabels = map[string]string{"alertname": "<!channel>"}
+	notifyOK(t, h.n, nt)
+	res := firingNotification(group, notify.Item{Alert: alert("vllm-1", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+
+	calls := append(h.slack.Calls("chat.postMessage"), h.slack.Calls("chat.update")...)
+	if len(calls) < 3 {
+		t.Fatalf("want a parent, a reply and an edit, got %d calls", len(calls))
+	}
+	for _, c := range calls {
+		text := c.Form.Get("text")
+		for _, bad := range []string{"<!channel>", "<!here>", "<@U0ADMIN>", "<@U0POD>", "<https://evil.example|click>", "<!subteam^S1>"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s: fallback text carries %q raw: %q", c.Method, bad, text)
+			}
+		}
+	}
+}
+
+// Slack records a parent post but answers after request_timeout: the retry finds that post in
+// the channel's history by its metadata and adopts it, instead of posting a second parent.
+func TestAParentPostAnsweredTooLateIsNotPostedTwice(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cfg.RequestTimeout = model.Duration(300 * time.Millisecond)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var n atomic.Int32
+	var mu sync.Mutex
+	var channel []map[string]any // what Slack carried out, answered or not
+	h.slack.Handle("chat.postMessage", func(c fakeslack.Call) fakeslack.Response {
+		ts := fmt.Sprintf("1700000000.%06d", n.Add(1))
+		var md map[string]any
+		_ = json.Unmarshal([]byte(c.Form.Get("metadata")), &md)
+		mu.Lock()
+		channel = append(channel, map[string]any{"type": "message", "ts": ts, "text": c.Form.Get("text"), "metadata": md})
+		mu.Unlock()
+		r := fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "channel": "C0INCIDENT", "ts": ts}}
+		if strings.Contains(c.Form.Get("metadata"), hashKey("late")) {
+			r.Hold = release // recorded now, answered long after the deadline
+		}
+		return r
+	})
+	h.slack.Handle("conversations.history", func(c fakeslack.Call) fakeslack.Response {
+		mu.Lock()
+		msgs := slices.Clone(channel)
+		mu.Unlock()
+		slices.Reverse(msgs) // newest first
+		if c.Form.Get("channel") != "C0INCIDENT" || c.Form.Get("include_all_metadata") != "1" {
+			t.Errorf("history asked for %v", c.Form)
+		}
+		return fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "messages": msgs}}
+	})
+	// An earlier group's post teaches the notifier the channel's id.
+	notifyOK(t, h.n, firingNotification("early", item(playbooks.VerdictKVPressure, "vllm-9")))
+
+	nt := firingNotification("late", item(playbooks.VerdictKVPressure, "vllm-0"))
+	if retry, err := h.n.Notify(context.Background(), nt); err == nil || !retry {
+		t.Fatalf("the post that timed out: retry=%v err=%v; want a retryable failure", retry, err)
+	}
+	notifyOK(t, h.n, nt) // the retry
+	if posts := h.slack.Calls("chat.postMessage"); len(posts) != 2 {
+		t.Fatalf("want 2 parent posts (one per group), got %d: the late one was posted again", len(posts))
+	}
+	th, err := h.n.loadThread(context.Background(), "late")
+	if err != nil || th == nil || th.TS != "1700000000.000002" || th.Channel != "C0INCIDENT" {
+		t.Fatalf("the retry must adopt the late post as the group's thread, got %+v %v", th, err)
+	}
+}
+
+// noList is a store on which listing every record fails the test.
+type noList struct {
+	store.Store
+	t *testing.T
+}
+
+func (s noList) List(ctx context.Context, prefix string) (map[string][]byte, error) {
+	s.t.Errorf("List(%q): /vllm status must read the index of recent threads, not every record", prefix)
+	return s.Store.List(ctx, prefix)
+}
+
+// `/vllm status` reads one index of the recent threads, however many thread records the store
+// holds: newest first, each in its latest state, bounded.
+func TestRecentIncidentsComeFromAnIndexNotFromEveryRecord(t *testing.T) {
+	mem := store.NewMemory()
+	for i := range 500 { // old records nobody indexed: never read
+		_ = mem.Set(context.Background(), ThreadKey(fmt.Sprintf("old-%d", i)), []byte(`{"alertname":"Old"}`), time.Hour)
+	}
+	h := newHarness(t, noList{Store: mem, t: t}, nil, "chat.postMessage", "chat.update")
+	for i := range maxRecent + 5 {
+		it := item(playbooks.VerdictKVPressure, "vllm-0")
+		it.Alert.StartsAt = startTS.Add(time.Duration(i) * time.Minute)
+		notifyOK(t, h.n, firingNotification(fmt.Sprintf("g%03d", i), it))
+	}
+	res := firingNotification(fmt.Sprintf("g%03d", maxRecent+4), notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+	inc, err := h.n.RecentIncidents(context.Background(), 3)
+	if err != nil || len(inc) != 3 {
+		t.Fatalf("RecentIncidents = %+v, %v", inc, err)
+	}
+	if inc[0].Status != notify.StatusResolved || !inc[0].StartedAt.After(inc[1].StartedAt) || !inc[1].StartedAt.After(inc[2].StartedAt) {
+		t.Fatalf("want newest first, the newest resolved: %+v", inc)
+	}
+	all, _ := h.n.RecentIncidents(context.Background(), 0)
+	if len(all) != maxRecent {
+		t.Fatalf("the index holds %d threads, want at most %d", len(all), maxRecent)
+	}
+}
+
+// A response_url comes in the request: only Slack's own hosts (and, for tests, api_url's host
+// and slack.response_url_hosts) are ever called.
+func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
+	h := newHarness(t, nil, nil, "response")
+	var hit atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit.Add(1) }))
+	t.Cleanup(other.Close)
+	msg := &slack.WebhookMessage{Text: "hi"}
+	for _, u := range []string{other.URL + "/response/x", "https://hooks.slack.com.evil.example/commands/1", "http://hooks.slack.com/commands/1", "file:///etc/passwd"} {
+		if err := h.api.Respond(context.Background(), u, msg); err == nil {
+			t.Errorf("Respond(%s) was allowed", u)
+		}
+	}
+	if hit.Load() != 0 {
+		t.Fatalf("a host that is not Slack's was called %d times", hit.Load())
+	}
+	if err := h.api.Respond(context.Background(), h.slack.ResponseURL("ok"), msg); err != nil {
+		t.Fatalf("api_url's host must be allowed: %v", err)
+	}
+	h.cfg.ResponseURLHosts = []string{strings.TrimPrefix(other.URL, "http://")}
+	if err := h.api.Respond(context.Background(), other.URL+"/response/x", msg); err != nil || hit.Load() != 1 {
+		t.Fatalf("a host in response_url_hosts must be allowed: %v (hits %d)", err, hit.Load())
 	}
 }

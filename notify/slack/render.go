@@ -2,7 +2,11 @@ package slacknotify
 
 import (
 	"cmp"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -39,13 +43,38 @@ const (
 )
 
 // ButtonValue is what a diagnosis button carries back to the interaction handler: the alert's
-// labels (or the triage scope), so the click needs no state on the server.
+// labels (or the triage scope), so the click needs no state on the server, and an HMAC that
+// binds them to the button's action under a server key: a click with a value the message did
+// not offer (crafted labels, another button's value) is refused.
 type ButtonValue struct {
 	Labels map[string]string `json:"l"`
+	Sig    string            `json:"s,omitempty"`
 }
 
-// EncodeButtonValue returns the value for a button, and false when it does not fit Slack's limit.
-func EncodeButtonValue(v ButtonValue) (string, bool) {
+// errButtonSignature is a button value whose signature does not match.
+var errButtonSignature = errors.New("button value: signature does not match (not a value this responder offered)")
+
+// ButtonKey is the server key that signs button values: derived from the signing secret (the
+// app token with Socket Mode), which every replica shares.
+func (c *Config) ButtonKey() []byte {
+	m := hmac.New(sha256.New, []byte(cmp.Or(c.SigningSecret.Reveal(), c.AppToken.Reveal(), c.BotToken.Reveal())))
+	m.Write([]byte("vllm-responder button value v1"))
+	return m.Sum(nil)
+}
+
+func buttonSig(key []byte, action string, labels map[string]string) string {
+	b, _ := json.Marshal(labels) // map keys sorted: canonical
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(action))
+	m.Write([]byte{0})
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// EncodeButtonValue returns the signed value of the button for action, and false when it does
+// not fit Slack's limit.
+func EncodeButtonValue(key []byte, action string, v ButtonValue) (string, bool) {
+	v.Sig = buttonSig(key, action, v.Labels)
 	b, err := json.Marshal(v)
 	if err != nil || len(b) > maxButtonValue {
 		return "", false
@@ -53,11 +82,14 @@ func EncodeButtonValue(v ButtonValue) (string, bool) {
 	return string(b), true
 }
 
-// DecodeButtonValue parses a button's value.
-func DecodeButtonValue(s string) (ButtonValue, error) {
+// DecodeButtonValue parses the value of a click on action and checks its signature.
+func DecodeButtonValue(key []byte, action, s string) (ButtonValue, error) {
 	var v ButtonValue
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return v, fmt.Errorf("button value: %w", err)
+	}
+	if !hmac.Equal([]byte(v.Sig), []byte(buttonSig(key, action, v.Labels))) {
+		return ButtonValue{}, errButtonSignature
 	}
 	return v, nil
 }
@@ -344,20 +376,25 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 	if len(labels) == 0 && item.Diagnosis != nil {
 		labels = item.Diagnosis.Scope
 	}
-	val, ok := EncodeButtonValue(ButtonValue{Labels: labels})
+	key := n.cfg.ButtonKey()
+	val, ok := EncodeButtonValue(key, ActionRerun, ButtonValue{Labels: labels})
 	if !ok {
 		return nil
+	}
+	value := func(action string) string {
+		v, _ := EncodeButtonValue(key, action, ButtonValue{Labels: labels})
+		return v
 	}
 	var els []slack.BlockElement
 	if item.Diagnosis != nil {
 		els = append(els, slack.NewButtonBlockElement(ActionRerun, val, plain(rerunLabel(item.Diagnosis, now), 75)))
 	}
 	if opts.Silence && item.Alert.Fingerprint != "" {
-		b := slack.NewButtonBlockElement(ActionSilence, val, plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
+		b := slack.NewButtonBlockElement(ActionSilence, value(ActionSilence), plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
 		els = append(els, b)
 	}
 	if opts.Capture && item.Diagnosis != nil && item.Diagnosis.OfferProfile && labels["pod"] != "" {
-		b := slack.NewButtonBlockElement(ActionCapture, val, plain("Capture profile", 75))
+		b := slack.NewButtonBlockElement(ActionCapture, value(ActionCapture), plain("Capture profile", 75))
 		b.Style = slack.StylePrimary
 		b.Confirm = CaptureConfirm(labels["pod"], opts.Silence)
 		els = append(els, b)
@@ -488,6 +525,8 @@ func (n *Notifier) parentBlocks(nt *notify.Notification, opts RenderOptions) ([]
 }
 
 // fallbackText is the message's text: notifications, screen readers and clients without blocks.
+// Slack reads it as mrkdwn, so what comes from labels and templates is escaped: a label value
+// `<!channel>` must not ping a channel.
 func fallbackText(nt *notify.Notification, name string) string {
 	s := strings.ToUpper(cmp.Or(nt.Status, notify.StatusFiring)) + " " + cmp.Or(name, "alert")
 	if len(nt.Items) == 1 && nt.Items[0].Diagnosis != nil {
@@ -499,7 +538,7 @@ func fallbackText(nt *notify.Notification, name string) string {
 	} else if len(nt.Items) > 1 {
 		s += fmt.Sprintf(": %d alerts", len(nt.Items))
 	}
-	return truncate(s, maxFallbackChars)
+	return escape(truncate(s, maxFallbackChars))
 }
 
 // stormBlocks summarises a group with many alerts in one message: a count per verdict and a

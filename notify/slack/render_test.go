@@ -158,17 +158,39 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 }
 
 func TestButtonValueRoundTripsTheAlertLabels(t *testing.T) {
+	key := testConfig("").ButtonKey()
 	in := ButtonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}}
-	s, ok := EncodeButtonValue(in)
+	s, ok := EncodeButtonValue(key, ActionSilence, in)
 	if !ok {
 		t.Fatal("did not fit")
 	}
-	out, err := DecodeButtonValue(s)
+	out, err := DecodeButtonValue(key, ActionSilence, s)
 	if err != nil || out.Labels["pod"] != "p-1" || out.Labels["alertname"] != "A" {
 		t.Errorf("got %+v, %v", out, err)
 	}
-	if _, ok := EncodeButtonValue(ButtonValue{Labels: map[string]string{"x": strings.Repeat("y", 3000)}}); ok {
+	if _, ok := EncodeButtonValue(key, ActionSilence, ButtonValue{Labels: map[string]string{"x": strings.Repeat("y", 3000)}}); ok {
 		t.Error("a value over 2000 bytes was accepted")
+	}
+}
+
+// A button's value is bound to what the message offered: a correctly signed click whose value
+// was crafted (other labels, no signature, another button's value, another server's key) is
+// refused, so it cannot silence every critical alert or capture any pod.
+func TestButtonValuesNotOfferedByTheResponderAreRefused(t *testing.T) {
+	key := testConfig("").ButtonKey()
+	offered, _ := EncodeButtonValue(key, ActionRerun, ButtonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}})
+	other := testConfig("")
+	other.SigningSecret = "another-secret"
+	foreign, _ := EncodeButtonValue(other.ButtonKey(), ActionSilence, ButtonValue{Labels: map[string]string{"severity": "critical"}})
+	for name, c := range map[string]struct{ action, value string }{
+		"crafted labels, no signature":   {ActionSilence, `{"l":{"severity":"critical"}}`},
+		"labels changed after signing":   {ActionRerun, strings.Replace(offered, `"p-1"`, `"p-2"`, 1)},
+		"the re-run value on Capture":    {ActionCapture, offered},
+		"signed with another server key": {ActionSilence, foreign},
+	} {
+		if _, err := DecodeButtonValue(key, c.action, c.value); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
 
