@@ -39,6 +39,18 @@ type Config struct {
 	VLLM         VLLMConfig         `yaml:"vllm"`
 	// Traces finds the slowest requests of every diagnosis in Jaeger (off when its url is empty).
 	Traces traces.Config `yaml:"traces"`
+	// MCP serves the read-only MCP tools on /mcp of `responder serve`.
+	MCP MCPConfig `yaml:"mcp"`
+}
+
+// MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
+type MCPConfig struct {
+	// Enabled serves streamable HTTP on /mcp.
+	Enabled bool `yaml:"enabled"`
+	// BearerToken is required with enabled: clients send "Authorization: Bearer ...". It is its
+	// own token, not the webhook's.
+	BearerToken     secret.Secret `yaml:"bearer_token"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
 }
 
 // VLLMConfig says how vLLM's series are named and labelled in Prometheus.
@@ -389,6 +401,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Webhook.BasicAuth.Username != "" && !c.Webhook.BasicAuth.Password.IsSet() {
 		add("webhook.basic_auth.password: required with a username")
+	}
+	if c.MCP.Enabled && !c.MCP.BearerToken.IsSet() {
+		add("mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)")
 	}
 	inRange := func(key string, v, lo, hi int64) {
 		if v < lo || v > hi {

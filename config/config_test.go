@@ -29,6 +29,7 @@ func TestConfigErrorsNameTheirKey(t *testing.T) {
 		"bad duration":                 {"dispatch: {dedup_window: soon}\n", `test.yaml: line 1: dispatch.dedup_window: not a valid duration string: "soon"`},
 		"profile error, prefixed once": {"profile: {default_duration: 2m}\n", "test.yaml: profile.default_duration: 2m exceeds max_duration 1m"},
 		"unknown profiler kind":        {"profile: {kinds: [{match: {pod: '=~canary-.*'}, profiler: nsys}]}\n", `test.yaml: profile.kinds[0].profiler: must be one of torch, cuda, proton, got "nsys"`},
+		"mcp without its token":        {"mcp: {enabled: true}\n", "test.yaml: mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)"},
 		"bad nested duration":          {"listen: :8080\nprometheus:\n  url: http://p\n  query_timeout: 5x\n", `test.yaml: line 4: prometheus.query_timeout: unknown unit "x" in duration "5x"`},
 	}
 	for name, tc := range cases {
@@ -56,6 +57,7 @@ prometheus: {url: "http://${TEST_UNSET_HOST:-localhost}:9090"}
 webhook: {bearer_token_file: ` + file + `}
 slack: {bot_token: "${TEST_SLACK_TOKEN}", signing_secret: "sign-789", channel: "#x"}
 redis: {url: "redis://:hunter2@localhost:6379/0", password: "redis-pw-000"}
+mcp: {enabled: true, bearer_token_file: ` + file + `}
 `
 	c, err := Parse("test.yaml", []byte(cfg))
 	if err != nil {
@@ -63,6 +65,9 @@ redis: {url: "redis://:hunter2@localhost:6379/0", password: "redis-pw-000"}
 	}
 	if c.Webhook.BearerToken.Reveal() != "from-a-file-123" || c.Slack.BotToken.Reveal() != "xoxb-from-env-456" {
 		t.Fatalf("secrets not loaded: file %q env %q", c.Webhook.BearerToken.Reveal(), c.Slack.BotToken.Reveal())
+	}
+	if !c.MCP.Enabled || c.MCP.BearerToken.Reveal() != "from-a-file-123" {
+		t.Fatalf("mcp.bearer_token_file not read: %q", c.MCP.BearerToken.Reveal())
 	}
 	if c.Listen != "127.0.0.1:9191" || c.Prometheus.URL != "http://localhost:9090" {
 		t.Fatalf("env expansion: listen %q, url %q", c.Listen, c.Prometheus.URL)

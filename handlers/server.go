@@ -23,9 +23,11 @@ type Routes struct {
 	Webhook           http.Handler
 	SlackCommands     http.Handler
 	SlackInteractions http.Handler
-	Gatherer          prometheus.Gatherer
-	Ready             []Check
-	Logger            zerolog.Logger
+	// MCP is the streamable-HTTP MCP endpoint (nil: mcp.enabled is off).
+	MCP      http.Handler
+	Gatherer prometheus.Gatherer
+	Ready    []Check
+	Logger   zerolog.Logger
 }
 
 // NewMux mounts every endpoint of `responder serve`.
@@ -39,6 +41,9 @@ func NewMux(r Routes) *http.ServeMux {
 	}
 	if r.SlackInteractions != nil {
 		mux.Handle("/slack/interactions", r.SlackInteractions)
+	}
+	if r.MCP != nil {
+		mux.Handle("/mcp", r.MCP)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

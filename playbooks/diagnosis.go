@@ -54,10 +54,14 @@ type Diagnosis struct {
 	SlowestRequests *traces.Report `json:"slowest_requests,omitempty"`
 	// Error is set when the evidence could not be gathered at all (Prometheus unreachable):
 	// the diagnosis is then degraded and says so.
-	Error       string        `json:"error,omitempty"`
-	EvaluatedAt time.Time     `json:"evaluated_at"`
-	Duration    time.Duration `json:"-"`
-	DurationMS  float64       `json:"duration_ms"`
+	Error       string    `json:"error,omitempty"`
+	EvaluatedAt time.Time `json:"evaluated_at"`
+	// Record is what the verdict was decided from (nil when no evidence was gathered); it is
+	// not part of the triage JSON. RecordID names it in the store once kept there.
+	Record     *Record       `json:"-"`
+	RecordID   string        `json:"-"`
+	Duration   time.Duration `json:"-"`
+	DurationMS float64       `json:"duration_ms"`
 }
 
 // Evidence is one number behind a diagnosis. Value is nil when the query returned nothing usable.

@@ -316,6 +316,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		d.Actions = []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}
 	} else {
 		e.decide(p, d, values, fleetVals, fleetExprs, labels)
+		d.record(values, fleetVals, labels)
 		if d.Verdict == VerdictNoData {
 			prefix := e.opt.MetricPrefix
 			if prefix == "" {
@@ -367,6 +368,7 @@ func (p *Playbook) decideWith(values map[string]*float64, fleet FleetValues, lab
 		}
 	}
 	(&Engine{}).decide(p, d, values, fleet, exprs, labels)
+	d.record(values, fleet, labels)
 	return d
 }
 

@@ -5,6 +5,7 @@
 //	responder triage --config FILE [...]     run a playbook once and print the diagnosis
 //	responder check --config FILE            validate the config and every playbook
 //	responder playbooks test [--config FILE] DIR...   run playbook fixtures
+//	responder mcp --config FILE              serve the read-only MCP tools on stdio
 //	responder profile --config FILE --pod P  capture a bounded vLLM profile
 //	responder version
 package main
@@ -34,6 +35,7 @@ commands:
   triage           run the playbook for an alert (or the on-demand triage) once and print the diagnosis
   check            validate the configuration and every playbook, print what was loaded
   playbooks test   run playbook fixtures (*_test.yaml) with expected verdicts
+  mcp              serve the read-only MCP tools (triage, list_playbooks, recent_diagnoses, explain_verdict) on stdio
   profile          capture a bounded vLLM profile of one pod
   version          print the version
 
@@ -58,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return runPlaybooksTest(args[1:], stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, args, os.Stdin, stdout, stderr)
 	case "profile":
 		return runProfile(ctx, args, stdout, stderr)
 	case "version":

@@ -107,7 +107,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		}
 		base, notifierKind = sn, "slack"
 	}
-	notifier := &notify.Retrying{Notifier: base, Logger: log, Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}
+	notifier := notify.RecordRecent(&notify.Retrying{Notifier: base, Logger: log, Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}, st, log)
 
 	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),
@@ -152,6 +152,9 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	var incidents slackapp.Incidents
 	if sn, ok := base.(*slacknotify.Notifier); ok {
 		incidents = sn
+	}
+	if routes.MCP, err = mcpHandler(c, set, engine, st); err != nil {
+		return err
 	}
 	closeSlack, err := mountSlack(ctx, c, &routes, slackAPI, d, capt, incidents, log)
 	if err != nil {

@@ -26,6 +26,9 @@ func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, 
 		return func(context.Context) error { return nil }, nil
 	}
 	o := slackapp.Options{Config: &c.Slack, API: api, Triager: d, Incidents: incidents, Logger: log}
+	if r, ok := incidents.(slackapp.Records); ok {
+		o.Records = r // the notifier keeps the diagnosis records the Wrong verdict? select names
+	}
 	if capt != nil {
 		o.Capturer = capturer{svc: capt}
 		o.MaxCapture = time.Duration(c.Profile.MaxDuration)

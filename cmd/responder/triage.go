@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +52,8 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	output := fs.String("output", "text", "output format: text or json")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the whole diagnosis")
 	atFlag := fs.String("at", "", "run as of this time (RFC 3339 or Unix seconds): every query evaluated then, baselines a day before it (default: now)")
+	fixture := fs.String("fixture", "", "also write the diagnosis' recorded values as a playbook fixture to this *_test.yaml file (with --expect)")
+	expect := fs.String("expect", "", "the verdict the --fixture expects: the one you believe is right (playbooks test fails until the playbook gives it)")
 	labels := labelFlags{}
 	fs.Var(labels, "label", "alert label k=v, repeatable (model_name=..., pod=..., namespace=...)")
 	if err := fs.Parse(args); err != nil {
@@ -63,6 +68,9 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *cfgPath == "" {
 		return fail("--config is required")
+	}
+	if err := checkFixtureFlags(*fixture, *expect); err != nil {
+		return fail("%v", err)
 	}
 	var at time.Time
 	if *atFlag != "" {
@@ -105,18 +113,18 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail("%s", oneLine(err))
 	}
+	if *fixture != "" {
+		if err := writeFixture(*fixture, d, *expect); err != nil {
+			return fail("--fixture: %v", err)
+		}
+		fmt.Fprintf(stderr, "responder triage: fixture written to %s (verdict %s, expects %s)\n", *fixture, d.Verdict, *expect)
+	}
 	if *output == "json" {
-		if d.Actions == nil {
-			d.Actions = []string{}
-		}
-		if d.Evidence == nil {
-			d.Evidence = []playbooks.Evidence{}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(triageOutput{d}); err != nil {
+		b, err := encodeTriage(d)
+		if err != nil {
 			return fail("%v", err)
 		}
+		_, _ = stdout.Write(b)
 		return 0
 	}
 	var b strings.Builder
@@ -127,6 +135,60 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	console.WriteDiagnosis(&b, d, "")
 	fmt.Fprint(stdout, b.String())
 	return 0
+}
+
+// encodeTriage is the JSON of `triage --output json` (also the MCP triage tool's answer).
+func encodeTriage(d *playbooks.Diagnosis) ([]byte, error) {
+	if d.Actions == nil {
+		d.Actions = []string{}
+	}
+	if d.Evidence == nil {
+		d.Evidence = []playbooks.Evidence{}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(triageOutput{d}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// checkFixtureFlags checks --fixture and --expect before anything runs.
+func checkFixtureFlags(file, expect string) error {
+	switch {
+	case file == "" && expect == "":
+		return nil
+	case file == "":
+		return errors.New("--expect needs --fixture FILE")
+	case expect == "":
+		return errors.New("--fixture needs --expect VERDICT (the verdict you believe is right)")
+	case !slices.Contains(playbooks.KnownVerdicts, expect):
+		return fmt.Errorf("--expect: unknown verdict %q (one of %s)", expect, strings.Join(playbooks.KnownVerdicts, ", "))
+	case !strings.HasSuffix(file, "_test.yaml") && !strings.HasSuffix(file, "_test.yml"):
+		return fmt.Errorf("--fixture: %s: playbooks test reads only files named *_test.yaml", file)
+	}
+	if _, err := os.Stat(file); err == nil {
+		return fmt.Errorf("--fixture: %s exists; not overwriting it", file)
+	}
+	return nil
+}
+
+// writeFixture writes the diagnosis as a fixture expecting expect; an existing file is kept.
+func writeFixture(file string, d *playbooks.Diagnosis, expect string) error {
+	out, err := playbooks.FixtureFromDiagnosis(d, expect)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(out); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // maxAtSkew is how far in the future --at may be (clock skew between this host and Prometheus).

@@ -55,6 +55,13 @@ type Incidents interface {
 	RecentIncidents(ctx context.Context, limit int) ([]slacknotify.Incident, error)
 }
 
+// Records keeps and finds what a diagnosis was decided from, for the Wrong verdict? select;
+// *slacknotify.Notifier implements it.
+type Records interface {
+	KeepRecord(ctx context.Context, d *playbooks.Diagnosis)
+	LoadRecord(ctx context.Context, id string) (*playbooks.Record, error)
+}
+
 // Options are what New needs. Config, API and Triager are required; the rest may be nil.
 type Options struct {
 	Config    *slacknotify.Config
@@ -63,7 +70,9 @@ type Options struct {
 	Capturer  Capturer
 	Silencer  Silencer
 	Incidents Incidents
-	Logger    zerolog.Logger
+	// Records, when set, gives on-demand diagnoses the Wrong verdict? select and answers it.
+	Records Records
+	Logger  zerolog.Logger
 	// WorkTimeout bounds the work behind one command or click (default 2m).
 	WorkTimeout time.Duration
 	// MaxCapture is the longest capture the Capturer allows (profile.max_duration); a longer
@@ -82,6 +91,7 @@ type App struct {
 	capture Capturer
 	silence Silencer
 	inc     Incidents
+	records Records
 	log     zerolog.Logger
 	timeout time.Duration
 	maxCapt time.Duration
@@ -108,7 +118,7 @@ func New(o Options) (*App, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{
 		cfg: o.Config, api: o.API, metrics: o.API.Metrics(), triager: o.Triager, capture: o.Capturer,
-		silence: o.Silencer, inc: o.Incidents, log: o.Logger,
+		silence: o.Silencer, inc: o.Incidents, records: o.Records, log: o.Logger,
 		timeout: cmp.Or(o.WorkTimeout, 2*time.Minute), now: o.Now,
 		ctx: ctx, cancel: cancel,
 	}
@@ -315,26 +325,33 @@ func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slack.Slash
 	}
 	blocks := append([]slack.Block{slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType,
 		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, slacknotify.DiagnosisBlocks(d)...)
-	if b := a.diagnosisButtons(d); b != nil {
+	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
 	a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeInChannel,
 		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(c.Labels()), cmp.Or(d.Title, d.Verdict)), Blocks: &slack.Blocks{BlockSet: blocks}})
 }
 
-// diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one.
-func (a *App) diagnosisButtons(d *playbooks.Diagnosis) slack.Block {
-	if a.capture == nil || !d.OfferProfile || d.Scope["pod"] == "" {
+// diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one, and the
+// Wrong verdict? select when its record could be kept.
+func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slack.Block {
+	var els []slack.BlockElement
+	if v, ok := slacknotify.EncodeButtonValue(a.cfg.ButtonKey(), slacknotify.ActionCapture, slacknotify.ButtonValue{Labels: d.Scope}); ok && a.capture != nil && d.OfferProfile && d.Scope["pod"] != "" {
+		b := slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
+			slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false))
+		b.Confirm = slacknotify.CaptureConfirm(d.Scope["pod"], a.silence != nil)
+		els = append(els, b)
+	}
+	if a.records != nil {
+		a.records.KeepRecord(ctx, d)
+		if sel := slacknotify.WrongVerdictSelect(d); sel != nil {
+			els = append(els, sel)
+		}
+	}
+	if len(els) == 0 {
 		return nil
 	}
-	v, ok := slacknotify.EncodeButtonValue(a.cfg.ButtonKey(), slacknotify.ActionCapture, slacknotify.ButtonValue{Labels: d.Scope})
-	if !ok {
-		return nil
-	}
-	b := slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
-		slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false))
-	b.Confirm = slacknotify.CaptureConfirm(d.Scope["pod"], a.silence != nil)
-	return slack.NewActionBlock("", b)
+	return slack.NewActionBlock("", els...)
 }
 
 // oneLine is an error for a user: its first line, shortened; never a stack trace.

@@ -37,6 +37,12 @@ func (a *App) HandleInteraction(cb slack.InteractionCallback) {
 		threadTS: cmpOr(cb.Message.ThreadTimestamp, cmpOr(cb.Message.Timestamp, cb.Container.MessageTs)),
 	}
 	log := a.log.With().Str("action", c.action).Str("user_id", c.userID).Str("channel_id", c.channel).Logger()
+	if c.action == slacknotify.ActionWrongVerdict {
+		a.metrics.Interactions.WithLabelValues("wrong_verdict").Inc()
+		value := act.SelectedOption.Value
+		a.goWork("wrong_verdict", func(ctx context.Context) { a.correctVerdict(ctx, log, c, value) })
+		return
+	}
 	v, err := slacknotify.DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
 	if err != nil {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
@@ -91,7 +97,7 @@ func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
 	}
 	blocks := append([]slack.Block{slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType,
 		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, slacknotify.DiagnosisBlocks(d)...)
-	if b := a.diagnosisButtons(d); b != nil {
+	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
 	a.inThread(ctx, log, c, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText("Re-run: "+cmpOr(d.Title, d.Verdict), false))

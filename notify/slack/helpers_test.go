@@ -91,12 +91,15 @@ func alert(pod, status string) template.Alert {
 	return a
 }
 
+// testRecordID stands for the id of a kept diagnosis record (the Wrong verdict? select).
+const testRecordID = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
 // diagnosisFor is a realistic diagnosis for each verdict.
 func diagnosisFor(verdict, pod string) *playbooks.Diagnosis {
 	d := &playbooks.Diagnosis{
 		Playbook: "ttft-p99-high", Verdict: verdict,
 		Scope:       map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "inference", "pod": pod},
-		EvaluatedAt: t0, DurationMS: 231,
+		EvaluatedAt: t0, DurationMS: 231, RecordID: testRecordID,
 		Charts: []playbooks.ChartSpec{{Title: "TTFT p99 and queue depth", Range: time.Hour, Series: []playbooks.ChartSeries{
 			{Name: "ttft_p99", Title: "TTFT p99", Unit: "s", Query: `histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{pod="` + pod + `"}[5m])))`},
 			{Name: "waiting", Title: "Queue depth", Unit: "requests", Query: `sum(vllm:num_requests_waiting{pod="` + pod + `"})`},

@@ -27,7 +27,7 @@ var (
 	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL, MethodHistory}
 	apiResults  = []string{ResultOK, ResultRateLimited, ResultError, ResultTimeout}
 	subcommands = []string{"triage", "profile", "status", "help", "invalid"}
-	actions     = []string{"rerun", "silence", "capture", "unknown"}
+	actions     = []string{"rerun", "silence", "capture", "wrong_verdict", "unknown"}
 	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
 )
 
@@ -40,6 +40,10 @@ type Metrics struct {
 	SignatureInvalid *prometheus.CounterVec
 	Charts           *prometheus.CounterVec
 	Messages         *prometheus.CounterVec
+	// Corrections counts "Wrong verdict?" answers. Its labels are bounded: playbook names are
+	// the loaded set and verdicts the fixed ids; a chosen verdict that is not one is refused
+	// before it is counted. Series appear with the first correction of a pair.
+	Corrections *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not registered, for tests).
@@ -73,6 +77,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "vllm_responder_slack_messages_total",
 			Help: "Group notifications handled, by what was done: parent message, thread reply, resolution, storm summary, skipped (nothing changed).",
 		}, []string{"kind"}),
+		Corrections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vllm_responder_verdict_corrections_total",
+			Help: "Verdicts corrected from Slack's Wrong verdict? select (a fixture was written), by playbook, verdict given and verdict chosen.",
+		}, []string{"playbook", "given", "chosen"}),
 	}
 	for _, meth := range apiMethods {
 		for _, r := range apiResults {
@@ -96,7 +104,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Messages.WithLabelValues(k)
 	}
 	if reg != nil {
-		reg.MustRegister(m.APICalls, m.Commands, m.Interactions, m.Refusals, m.SignatureInvalid, m.Charts, m.Messages)
+		reg.MustRegister(m.APICalls, m.Commands, m.Interactions, m.Refusals, m.SignatureInvalid, m.Charts, m.Messages, m.Corrections)
 	}
 	return m
 }

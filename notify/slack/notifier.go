@@ -207,6 +207,9 @@ func (n *Notifier) loadRecent(ctx context.Context) []recentEntry {
 // something changed, an edit of the parent and a reply when the group resolves.
 func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, error) {
 	log := n.log.With().Str("group_key", nt.GroupKey).Str("status", nt.Status).Int("items", len(nt.Items)).Logger()
+	if n.opts.Buttons {
+		n.keepRecords(ctx, nt)
+	}
 	if nt.GroupKey == "" {
 		// An on-demand diagnosis: one message, no thread to remember.
 		if len(firing(nt.Items)) == 0 {

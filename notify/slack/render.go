@@ -399,6 +399,9 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 		b.Confirm = CaptureConfirm(labels["pod"], opts.Silence)
 		els = append(els, b)
 	}
+	if sel := WrongVerdictSelect(item.Diagnosis); sel != nil {
+		els = append(els, sel)
+	}
 	if len(els) == 0 {
 		return nil
 	}

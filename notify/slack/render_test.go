@@ -128,10 +128,10 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 		opts    RenderOptions
 		want    []string
 	}{
-		{"inconclusive with a capturer offers capture", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence, ActionCapture}},
-		{"inconclusive without a capturer does not", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true}, []string{ActionRerun, ActionSilence}},
-		{"a verdict without offer_profile has no capture button", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence}},
-		{"no Alertmanager, no silence", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true}, []string{ActionRerun}},
+		{"inconclusive with a capturer offers capture", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence, ActionCapture, ActionWrongVerdict}},
+		{"inconclusive without a capturer does not", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true}, []string{ActionRerun, ActionSilence, ActionWrongVerdict}},
+		{"a verdict without offer_profile has no capture button", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence, ActionWrongVerdict}},
+		{"no Alertmanager, no silence", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true}, []string{ActionRerun, ActionWrongVerdict}},
 		{"no interactivity, no buttons", playbooks.VerdictInconclusive, RenderOptions{Silence: true, Capture: true}, nil},
 	}
 	for _, c := range cases {
@@ -141,7 +141,12 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 			for _, b := range blocks {
 				if ab, ok := b.(*slack.ActionBlock); ok {
 					for _, e := range ab.Elements.ElementSet {
-						got = append(got, e.(*slack.ButtonBlockElement).ActionID)
+						switch e := e.(type) {
+						case *slack.ButtonBlockElement:
+							got = append(got, e.ActionID)
+						case *slack.SelectBlockElement:
+							got = append(got, e.ActionID)
+						}
 					}
 				}
 			}

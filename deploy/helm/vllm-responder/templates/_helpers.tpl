@@ -80,6 +80,7 @@ The secrets table: values key, config section, config key, file name under /etc/
 - [prometheusBearerToken, prometheus, bearer_token_file, prometheus-bearer-token]
 - [redisPassword, redis, password_file, redis-password]
 - [profileBearerToken, profile, bearer_token_file, profile-bearer-token]
+- [mcpBearerToken, mcp, bearer_token_file, mcp-bearer-token]
 {{- end -}}
 
 {{- define "vllm-responder.createdSecretName" -}}
@@ -134,6 +135,9 @@ existingSecret wins; else a non-empty createSecret value when createSecret.enabl
 {{- end -}}
 {{- if and .Values.playbooks.files .Values.playbooks.existingConfigMap -}}
 {{- fail "playbooks: set files or existingConfigMap, not both" -}}
+{{- end -}}
+{{- if and (dig "mcp" "enabled" false .Values.config) (not (or .Values.secrets.mcpBearerToken.existingSecret (and .Values.createSecret.enabled .Values.createSecret.mcpBearerToken))) -}}
+{{- fail "config.mcp.enabled is true: set secrets.mcpBearerToken.existingSecret (the bearer token MCP clients send to /mcp)" -}}
 {{- end -}}
 {{- if and (dig "slack" "socket_mode" false .Values.config) (not (or .Values.secrets.slackAppToken.existingSecret (and .Values.createSecret.enabled .Values.createSecret.slackAppToken))) -}}
 {{- fail "config.slack.socket_mode is true: set secrets.slackAppToken.existingSecret (an xapp- token with connections:write)" -}}

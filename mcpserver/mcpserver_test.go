@@ -1,0 +1,86 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-responder/vllm-responder/docs"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+func testServerOptions(t *testing.T) Options {
+	t.Helper()
+	pbs, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := playbooks.NewSet(pbs, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Set: set, Runbooks: docs.Runbooks,
+		Triage: func(context.Context, map[string]string, time.Time) (*playbooks.Diagnosis, error) {
+			t.Error("triage must not run")
+			return nil, nil
+		},
+		Encode:  func(*playbooks.Diagnosis) ([]byte, error) { return nil, nil },
+		ParseAt: func(string) (time.Time, error) { return time.Time{}, nil }}
+}
+
+func TestTheHTTPEndpointRefusesAMissingOrWrongBearerToken(t *testing.T) {
+	s, err := New(testServerOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, token, header string }{
+		{"no header", "right", ""},
+		{"a wrong token", "right", "Bearer wrong"},
+		{"the right token as basic auth", "right", "Basic right"},
+		{"no token configured lets nobody in", "", "Bearer "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(HTTPHandler(s, tc.token))
+			defer srv.Close()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+				t.Fatalf("status %d, want 401 with WWW-Authenticate", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// Every verdict id has a meaning in the runbooks' table, and every playbook that gives it a row.
+func TestEveryVerdictIsExplainedByTheRunbooks(t *testing.T) {
+	o := testServerOptions(t)
+	tl := &tools{o: o}
+	var err error
+	if tl.runbooks, err = loadRunbooks(o.Runbooks); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range playbooks.KnownVerdicts {
+		_, out, err := tl.explain(context.Background(), nil, ExplainIn{Verdict: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Meaning == "" {
+			t.Errorf("%s: no meaning in docs/playbooks/README.md", v)
+		}
+		for _, r := range out.Rules {
+			if r.Means == "" {
+				t.Errorf("%s: the runbook of %s has no row for it", v, r.Playbook)
+			}
+		}
+	}
+}
