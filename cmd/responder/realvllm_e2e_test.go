@@ -51,11 +51,14 @@ var realPhases = []realPhase{
 		},
 	},
 	{
-		// Arrivals well past what 8 sequences serve: the queue grows, TTFT with it.
+		// Arrivals well past what 8 sequences serve, on a quiet machine as on a loaded one: 20/s of
+		// 16 + 100 tokens (4 blocks each, so 8 of them fit in the pool: no preemption), each of which
+		// holds a sequence for 100 decode steps, so even at 10 ms a step 8 sequences serve 8/s. The
+		// queue grows, TTFT with it.
 		name: "overload", alert: "VLLMTimeToFirstTokenP99High", verdict: "capacity-past-knee",
 		load: func(ctx context.Context, s *realvllm.Server) {
-			s.Load(ctx, 1500, 100*time.Millisecond, 0, func(i int) realvllm.Request {
-				return realvllm.Request{PromptTokens: 16, MaxTokens: 48, Seed: 10000 + i}
+			s.Load(ctx, 3000, 50*time.Millisecond, 0, func(i int) realvllm.Request {
+				return realvllm.Request{PromptTokens: 16, MaxTokens: 100, Seed: 10000 + i}
 			})
 		},
 	},
