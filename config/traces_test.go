@@ -54,7 +54,7 @@ func TestTracesConfigErrorsNameTheirKey(t *testing.T) {
 		"limit":            {"traces: {url: 'http://j', limit: 0}\n", "t.yaml: traces.limit: must be between 1 and 50"},
 		"search limit":     {"traces: {url: 'http://j', limit: 10, search_limit: 5}\n", "t.yaml: traces.search_limit: must be at least limit (10)"},
 		"timeout too long": {"traces: {url: 'http://j', timeout: 30s}\n", "t.yaml: traces.timeout: must be shorter than dispatch.run_timeout (30s)"},
-		"unknown key":      {"traces: {url: 'http://j', servise: x}\n", `unknown key "servise"`},
+		"unknown key":      {"traces: {url: 'http://j', servise: x}\n", `unknown key "traces.servise"`},
 		"two auth kinds":   {"traces: {url: 'http://j', authorization: {credentials: a}, basic_auth: {username: u, password: p}}\n", "t.yaml: traces: at most one of basic_auth, oauth2 & authorization must be configured"},
 		"missing secret file": {"traces: {url: 'http://j', authorization: {credentials_file: /nonexistent/jaeger-token}}\n",
 			"t.yaml: traces.authorization.credentials_file: open /nonexistent/jaeger-token"},
