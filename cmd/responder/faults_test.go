@@ -279,17 +279,19 @@ func TestSlowPrometheusGivesPartialEvidenceMarkedAsSuch(t *testing.T) {
 	}
 }
 
-// Slack refuses the first post (429 with Retry-After, or a 503): the post is retried and lands
-// once; no duplicate reaches the channel.
+// Slack refuses the first post (429 with Retry-After, or a 503): the notification is retried (by
+// the one retry loop, after Slack's Retry-After or a backoff) and lands once; no duplicate
+// reaches the channel.
 func TestSlackRateLimitsAndServerErrorsAreRetriedWithoutDuplicatePosts(t *testing.T) {
 	prom := startRecordedPrometheus(t)
 	for _, c := range []struct {
 		name   string
 		refuse fakeslack.Response
 		result string // the notifier's result once it lands
+		first  string // the outcome of the refused attempt
 	}{
-		{"429 with Retry-After", fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: map[string]any{"ok": false, "error": "ratelimited"}}, "ok"},
-		{"503", fakeslack.Response{Status: 503, Body: "upstream unavailable"}, "retried"},
+		{"429 with Retry-After", fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: map[string]any{"ok": false, "error": "ratelimited"}}, "retried", "rate_limited"},
+		{"503", fakeslack.Response{Status: 503, Body: "upstream unavailable"}, "retried", "retryable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			slack := fakeslack.New(t)
@@ -310,6 +312,11 @@ slack: {bot_token: xoxb-test, signing_secret: s, channel: "#vllm", api_url: %q, 
 			testenv.WaitFor(t, 30*time.Second, "the notification to land", func() bool {
 				return metricValue(t, url, fmt.Sprintf(`vllm_responder_notifications_total{result=%q}`, c.result)) == "1"
 			})
+			for outcome, want := range map[string]string{c.first: "1", "ok": "1"} {
+				if got := metricValue(t, url, fmt.Sprintf(`vllm_responder_notification_attempts_total{outcome=%q}`, outcome)); got != want {
+					t.Errorf("attempts{outcome=%q} = %s, want %s", outcome, got, want)
+				}
+			}
 			// The notifier is done with it: stop the service so nothing else can post, then count.
 			if err := stop(); err != nil {
 				t.Fatal(err)

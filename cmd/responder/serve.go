@@ -106,7 +106,12 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		}
 		base, notifierKind = sn, "slack"
 	}
-	notifier := notify.RecordRecent(&notify.Retrying{Notifier: base, Logger: log, Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}, st, log)
+	retrying := &notify.Retrying{Notifier: base, Logger: log, Metrics: notify.NewRetryMetrics(reg),
+		Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}
+	if c.Slack.Enabled() {
+		retrying.Policy = c.Slack.RetryPolicy()
+	}
+	notifier := notify.RecordRecent(retrying, st, log)
 
 	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),

@@ -12,18 +12,24 @@ import (
 
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/notify"
 )
 
 // errSlackTimeout is the cause of a Slack call's deadline.
 var errSlackTimeout = errors.New("slack API call timed out")
 
 // RetryableError marks a failure that may succeed later (rate limit, timeout, 5xx): the
-// notification can be handed back for a retry.
+// notification can be handed back for a retry (notify.Retry waits, never this package).
 type RetryableError struct {
 	Err error
 	// Unanswered: the call may have been carried out although no answer came in time (a
 	// timeout), so a retry may duplicate it.
 	Unanswered bool
+	// RateLimited: Slack asked to come back after Wait (HTTP 429 with Retry-After, or ok:false
+	// "ratelimited").
+	RateLimited bool
+	Wait        time.Duration
 }
 
 // unanswered reports whether err is a call that timed out without an answer.
@@ -35,10 +41,26 @@ func unanswered(err error) bool {
 func (e *RetryableError) Error() string { return e.Err.Error() }
 func (e *RetryableError) Unwrap() error { return e.Err }
 
+// RetryAfter implements notify.RetryAfterer: the wait Slack asked for, if it did.
+func (e *RetryableError) RetryAfter() (time.Duration, bool) { return e.Wait, e.RateLimited }
+
+var _ notify.RetryAfterer = (*RetryableError)(nil)
+
 // IsRetryable reports whether err is worth retrying.
 func IsRetryable(err error) bool {
 	var r *RetryableError
 	return errors.As(err, &r)
+}
+
+// RetryPolicy is how the retry loop (notify.Retry) treats Slack's failures: max_retries
+// rate-limited retries, each after Slack's Retry-After up to max_retry_after; other transient
+// failures with the loop's backoff.
+func (c *Config) RetryPolicy() notify.Policy {
+	p := notify.Policy{RateLimitRetries: c.MaxRetries, MaxRetryAfter: time.Duration(c.MaxRetryAfter)}
+	if c.MaxRetries == 0 {
+		p.RateLimitRetries = -1 // none
+	}
+	return p
 }
 
 // Slack error codes (ok:false) that are worth retrying.
@@ -48,10 +70,10 @@ var retryableSlackErrors = map[string]bool{
 }
 
 // API is the Slack Web API as the responder uses it: every call has a deadline, counts in the
-// metrics by method and result, treats `ok: false` as the error it is, retries HTTP 429 after
-// Retry-After (bounded), and posts to one channel at most once per post_interval (across
-// replicas with SharePacing).
-// Notifier and the Slack app handlers share one.
+// metrics by method and result, treats `ok: false` as the error it is, says whether a failure
+// is worth a retry and how long Slack asked to wait (it never retries itself: notify.Retry
+// does), and posts to one channel at most once per post_interval (across replicas with
+// SharePacing). Notifier and the Slack app handlers share one.
 type API struct {
 	client  *slackgo.Client
 	http    *http.Client
@@ -96,44 +118,28 @@ func (a *API) Client() *slackgo.Client { return a.client }
 // Metrics returns the metrics the API counts in.
 func (a *API) Metrics() *Metrics { return a.metrics }
 
-// call runs fn with a deadline, pacing (when channel is set), metrics and bounded 429 retries.
+// call runs fn once with a deadline, pacing (when channel is set) and metrics.
 func (a *API) call(ctx context.Context, method, channel string, fn func(ctx context.Context) error) error {
-	return a.callN(ctx, method, channel, a.cfg.MaxRetries, fn)
-}
-
-func (a *API) callN(ctx context.Context, method, channel string, maxRetries int, fn func(ctx context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		if channel != "" {
-			if err := a.pace.wait(ctx, channel); err != nil {
-				return &RetryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
-			}
+	if channel != "" {
+		if err := a.pace.wait(ctx, channel); err != nil {
+			return &RetryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
 		}
-		cctx, cancel := context.WithTimeoutCause(ctx, time.Duration(a.cfg.RequestTimeout), errSlackTimeout)
-		err := fn(cctx)
-		timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
-		cancel()
-		result, retryAfter, retryable := classify(err, timedOut)
-		a.metrics.APICalls.WithLabelValues(method, result).Inc()
-		if err == nil {
-			return nil
-		}
-		if result == ResultRateLimited && attempt < maxRetries && retryAfter <= time.Duration(a.cfg.MaxRetryAfter) {
-			a.log.Warn().Str("method", method).Dur("retry_after", retryAfter).Int("attempt", attempt+1).Msg("slack rate limited; waiting")
-			t := time.NewTimer(retryAfter)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return &RetryableError{Err: fmt.Errorf("%s: rate limited: %w", method, context.Cause(ctx))}
-			case <-t.C:
-			}
-			continue
-		}
-		err = fmt.Errorf("%s: %w", method, err)
-		if retryable {
-			return &RetryableError{Err: err, Unanswered: result == ResultTimeout}
-		}
-		return err
 	}
+	cctx, cancel := context.WithTimeoutCause(ctx, time.Duration(a.cfg.RequestTimeout), errSlackTimeout)
+	err := fn(cctx)
+	timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
+	cancel()
+	result, retryAfter, retryable := classify(err, timedOut)
+	a.metrics.APICalls.WithLabelValues(method, result).Inc()
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("%s: %w", method, err)
+	if retryable {
+		return &RetryableError{Err: err, Unanswered: result == ResultTimeout,
+			RateLimited: result == ResultRateLimited, Wait: retryAfter}
+	}
+	return err
 }
 
 func classify(err error, timedOut bool) (result string, retryAfter time.Duration, retryable bool) {
@@ -222,9 +228,9 @@ func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slack
 }
 
 // Upload uploads a file (files upload v2: get URL, upload, complete) into a channel or thread.
-// It is not retried on 429: the body is a stream sent once.
+// Its callers do not retry it: the body is a stream sent once.
 func (a *API) Upload(ctx context.Context, p slackgo.UploadFileParameters) error {
-	return a.callN(ctx, MethodFileUpload, "", 0, func(ctx context.Context) error {
+	return a.call(ctx, MethodFileUpload, "", func(ctx context.Context) error {
 		_, e := a.client.UploadFileContext(ctx, p)
 		return e
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
@@ -164,6 +165,18 @@ func (a *App) goWork(what string, fn func(ctx context.Context)) {
 	})
 }
 
+// rateLimitRetried runs one Slack call of the app in the retry loop (notify.Retry) under the
+// Slack retry policy: a rate-limited call is tried again after Slack's Retry-After, within the
+// work's deadline. Other failures are not retried: the user can click again, and a reply that
+// timed out may have been posted.
+func rateLimitRetried(ctx context.Context, cfg *Config, call func(ctx context.Context) error) error {
+	return notify.Retry(ctx, cfg.RetryPolicy(), func(ctx context.Context) (bool, error) {
+		err := call(ctx)
+		var r *RetryableError
+		return errors.As(err, &r) && r.RateLimited, err
+	}, nil)
+}
+
 // maxBody bounds what the endpoints read: Slack's payloads are a few kilobytes.
 const maxBody = 1 << 20
 
@@ -257,7 +270,7 @@ func ephemeral(text string) *slackgo.Msg {
 }
 
 // HandleCommand answers a /vllm command at once (well inside Slack's 3 seconds) and starts the
-// work whose result follows through response_url.
+// work whose result follows through response_url (the subcommandTable's entry).
 func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
 	c, err := ParseCommand(cmd.Text)
 	log := a.log.With().Str("user_id", cmd.UserID).Str("channel_id", cmd.ChannelID).Logger()
@@ -268,26 +281,30 @@ func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
 	}
 	a.metrics.Commands.WithLabelValues(c.Sub).Inc()
 	log.Info().Str("subcommand", c.Sub).Str("command", c.String()).Msg("slack command")
-	switch c.Sub {
-	case SubTriage:
-		a.goWork("triage", func(ctx context.Context) { a.runTriage(ctx, log, cmd, c) })
-		return ephemeral(fmt.Sprintf(":mag: Running triage for %s…", scopeWords(c.Labels())))
-	case SubProfile:
-		if a.capture == nil {
-			return ephemeral(":no_entry: Profile capture is not configured on this responder.")
-		}
-		if c.Duration > a.maxCapt {
-			return ephemeral(fmt.Sprintf(":warning: A capture on this responder lasts at most %s (profile.max_duration); you asked for %s.",
-				model.Duration(a.maxCapt), model.Duration(c.Duration)))
-		}
-		a.goWork("profile", func(ctx context.Context) { a.runProfile(ctx, log, cmd, c) })
-		return ephemeral(fmt.Sprintf(":hourglass_flowing_sand: Asking for a profile of pod `%s`…", c.Pod))
-	case SubStatus:
-		a.goWork("status", func(ctx context.Context) { a.runStatus(ctx, log, cmd) })
-		return ephemeral(":hourglass_flowing_sand: Gathering status…")
-	default:
-		return ephemeral(a.usage)
+	s, _ := findSubcommand(c.Sub) // ParseCommand returns only the table's
+	return s.start(a, log, cmd, c)
+}
+
+func (a *App) startTriage(log zerolog.Logger, cmd slackgo.SlashCommand, c Command) *slackgo.Msg {
+	a.goWork("triage", func(ctx context.Context) { a.runTriage(ctx, log, cmd, c) })
+	return ephemeral(fmt.Sprintf(":mag: Running triage for %s…", scopeWords(c.Labels())))
+}
+
+func (a *App) startProfile(log zerolog.Logger, cmd slackgo.SlashCommand, c Command) *slackgo.Msg {
+	if a.capture == nil {
+		return ephemeral(":no_entry: Profile capture is not configured on this responder.")
 	}
+	if c.Duration > a.maxCapt {
+		return ephemeral(fmt.Sprintf(":warning: A capture on this responder lasts at most %s (profile.max_duration); you asked for %s.",
+			model.Duration(a.maxCapt), model.Duration(c.Duration)))
+	}
+	a.goWork("profile", func(ctx context.Context) { a.runProfile(ctx, log, cmd, c) })
+	return ephemeral(fmt.Sprintf(":hourglass_flowing_sand: Asking for a profile of pod `%s`…", c.Pod))
+}
+
+func (a *App) startStatus(log zerolog.Logger, cmd slackgo.SlashCommand, _ Command) *slackgo.Msg {
+	a.goWork("status", func(ctx context.Context) { a.runStatus(ctx, log, cmd) })
+	return ephemeral(":hourglass_flowing_sand: Gathering status…")
 }
 
 func scopeWords(l map[string]string) string {
@@ -310,7 +327,7 @@ func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL strin
 		log.Warn().Msg("no response_url to answer on")
 		return
 	}
-	if err := a.api.Respond(ctx, responseURL, msg); err != nil {
+	if err := rateLimitRetried(ctx, a.cfg, func(ctx context.Context) error { return a.api.Respond(ctx, responseURL, msg) }); err != nil {
 		log.Error().Err(err).Msg("answering on response_url")
 	}
 }
@@ -335,23 +352,23 @@ func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.Sla
 // diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one, and the
 // Wrong verdict? select when its record could be kept.
 func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slackgo.Block {
-	var els []slackgo.BlockElement
-	if v, ok := EncodeButtonValue(a.cfg.ButtonKey(), ActionCapture, ButtonValue{Labels: d.Scope}); ok && a.capture != nil && d.OfferProfile && d.Scope["pod"] != "" {
-		b := slackgo.NewButtonBlockElement(ActionCapture, v,
-			slackgo.NewTextBlockObject(slackgo.PlainTextType, "Capture profile", false, false))
-		b.Confirm = CaptureConfirm(d.Scope["pod"], a.silence != nil)
-		els = append(els, b)
-	}
 	if a.records != nil {
 		a.records.KeepRecord(ctx, d)
-		if sel := WrongVerdictSelect(d); sel != nil {
-			els = append(els, sel)
-		}
+	} else {
+		d = withoutRecord(d)
 	}
-	if len(els) == 0 {
-		return nil
+	return buttonBlock(a.cfg.ButtonKey(), buttonScope{d: d, labels: d.Scope, now: a.now(),
+		silenceConfigured: a.silence != nil, capture: a.capture != nil})
+}
+
+// withoutRecord is d without a record id: no Wrong verdict? select can be answered.
+func withoutRecord(d *playbooks.Diagnosis) *playbooks.Diagnosis {
+	if d.RecordID == "" {
+		return d
 	}
-	return slackgo.NewActionBlock("", els...)
+	c := *d
+	c.RecordID = ""
+	return &c
 }
 
 // oneLine is an error for a user: its first line, shortened; never a stack trace.

@@ -87,7 +87,11 @@ func (z *authorizer) members(ctx context.Context, group string) ([]string, error
 	if ok && z.now().Sub(e.at) < groupCacheTTL {
 		return e.members, nil
 	}
-	m, err := z.api.UsergroupMembers(ctx, group)
+	var m []string
+	err := rateLimitRetried(ctx, z.cfg, func(ctx context.Context) (err error) {
+		m, err = z.api.UsergroupMembers(ctx, group)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

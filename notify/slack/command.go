@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/rs/zerolog"
+	slackgo "github.com/slack-go/slack"
 )
 
 // Subcommands of /vllm.
@@ -19,14 +21,70 @@ const (
 	SubHelp    = "help"
 )
 
+// subcommand is one /vllm subcommand. Adding one is one entry in subcommandTable (and the
+// function it starts); parsing, the help text, the answer and the commands metric read it.
+type subcommand struct {
+	name string
+	// usage is its line of /vllm help, given the longest capture this responder allows.
+	usage func(maxCapture time.Duration) string
+	// parse checks the arguments after the name; anything it refuses is a *UsageError.
+	parse func(args []string) (Command, error)
+	// args are the arguments as the user could type them again (Command.String); nil: none.
+	args func(c Command) []string
+	// start answers at once (well inside Slack's 3 seconds) and starts the work whose result
+	// follows through response_url.
+	start func(a *App, log zerolog.Logger, cmd slackgo.SlashCommand, c Command) *slackgo.Msg
+}
+
+// subcommandTable lists the subcommands in the order /vllm help shows them.
+func subcommandTable() []subcommand {
+	return []subcommand{
+		{name: SubTriage, parse: parseTriage, args: triageArgs, start: (*App).startTriage,
+			usage: func(time.Duration) string {
+				return "`/vllm triage [model] [pod]`: run the on-demand triage (`-` for any model)"
+			}},
+		{name: SubProfile, parse: parseProfile, args: profileArgs, start: (*App).startProfile,
+			usage: func(maxCapture time.Duration) string {
+				return "`/vllm profile <pod> [duration]`: capture a bounded vLLM profile (duration like `10s`, at most `" +
+					model.Duration(maxCapture).String() + "`)"
+			}},
+		{name: SubStatus, parse: parseNoArgs(SubStatus), start: (*App).startStatus,
+			usage: func(time.Duration) string { return "`/vllm status`: captures running and recent incidents" }},
+		{name: SubHelp, parse: func([]string) (Command, error) { return Command{Sub: SubHelp}, nil },
+			start: func(a *App, _ zerolog.Logger, _ slackgo.SlashCommand, _ Command) *slackgo.Msg {
+				return ephemeral(a.usage)
+			},
+			usage: func(time.Duration) string { return "`/vllm help`: this text" }},
+	}
+}
+
+func findSubcommand(name string) (subcommand, bool) {
+	for _, s := range subcommandTable() {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return subcommand{}, false
+}
+
+// commandLabels are the label values of the commands metric: one per subcommand, and
+// "invalid" for a command that did not parse.
+func commandLabels() []string {
+	var out []string
+	for _, s := range subcommandTable() {
+		out = append(out, s.name)
+	}
+	return append(out, "invalid")
+}
+
 // UsageText is the help text of /vllm, with the longest capture this responder allows.
 func UsageText(maxCapture time.Duration) string {
-	return "*Usage*\n" +
-		"• `/vllm triage [model] [pod]`: run the on-demand triage (`-` for any model)\n" +
-		"• `/vllm profile <pod> [duration]`: capture a bounded vLLM profile (duration like `10s`, at most `" +
-		model.Duration(maxCapture).String() + "`)\n" +
-		"• `/vllm status`: captures running and recent incidents\n" +
-		"• `/vllm help`: this text"
+	var b strings.Builder
+	b.WriteString("*Usage*")
+	for _, s := range subcommandTable() {
+		b.WriteString("\n• " + s.usage(maxCapture))
+	}
+	return b.String()
 }
 
 // Limits on what a user may type.
@@ -84,52 +142,77 @@ func ParseCommand(text string) (Command, error) {
 		return Command{Sub: SubHelp}, nil
 	}
 	sub := strings.ToLower(args[0])
-	args = args[1:]
-	switch sub {
-	case SubHelp:
-		return Command{Sub: SubHelp}, nil
-	case SubStatus:
-		if len(args) > 0 {
-			return Command{}, usageErr("`status` takes no arguments")
-		}
-		return Command{Sub: SubStatus}, nil
-	case SubTriage:
-		if len(args) > 2 {
-			return Command{}, usageErr("`triage` takes at most a model and a pod")
-		}
-		c := Command{Sub: SubTriage}
-		if len(args) >= 1 && args[0] != "-" {
-			if !ValidModel(args[0]) {
-				return Command{}, usageErr("%s is not a model name I accept (letters, digits and . _ : / -, at most 128)", quote(args[0]))
-			}
-			c.Model = args[0]
-		}
-		if len(args) == 2 {
-			if !ValidPod(args[1]) {
-				return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[1]))
-			}
-			c.Pod = args[1]
-		}
-		return c, nil
-	case SubProfile:
-		if len(args) == 0 || len(args) > 2 {
-			return Command{}, usageErr("`profile` takes a pod and an optional duration")
-		}
-		if !ValidPod(args[0]) {
-			return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[0]))
-		}
-		c := Command{Sub: SubProfile, Pod: args[0]}
-		if len(args) == 2 {
-			d, err := parseDuration(args[1])
-			if err != nil {
-				return Command{}, err
-			}
-			c.Duration = d
-		}
-		return c, nil
-	default:
+	s, ok := findSubcommand(sub)
+	if !ok {
 		return Command{}, usageErr("unknown subcommand %s", quote(sub))
 	}
+	return s.parse(args[1:])
+}
+
+func parseNoArgs(name string) func([]string) (Command, error) {
+	return func(args []string) (Command, error) {
+		if len(args) > 0 {
+			return Command{}, usageErr("`%s` takes no arguments", name)
+		}
+		return Command{Sub: name}, nil
+	}
+}
+
+func parseTriage(args []string) (Command, error) {
+	if len(args) > 2 {
+		return Command{}, usageErr("`triage` takes at most a model and a pod")
+	}
+	c := Command{Sub: SubTriage}
+	if len(args) >= 1 && args[0] != "-" {
+		if !ValidModel(args[0]) {
+			return Command{}, usageErr("%s is not a model name I accept (letters, digits and . _ : / -, at most 128)", quote(args[0]))
+		}
+		c.Model = args[0]
+	}
+	if len(args) == 2 {
+		if !ValidPod(args[1]) {
+			return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[1]))
+		}
+		c.Pod = args[1]
+	}
+	return c, nil
+}
+
+func triageArgs(c Command) []string {
+	var parts []string
+	if c.Model != "" || c.Pod != "" {
+		parts = append(parts, cmpOr(c.Model, "-"))
+	}
+	if c.Pod != "" {
+		parts = append(parts, c.Pod)
+	}
+	return parts
+}
+
+func parseProfile(args []string) (Command, error) {
+	if len(args) == 0 || len(args) > 2 {
+		return Command{}, usageErr("`profile` takes a pod and an optional duration")
+	}
+	if !ValidPod(args[0]) {
+		return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[0]))
+	}
+	c := Command{Sub: SubProfile, Pod: args[0]}
+	if len(args) == 2 {
+		d, err := parseDuration(args[1])
+		if err != nil {
+			return Command{}, err
+		}
+		c.Duration = d
+	}
+	return c, nil
+}
+
+func profileArgs(c Command) []string {
+	parts := []string{c.Pod}
+	if c.Duration > 0 {
+		parts = append(parts, c.Duration.String())
+	}
+	return parts
 }
 
 func parseDuration(s string) (time.Duration, error) {
@@ -170,19 +253,8 @@ func quote(s string) string {
 // String is the command as the user could type it again.
 func (c Command) String() string {
 	parts := []string{c.Sub}
-	switch c.Sub {
-	case SubTriage:
-		if c.Model != "" || c.Pod != "" {
-			parts = append(parts, cmpOr(c.Model, "-"))
-		}
-		if c.Pod != "" {
-			parts = append(parts, c.Pod)
-		}
-	case SubProfile:
-		parts = append(parts, c.Pod)
-		if c.Duration > 0 {
-			parts = append(parts, c.Duration.String())
-		}
+	if s, ok := findSubcommand(c.Sub); ok && s.args != nil {
+		parts = append(parts, s.args(c)...)
 	}
 	return strings.Join(parts, " ")
 }

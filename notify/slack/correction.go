@@ -18,9 +18,6 @@ import (
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
-// ActionWrongVerdict is the action id of the "Wrong verdict?" select under a diagnosis.
-const ActionWrongVerdict = "vllm_wrong_verdict"
-
 // recordKeyPrefix is the store key prefix of the diagnosis records the select refers to.
 const recordKeyPrefix = "slack:diagnosis:"
 

@@ -14,15 +14,16 @@ import (
 // click is one button press with where it happened.
 type click struct {
 	action   string
-	labels   map[string]string
+	labels   map[string]string // a signed button's, checked
+	value    string            // an unsigned one's (the select's option)
 	userID   string
 	userName string
 	channel  string
 	threadTS string
 }
 
-// HandleInteraction starts the work behind a button click; the click itself is acknowledged by
-// the caller at once.
+// HandleInteraction starts the work behind a button click (the buttonTable's entry for its
+// action); the click itself is acknowledged by the caller at once.
 func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
 	if cb.Type != slackgo.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
@@ -36,33 +37,25 @@ func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
 		threadTS: cmpOr(cb.Message.ThreadTimestamp, cmpOr(cb.Message.Timestamp, cb.Container.MessageTs)),
 	}
 	log := a.log.With().Str("action", c.action).Str("user_id", c.userID).Str("channel_id", c.channel).Logger()
-	if c.action == ActionWrongVerdict {
-		a.metrics.Interactions.WithLabelValues("wrong_verdict").Inc()
-		value := act.SelectedOption.Value
-		a.goWork("wrong_verdict", func(ctx context.Context) { a.correctVerdict(ctx, log, c, value) })
-		return
-	}
-	v, err := DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
-	if err != nil {
-		a.metrics.Interactions.WithLabelValues("unknown").Inc()
-		log.Warn().Err(err).Msg("unreadable button value")
-		return
-	}
-	c.labels = v.Labels
-	switch c.action {
-	case ActionRerun:
-		a.metrics.Interactions.WithLabelValues("rerun").Inc()
-		a.goWork("rerun", func(ctx context.Context) { a.rerun(ctx, log, c) })
-	case ActionSilence:
-		a.metrics.Interactions.WithLabelValues("silence").Inc()
-		a.goWork("silence", func(ctx context.Context) { a.silenceAlert(ctx, log, c) })
-	case ActionCapture:
-		a.metrics.Interactions.WithLabelValues("capture").Inc()
-		a.goWork("capture", func(ctx context.Context) { a.captureFromButton(ctx, log, c) })
-	default:
+	b, ok := findButton(c.action)
+	if !ok {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
 		log.Warn().Msg("unknown button")
+		return
 	}
+	if b.signed {
+		v, err := DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
+		if err != nil {
+			a.metrics.Interactions.WithLabelValues("unknown").Inc()
+			log.Warn().Err(err).Msg("unreadable button value")
+			return
+		}
+		c.labels = v.Labels
+	} else {
+		c.value = act.SelectedOption.Value
+	}
+	a.metrics.Interactions.WithLabelValues(b.metric).Inc()
+	a.goWork(b.metric, func(ctx context.Context) { b.click(a, ctx, log, c) })
 }
 
 // inThread posts a reply in the button's thread.
@@ -71,7 +64,10 @@ func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ..
 	if c.threadTS != "" {
 		opts = append(opts, slackgo.MsgOptionTS(c.threadTS))
 	}
-	if _, _, err := a.api.Post(ctx, c.channel, opts...); err != nil {
+	if err := rateLimitRetried(ctx, a.cfg, func(ctx context.Context) error {
+		_, _, err := a.api.Post(ctx, c.channel, opts...)
+		return err
+	}); err != nil {
 		log.Error().Err(err).Msg("replying in the thread")
 	}
 }
@@ -82,7 +78,7 @@ func (a *App) tell(ctx context.Context, log zerolog.Logger, c click, text string
 	if c.threadTS != "" {
 		opts = append(opts, slackgo.MsgOptionTS(c.threadTS))
 	}
-	if err := a.api.Ephemeral(ctx, c.channel, c.userID, opts...); err != nil {
+	if err := rateLimitRetried(ctx, a.cfg, func(ctx context.Context) error { return a.api.Ephemeral(ctx, c.channel, c.userID, opts...) }); err != nil {
 		log.Error().Err(err).Msg("telling the user")
 	}
 }

@@ -26,8 +26,6 @@ const (
 var (
 	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL, MethodHistory}
 	apiResults  = []string{ResultOK, ResultRateLimited, ResultError, ResultTimeout}
-	subcommands = []string{"triage", "profile", "status", "help", "invalid"}
-	actions     = []string{"rerun", "silence", "capture", "wrong_verdict", "unknown"}
 	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
 )
 
@@ -87,10 +85,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.APICalls.WithLabelValues(meth, r)
 		}
 	}
-	for _, s := range subcommands {
+	for _, s := range commandLabels() {
 		m.Commands.WithLabelValues(s)
 	}
-	for _, a := range actions {
+	for _, a := range interactionActions() {
 		m.Interactions.WithLabelValues(a)
 	}
 	m.Refusals.WithLabelValues("silence")

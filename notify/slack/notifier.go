@@ -32,8 +32,8 @@ const (
 	parentEventType = "vllm_responder_parent"
 )
 
-// errParentPending is returned when another replica holds the right to create a group's parent
-// message but its thread did not appear in time: the notification is retried later.
+// errParentPending is returned when another worker or replica holds the right to create a
+// group's parent message and its thread is not there yet: the notification is retried.
 var errParentPending = errors.New("another replica is creating this group's Slack message")
 
 // Options are what New needs. Config, Store and API are required.
@@ -240,16 +240,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		// A parent of this group may be on its way (a slow Slack, another worker or replica
 		// holds the claim to create it): the resolution waits for it instead of being lost.
 		if !storeDown && n.parentPending(ctx, nt.GroupKey) {
-			prev := ""
-			if th != nil {
-				prev = th.TS
-			}
-			th, err := n.waitThread(ctx, nt.GroupKey, prev)
-			if err != nil {
-				return true, err
-			}
-			log.Debug().Str("thread_ts", th.TS).Msg("the group's parent message appeared; resolving it")
-			return retry(n.followUp(ctx, log, nt, th))
+			return parentInFlight(log)
 		}
 		// Nothing open to resolve or reply to, and nothing new firing.
 		log.Debug().Msg("no open slack thread for this group and nothing firing; nothing to post")
@@ -269,16 +260,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		}
 	}
 	if !won {
-		prev := ""
-		if th != nil {
-			prev = th.TS
-		}
-		th, err := n.waitThread(ctx, nt.GroupKey, prev)
-		if err != nil {
-			return true, err
-		}
-		log.Debug().Str("thread_ts", th.TS).Msg("another replica created the parent message; replying in its thread")
-		return retry(n.followUp(ctx, log, nt, th))
+		return parentInFlight(log)
 	}
 	if found, marked := n.findUnanswered(ctx, log, nt, items); found != nil {
 		// The last attempt's post did land: it is the parent, not a second one.
@@ -337,26 +319,12 @@ func (n *Notifier) parentPending(ctx context.Context, groupKey string) bool {
 	return err == nil && ok
 }
 
-// waitThread waits for the replica that won the parent claim to save the thread (one other
-// than prevTS), up to parent_wait.
-func (n *Notifier) waitThread(ctx context.Context, groupKey, prevTS string) (*Thread, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, time.Duration(n.cfg.ParentWait), errParentPending)
-	defer cancel()
-	delay := 50 * time.Millisecond
-	for {
-		th, err := n.loadThread(ctx, groupKey)
-		if err == nil && th != nil && th.TS != prevTS && th.Status != notify.StatusResolved {
-			return th, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, &RetryableError{Err: context.Cause(ctx)}
-		case <-t.C:
-		}
-		delay = min(2*delay, 500*time.Millisecond)
-	}
+// parentInFlight hands the notification back to the retry loop while another worker or replica
+// creates the group's parent message (it holds the claim): the retry finds the thread and
+// replies in it, or resolves it.
+func parentInFlight(log zerolog.Logger) (bool, error) {
+	log.Debug().Msg("the group's parent message is being created elsewhere; retrying to reply in its thread")
+	return true, &RetryableError{Err: errParentPending}
 }
 
 type unansweredPost struct {

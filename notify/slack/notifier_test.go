@@ -26,12 +26,20 @@ import (
 
 var allMessaging = []string{"chat.postMessage", "chat.update", "files.getUploadURLExternal", "upload", "files.completeUploadExternal"}
 
-func notifyOK(t *testing.T, n *Notifier, nt *notify.Notification) {
+func notifyOK(t *testing.T, n notify.Notifier, nt *notify.Notification) {
 	t.Helper()
 	retry, err := n.Notify(context.Background(), nt)
 	if err != nil || retry {
 		t.Fatalf("Notify: retry=%v err=%v", retry, err)
 	}
+}
+
+// retrying wraps n in the retry loop, as the service does, under Slack's retry policy (with a
+// short backoff: the failures tests provoke clear at once).
+func retrying(n *Notifier) *notify.Retrying {
+	p := n.cfg.RetryPolicy()
+	p.Backoff = 20 * time.Millisecond
+	return &notify.Retrying{Notifier: n, Policy: p, Logger: n.log}
 }
 
 func TestAGroupsLifeIsOneParentRepliesOnlyOnNewsAndAResolvedEdit(t *testing.T) {
@@ -158,13 +166,26 @@ func TestRateLimitedPostsAreRetriedAfterRetryAfter(t *testing.T) {
 		}
 		return fakeslack.Response{Body: map[string]any{"ok": true, "channel": "C1", "ts": "1.2"}}
 	})
-	notifyOK(t, h.n, firingNotification("g", item(playbooks.VerdictHealthy, "vllm-0")))
+	// The notifier hands the 429 back with Slack's Retry-After; the retry loop waits it.
+	retry, err := h.n.Notify(context.Background(), firingNotification("g", item(playbooks.VerdictHealthy, "vllm-0")))
+	if wait, ok := retryAfterOf(err); !retry || !ok || wait != 0 {
+		t.Fatalf("a 429 with Retry-After: 0: retry=%v err=%v, want a retry after 0s", retry, err)
+	}
+	notifyOK(t, retrying(h.n), firingNotification("g", item(playbooks.VerdictHealthy, "vllm-0")))
 	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultRateLimited)); got != 2 {
 		t.Errorf("rate_limited = %v", got)
 	}
 	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultOK)); got != 1 {
 		t.Errorf("ok = %v", got)
 	}
+}
+
+func retryAfterOf(err error) (time.Duration, bool) {
+	var ra notify.RetryAfterer
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
+	}
+	return 0, false
 }
 
 func TestFailuresMapToRetryOrNot(t *testing.T) {
@@ -261,7 +282,7 @@ func TestTwoRespondersSharingRedisPostOneParentPerGroup(t *testing.T) {
 		errs := make([]error, 2)
 		for i, h := range []*harness{a, b} {
 			wg.Go(func() {
-				_, errs[i] = h.n.Notify(context.Background(), firingNotification(group, item(playbooks.VerdictKVPressure, fmt.Sprintf("vllm-%d", i))))
+				_, errs[i] = retrying(h.n).Notify(context.Background(), firingNotification(group, item(playbooks.VerdictKVPressure, fmt.Sprintf("vllm-%d", i))))
 			})
 		}
 		wg.Wait()
@@ -325,7 +346,7 @@ func TestAResolutionArrivingWhileTheParentIsPostedReachesIt(t *testing.T) {
 	res.Status = notify.StatusResolved
 	resolved := make(chan error, 1)
 	go func() {
-		_, err := h.n.Notify(context.Background(), res)
+		_, err := retrying(h.n).Notify(context.Background(), res)
 		resolved <- err
 	}()
 	select {

@@ -35,13 +35,6 @@ const (
 	maxEvidenceSections = 2
 )
 
-// Button action ids, shared with the interaction handler.
-const (
-	ActionRerun   = "vllm_rerun"
-	ActionSilence = "vllm_silence"
-	ActionCapture = "vllm_capture"
-)
-
 // ButtonValue is what a diagnosis button carries back to the interaction handler: the alert's
 // labels (or the triage scope), so the click needs no state on the server, and an HMAC that
 // binds them to the button's action under a server key: a click with a value the message did
@@ -377,35 +370,12 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 		labels = item.Diagnosis.Scope
 	}
 	key := n.cfg.ButtonKey()
-	val, ok := EncodeButtonValue(key, ActionRerun, ButtonValue{Labels: labels})
-	if !ok {
-		return nil
+	if _, ok := EncodeButtonValue(key, ActionRerun, ButtonValue{Labels: labels}); !ok {
+		return nil // labels too long for a button: no buttons at all
 	}
-	value := func(action string) string {
-		v, _ := EncodeButtonValue(key, action, ButtonValue{Labels: labels})
-		return v
-	}
-	var els []slackgo.BlockElement
-	if item.Diagnosis != nil {
-		els = append(els, slackgo.NewButtonBlockElement(ActionRerun, val, plain(rerunLabel(item.Diagnosis, now), 75)))
-	}
-	if opts.Silence && item.Alert.Fingerprint != "" {
-		b := slackgo.NewButtonBlockElement(ActionSilence, value(ActionSilence), plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
-		els = append(els, b)
-	}
-	if opts.Capture && item.Diagnosis != nil && item.Diagnosis.OfferProfile && labels["pod"] != "" {
-		b := slackgo.NewButtonBlockElement(ActionCapture, value(ActionCapture), plain("Capture profile", 75))
-		b.Style = slackgo.StylePrimary
-		b.Confirm = CaptureConfirm(labels["pod"], opts.Silence)
-		els = append(els, b)
-	}
-	if sel := WrongVerdictSelect(item.Diagnosis); sel != nil {
-		els = append(els, sel)
-	}
-	if len(els) == 0 {
-		return nil
-	}
-	return slackgo.NewActionBlock("", els...)
+	return buttonBlock(key, buttonScope{d: item.Diagnosis, labels: labels, now: now, alert: true,
+		silence: opts.Silence && item.Alert.Fingerprint != "", silenceConfigured: opts.Silence,
+		silenceLabel: opts.SilenceLabel, capture: opts.Capture})
 }
 
 // itemBlocks renders one alert with its diagnosis, links and buttons.

@@ -1,0 +1,132 @@
+package slack
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/playbooks"
+)
+
+// The buttons under a diagnosis, in one table: what each shows, when, and what its click does.
+// Adding a button is one entry in buttonTable (and the function its click runs); the alert
+// messages, the on-demand answers, the click routing and the interactions metric all read it.
+
+// Button action ids, the interaction's action_id.
+const (
+	ActionRerun        = "vllm_rerun"
+	ActionSilence      = "vllm_silence"
+	ActionCapture      = "vllm_capture"
+	ActionWrongVerdict = "vllm_wrong_verdict"
+)
+
+// button is one entry of the table.
+type button struct {
+	action string
+	// metric is the action label of vllm_responder_slack_interactions_total.
+	metric string
+	// signed: the button carries a signed ButtonValue (the alert's labels), checked before the
+	// click runs. The Wrong verdict? select carries a record id instead (see correctVerdict).
+	signed bool
+	// element renders the button under one diagnosis, or returns nil when it is not shown
+	// there; value is the button's signed value ("" when the labels do not fit).
+	element func(s buttonScope, value string) slackgo.BlockElement
+	// click runs the work behind a click (in the background, under the work deadline).
+	click func(a *App, ctx context.Context, log zerolog.Logger, c click)
+}
+
+// buttonScope is what decides which buttons a diagnosis message shows.
+type buttonScope struct {
+	d      *playbooks.Diagnosis // nil for an alert no playbook matched
+	labels map[string]string    // the alert's labels, or the triage scope
+	now    time.Time
+	// alert: an alert message (an on-demand answer has no Re-run or Silence button, and a
+	// plain Capture button).
+	alert bool
+	// silence: Silence is offered (an Alertmanager is configured and the alert has a
+	// fingerprint); silenceConfigured says whether captures silence the pod's alerts.
+	silence, silenceConfigured bool
+	silenceLabel               string
+	// capture: a capturer is configured.
+	capture bool
+}
+
+// buttonTable is the table (a function, not a variable: the clicks render buttons again).
+func buttonTable() []button {
+	return []button{
+		{action: ActionRerun, metric: "rerun", signed: true, click: (*App).rerun,
+			element: func(s buttonScope, value string) slackgo.BlockElement {
+				if !s.alert || s.d == nil || value == "" {
+					return nil
+				}
+				return slackgo.NewButtonBlockElement(ActionRerun, value, plain(rerunLabel(s.d, s.now), 75))
+			}},
+		{action: ActionSilence, metric: "silence", signed: true, click: (*App).silenceAlert,
+			element: func(s buttonScope, value string) slackgo.BlockElement {
+				if !s.silence || value == "" {
+					return nil
+				}
+				return slackgo.NewButtonBlockElement(ActionSilence, value, plain(cmp.Or(s.silenceLabel, "Silence"), 75))
+			}},
+		{action: ActionCapture, metric: "capture", signed: true, click: (*App).captureFromButton,
+			element: func(s buttonScope, value string) slackgo.BlockElement {
+				if !s.capture || s.d == nil || !s.d.OfferProfile || s.labels["pod"] == "" || value == "" {
+					return nil
+				}
+				b := slackgo.NewButtonBlockElement(ActionCapture, value, plain("Capture profile", 75))
+				if s.alert {
+					b.Style = slackgo.StylePrimary
+				}
+				b.Confirm = CaptureConfirm(s.labels["pod"], s.silenceConfigured)
+				return b
+			}},
+		{action: ActionWrongVerdict, metric: "wrong_verdict", click: (*App).correctVerdict,
+			element: func(s buttonScope, _ string) slackgo.BlockElement {
+				if sel := WrongVerdictSelect(s.d); sel != nil {
+					return sel
+				}
+				return nil
+			}},
+	}
+}
+
+// interactionActions are the label values of the interactions metric: one per button, and
+// "unknown" for a click on anything else.
+func interactionActions() []string {
+	var out []string
+	for _, b := range buttonTable() {
+		out = append(out, b.metric)
+	}
+	return append(out, "unknown")
+}
+
+// buttonBlock is the row of buttons of one diagnosis, or nil when none is shown.
+func buttonBlock(key []byte, s buttonScope) slackgo.Block {
+	var els []slackgo.BlockElement
+	for _, b := range buttonTable() {
+		value := ""
+		if b.signed {
+			value, _ = EncodeButtonValue(key, b.action, ButtonValue{Labels: s.labels})
+		}
+		if el := b.element(s, value); el != nil {
+			els = append(els, el)
+		}
+	}
+	if len(els) == 0 {
+		return nil
+	}
+	return slackgo.NewActionBlock("", els...)
+}
+
+// findButton returns the table's entry for action.
+func findButton(action string) (button, bool) {
+	for _, b := range buttonTable() {
+		if b.action == action {
+			return b, true
+		}
+	}
+	return button{}, false
+}
