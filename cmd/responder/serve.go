@@ -24,7 +24,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/console"
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -90,37 +90,6 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	}
 	defer st.Close()
 
-	// The notifier: Slack when a bot token is set, the console otherwise.
-	var base notify.Notifier = console.New(stdout)
-	notifierKind := "console"
-	var slackAPI *slacknotify.API
-	if c.Slack.Enabled() {
-		slackAPI = slacknotify.NewAPI(&c.Slack, slacknotify.NewMetrics(reg), log, nil)
-		if r, ok := st.(*store.Redis); ok {
-			slackAPI.SharePacing(r.Client(), c.Redis.KeyPrefix) // post_interval across replicas
-		}
-		sn, err := slacknotify.New(slacknotify.Options{Config: &c.Slack, Store: st, API: slackAPI, Logger: log,
-			Prometheus: rangeQuerier{promAPI}, Silence: c.Alertmanager.URL != "", Capture: c.Profile.Enabled})
-		if err != nil {
-			return err
-		}
-		base, notifierKind = sn, "slack"
-	}
-	retrying := &notify.Retrying{Notifier: base, Logger: log, Metrics: notify.NewRetryMetrics(reg),
-		Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}
-	if c.Slack.Enabled() {
-		retrying.Policy = c.Slack.RetryPolicy()
-	}
-	notifier := notify.RecordRecent(retrying, st, log)
-
-	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
-		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),
-		GroupCooldown: time.Duration(c.Dispatch.GroupCooldown), StormThreshold: c.Slack.StormThreshold,
-		RunTimeout: time.Duration(c.Dispatch.RunTimeout), NotifyTimeout: time.Duration(c.Dispatch.NotifyTimeout),
-		Logger: log, Metrics: m,
-	})
-	d.Start()
-
 	// Profile captures and their janitor (which stops captures whose responder died).
 	var capt *profile.Service
 	if c.Profile.Enabled {
@@ -139,6 +108,38 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		}()
 	}
 
+	// The notifier: Slack when a bot token is set, the console otherwise.
+	var base notify.Notifier = console.New(stdout)
+	notifierKind := "console"
+	var sl *slack.Slack
+	if c.Slack.Enabled() {
+		o := slack.Options{Config: &c.Slack, Store: st, Prometheus: rangeQuerier{promAPI}, Registerer: reg, Logger: log}
+		if capt != nil {
+			o.Capturer, o.MaxCapture = capturer{svc: capt}, time.Duration(c.Profile.MaxDuration)
+		}
+		if o.Silencer, err = newSlackSilencer(c); err != nil {
+			return err
+		}
+		if sl, err = slack.New(o); err != nil {
+			return err
+		}
+		base, notifierKind = sl, "slack"
+	}
+	retrying := &notify.Retrying{Notifier: base, Logger: log, Metrics: notify.NewRetryMetrics(reg),
+		Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}
+	if c.Slack.Enabled() {
+		retrying.Policy = c.Slack.RetryPolicy()
+	}
+	notifier := notify.RecordRecent(retrying, st, log)
+
+	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
+		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),
+		GroupCooldown: time.Duration(c.Dispatch.GroupCooldown), StormThreshold: c.Slack.StormThreshold,
+		RunTimeout: time.Duration(c.Dispatch.RunTimeout), NotifyTimeout: time.Duration(c.Dispatch.NotifyTimeout),
+		Logger: log, Metrics: m,
+	})
+	d.Start()
+
 	routes := handlers.Routes{
 		Webhook: &handlers.Webhook{Acceptor: d, Metrics: m, Logger: log, MaxBodyBytes: c.Webhook.MaxBodyBytes,
 			Auth: handlers.WebhookAuth{BearerToken: c.Webhook.BearerToken.Reveal(), Username: c.Webhook.BasicAuth.Username,
@@ -153,16 +154,14 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 			{Name: "store", Required: false, Func: st.Ping},
 		},
 	}
-	var incidents slacknotify.Incidents
-	if sn, ok := base.(*slacknotify.Notifier); ok {
-		incidents = sn
-	}
 	if routes.MCP, err = mcpHandler(c, set, engine, st); err != nil {
 		return err
 	}
-	closeSlack, err := mountSlack(ctx, c, &routes, slackAPI, d, capt, incidents, log)
-	if err != nil {
-		return err
+	if sl != nil {
+		// The /vllm command and the buttons, answered by the dispatcher's on-demand triage.
+		if routes.SlackCommands, routes.SlackInteractions, err = sl.Start(ctx, d); err != nil {
+			return err
+		}
 	}
 
 	ln, err := net.Listen("tcp", c.Listen)
@@ -192,7 +191,9 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	if capt != nil {
 		_ = capt.Shutdown(drain)
 	}
-	_ = closeSlack(drain)
+	if sl != nil {
+		_ = sl.Close(drain)
+	}
 	if err := srv.Shutdown(drain); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn().Err(err).Msg("http shutdown")
 	}

@@ -2,62 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
-	"github.com/vllm-responder/vllm-responder/dispatch"
-	"github.com/vllm-responder/vllm-responder/handlers"
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
-// mountSlack wires the Slack app (the /vllm command and the buttons) when Slack is configured:
-// on the HTTP endpoints, or over Socket Mode when slack.socket_mode is set. It returns a function
-// that waits for the app's background work on shutdown.
-func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, api *slacknotify.API, d *dispatch.Dispatcher,
-	capt *profile.Service, incidents slacknotify.Incidents, log zerolog.Logger) (func(context.Context) error, error) {
-	if api == nil || !c.Slack.Interactive() {
-		return func(context.Context) error { return nil }, nil
+// newSlackSilencer is the Alertmanager client behind the Silence button, nil without
+// alertmanager.url.
+func newSlackSilencer(c *cfgpkg.Config) (slack.Silencer, error) {
+	if c.Alertmanager.URL == "" {
+		return nil, nil
 	}
-	o := slacknotify.AppOptions{Config: &c.Slack, API: api, Triager: d, Incidents: incidents, Logger: log}
-	if r, ok := incidents.(slacknotify.Records); ok {
-		o.Records = r // the notifier keeps the diagnosis records the Wrong verdict? select names
-	}
-	if capt != nil {
-		o.Capturer = capturer{svc: capt}
-		o.MaxCapture = time.Duration(c.Profile.MaxDuration)
-	}
-	if c.Alertmanager.URL != "" {
-		hc, err := cfgpkg.NewHTTPClient("alertmanager", c.Alertmanager.HTTP)
-		if err != nil {
-			return nil, fmt.Errorf("alertmanager: %w", err)
-		}
-		s, err := silence.New(c.Alertmanager.URL, hc, 10*time.Second)
-		if err != nil {
-			return nil, fmt.Errorf("alertmanager.url: %w", err)
-		}
-		o.Silencer = s
-	}
-	app, err := slacknotify.NewApp(o)
+	hc, err := cfgpkg.NewHTTPClient("alertmanager", c.Alertmanager.HTTP)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("alertmanager: %w", err)
 	}
-	if c.Slack.SocketMode {
-		go func() {
-			if err := app.RunSocketMode(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Error().Err(err).Msg("slack socket mode stopped")
-			}
-		}()
-	} else {
-		routes.SlackCommands = app.CommandsHandler()
-		routes.SlackInteractions = app.InteractionsHandler()
+	s, err := silence.New(c.Alertmanager.URL, hc, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("alertmanager.url: %w", err)
 	}
-	return app.Close, nil
+	return s, nil
 }
 
 // capturer adapts profile.Service to the Slack app's Capturer.

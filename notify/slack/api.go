@@ -83,8 +83,8 @@ type API struct {
 	pace    *pacer
 }
 
-// NewAPI builds the Slack client from cfg (SetDefaults and Validate first). httpClient may be nil.
-func NewAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client) *API {
+// newAPI builds the Slack client from cfg (SetDefaults and Validate first). httpClient may be nil.
+func newAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client) *API {
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}

@@ -63,8 +63,8 @@ type Records interface {
 	LoadRecord(ctx context.Context, id string) (*playbooks.Record, error)
 }
 
-// AppOptions are what NewApp needs. Config, API and Triager are required; the rest may be nil.
-type AppOptions struct {
+// appOptions are what newApp needs. Config, API and Triager are required; the rest may be nil.
+type appOptions struct {
 	Config    *Config
 	API       *API
 	Triager   Triager
@@ -106,8 +106,8 @@ type App struct {
 	wg     sync.WaitGroup
 }
 
-// NewApp returns the app. Call Close on shutdown.
-func NewApp(o AppOptions) (*App, error) {
+// newApp returns the app. Call Close on shutdown.
+func newApp(o appOptions) (*App, error) {
 	switch {
 	case o.Config == nil:
 		return nil, errors.New("slack app: no config")

@@ -98,7 +98,7 @@ type env struct {
 	silencer *fakeSilencer
 }
 
-type envOpt func(*Config, *AppOptions)
+type envOpt func(*Config, *appOptions)
 
 func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 	t.Helper()
@@ -107,7 +107,7 @@ func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 	cfg.SetDefaults()
 	cfg.PostInterval = model.Duration(time.Millisecond)
 	e := &env{slack: fs, cfg: cfg, triager: &fakeTriager{}, capturer: &fakeCapturer{}, silencer: &fakeSilencer{}}
-	o := AppOptions{Config: cfg, Triager: e.triager, Capturer: e.capturer, Silencer: e.silencer, Logger: zerolog.New(zerolog.NewTestWriter(t))}
+	o := appOptions{Config: cfg, Triager: e.triager, Capturer: e.capturer, Silencer: e.silencer, Logger: zerolog.New(zerolog.NewTestWriter(t))}
 	for _, f := range opts {
 		f(cfg, &o)
 	}
@@ -115,8 +115,8 @@ func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 		t.Fatal(err)
 	}
 	e.m = NewMetrics(nil)
-	o.API = NewAPI(cfg, e.m, o.Logger, nil)
-	app, err := NewApp(o)
+	o.API = newAPI(cfg, e.m, o.Logger, nil)
+	app, err := newApp(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestEveryRequestsSignatureIsVerifiedBeforeAnythingElse(t *testing.T) {
 }
 
 func TestWithoutASigningSecretTheEndpointsRefuseEverything(t *testing.T) {
-	e := newEnv(t, nil, func(c *Config, _ *AppOptions) { c.SigningSecret = "" })
+	e := newEnv(t, nil, func(c *Config, _ *appOptions) { c.SigningSecret = "" })
 	body := "text=triage"
 	if status, _ := e.post(t, "/slack/commands", body, sign(signingSecret, time.Now(), body)); status != http.StatusServiceUnavailable {
 		t.Errorf("status %d", status)
@@ -293,14 +293,14 @@ func TestATriageFailureIsOneLineNotAStackTrace(t *testing.T) {
 
 func TestProfileCommand(t *testing.T) {
 	t.Run("without a capturer says it is not configured", func(t *testing.T) {
-		e := newEnv(t, nil, func(_ *Config, o *AppOptions) { o.Capturer = nil })
+		e := newEnv(t, nil, func(_ *Config, o *appOptions) { o.Capturer = nil })
 		_, body := e.command(t, "profile vllm-0", "U1")
 		if !strings.Contains(body, "not configured") {
 			t.Errorf("ack %s", body)
 		}
 	})
 	t.Run("a user outside the allowed lists is refused with the reason", func(t *testing.T) {
-		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *Config, _ *AppOptions) {
+		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *Config, _ *appOptions) {
 			c.AllowedUsers = []string{"U0BOSS"}
 			c.AllowedUsergroups = []string{"S0SRE"}
 		})
@@ -317,7 +317,7 @@ func TestProfileCommand(t *testing.T) {
 		}
 	})
 	t.Run("a member of an allowed user group captures, and the report follows", func(t *testing.T) {
-		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *Config, _ *AppOptions) {
+		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *Config, _ *appOptions) {
 			c.AllowedUsergroups = []string{"S0SRE"}
 		})
 		e.command(t, "profile vllm-0 10s", "U0ONCALL")
@@ -332,7 +332,7 @@ func TestProfileCommand(t *testing.T) {
 		}
 	})
 	t.Run("a window longer than profile.max_duration is refused at once, and help says the limit", func(t *testing.T) {
-		e := newEnv(t, nil, func(_ *Config, o *AppOptions) { o.MaxCapture = time.Minute })
+		e := newEnv(t, nil, func(_ *Config, o *appOptions) { o.MaxCapture = time.Minute })
 		_, body := e.command(t, "profile vllm-0 3m", "U1")
 		if !strings.Contains(body, "at most 1m (profile.max_duration); you asked for 3m") {
 			t.Errorf("ack %s", body)
@@ -362,7 +362,7 @@ func (fakeIncidents) RecentIncidents(context.Context, int) ([]Incident, error) {
 }
 
 func TestStatusListsCapturesAndIncidents(t *testing.T) {
-	e := newEnv(t, []string{"response"}, func(_ *Config, o *AppOptions) { o.Incidents = fakeIncidents{} })
+	e := newEnv(t, []string{"response"}, func(_ *Config, o *appOptions) { o.Incidents = fakeIncidents{} })
 	e.command(t, "status", "U1")
 	raw := string(e.slack.WaitCalls(t, "response", 1, 10*time.Second)[0].Body)
 	for _, want := range []string{"vllm-0 by slack:alice (U1), 7s left", "VLLMKVCacheNearFull", "firing since Jun 1 11:50 UTC (2 alerts)"} {
@@ -406,7 +406,7 @@ func TestSilenceButtonSilencesTheAlertsLabelsAndSaysWhoDidIt(t *testing.T) {
 }
 
 func TestSilenceRefusalIsEphemeralAndSaysWhy(t *testing.T) {
-	e := newEnv(t, []string{"chat.postEphemeral"}, func(c *Config, _ *AppOptions) {
+	e := newEnv(t, []string{"chat.postEphemeral"}, func(c *Config, _ *appOptions) {
 		c.AllowedChannels = []string{"C0OPS"}
 	})
 	e.click(t, ActionSilence, alertLabels, "U1")
@@ -420,7 +420,7 @@ func TestSilenceRefusalIsEphemeralAndSaysWhy(t *testing.T) {
 }
 
 func TestCaptureButtonWithoutACapturerSaysSo(t *testing.T) {
-	e := newEnv(t, []string{"chat.postEphemeral"}, func(_ *Config, o *AppOptions) { o.Capturer = nil })
+	e := newEnv(t, []string{"chat.postEphemeral"}, func(_ *Config, o *appOptions) { o.Capturer = nil })
 	e.click(t, ActionCapture, alertLabels, "U1")
 	c := e.slack.WaitCalls(t, "chat.postEphemeral", 1, 10*time.Second)[0]
 	if !strings.Contains(c.Form.Get("text"), "not configured") {

@@ -36,7 +36,7 @@ func testConfig(apiURL string) *Config {
 		Channel:            "#vllm-incidents",
 		APIURL:             apiURL,
 		GrafanaURLTemplate: "https://grafana.example/d/vllm/vllm?var-model={{.Model}}&var-pod={{.Pod}}&from={{.FromMS}}&to={{.ToMS}}",
-		TracesURLTemplate:  "https://jaeger.example/search?service=vllm&tags=%7B%22model_name%22%3A%22{{.Model}}%22%7D&start={{.FromUS}}&end={{.ToUS}}&minDuration=2s",
+		TracesURLTemplate:  "https://jaeger.example/search?service=vllm-{{.Model}}&operation=llm_request&minDuration=1s&limit=20&start={{.FromUS}}&end={{.ToUS}}",
 	}
 	c.SetDefaults()
 	c.PostInterval = model.Duration(time.Millisecond)
@@ -64,8 +64,8 @@ func newHarness(t *testing.T, st store.Store, prom RangeQuerier, allowed ...stri
 		st = store.NewMemory()
 	}
 	m := NewMetrics(nil)
-	api := NewAPI(cfg, m, zerolog.New(zerolog.NewTestWriter(t)), nil)
-	n, err := New(Options{Config: cfg, Store: st, API: api, Logger: zerolog.New(zerolog.NewTestWriter(t)),
+	api := newAPI(cfg, m, zerolog.New(zerolog.NewTestWriter(t)), nil)
+	n, err := newNotifier(notifierOptions{Config: cfg, Store: st, API: api, Logger: zerolog.New(zerolog.NewTestWriter(t)),
 		Prometheus: prom, Silence: true, Capture: true, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)

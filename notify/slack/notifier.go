@@ -36,8 +36,8 @@ const (
 // group's parent message and its thread is not there yet: the notification is retried.
 var errParentPending = errors.New("another replica is creating this group's Slack message")
 
-// Options are what New needs. Config, Store and API are required.
-type Options struct {
+// notifierOptions are what newNotifier needs. Config, Store and API are required.
+type notifierOptions struct {
 	Config *Config
 	Store  store.Store
 	API    *API
@@ -65,8 +65,8 @@ type Notifier struct {
 
 var _ notify.Notifier = (*Notifier)(nil)
 
-// New returns a Notifier. cfg must have had SetDefaults and Validate.
-func New(o Options) (*Notifier, error) {
+// newNotifier returns a Notifier. cfg must have had SetDefaults and Validate.
+func newNotifier(o notifierOptions) (*Notifier, error) {
 	switch {
 	case o.Config == nil:
 		return nil, errors.New("slack notifier: no config")

@@ -273,7 +273,7 @@ func TestTwoRespondersSharingRedisPostOneParentPerGroup(t *testing.T) {
 	b := newHarness(t, newStore(), nil)
 	// Both notifiers talk to the same fake Slack.
 	b.cfg.APIURL = a.cfg.APIURL
-	b.api = NewAPI(b.cfg, b.m, a.api.log, nil)
+	b.api = newAPI(b.cfg, b.m, a.api.log, nil)
 	b.n.api = b.api
 
 	for round := range 5 {

@@ -53,7 +53,7 @@ func TestPacingIsSharedByReplicasThroughRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		a := NewAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
+		a := newAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
 		a.SharePacing(st.Client(), prefix)
 		apis = append(apis, a)
 	}
@@ -77,7 +77,7 @@ func TestPacingFallsBackToTheReplicaWhenRedisIsDown(t *testing.T) {
 	fs := fakeslack.New(t, "chat.postMessage")
 	cfg := testConfig(fs.APIURL())
 	cfg.PostInterval = model.Duration(interval)
-	a := NewAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
+	a := newAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
 	a.SharePacing(st.Client(), "x:")
 	if took := postAll(t, []*API{a}, 3); took < 2*interval {
 		t.Fatalf("3 posts took %s; pacing within the replica needs at least %s", took, 2*interval)

@@ -78,7 +78,7 @@ func (p *socketPeer) waitAck(t *testing.T, id string) json.RawMessage {
 
 func TestSocketModeRoutesCommandsAndClicksLikeTheHTTPEndpoints(t *testing.T) {
 	peer := newSocketPeer(t)
-	e := newEnv(t, []string{"response", "chat.postMessage"}, func(c *Config, _ *AppOptions) {
+	e := newEnv(t, []string{"response", "chat.postMessage"}, func(c *Config, _ *appOptions) {
 		c.SocketMode = true
 		c.AppToken = "xapp-test"
 		c.SigningSecret = ""

@@ -23,8 +23,8 @@ import (
 func correctionEnv(t *testing.T, allowed ...string) (*env, *Notifier, *playbooks.Set) {
 	t.Helper()
 	var rec *Notifier
-	e := newEnv(t, allowed, func(c *Config, o *AppOptions) { o.Records = lateRecords{&rec} })
-	n, err := New(Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	e := newEnv(t, allowed, func(c *Config, o *appOptions) { o.Records = lateRecords{&rec} })
+	n, err := newNotifier(notifierOptions{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.New(zerolog.NewTestWriter(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,10 +251,10 @@ func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, []string{"response", "chat.postMessage"}, func(_ *Config, o *AppOptions) {
+	e := newEnv(t, []string{"response", "chat.postMessage"}, func(_ *Config, o *appOptions) {
 		o.Records, o.Triager = lateRecords{&rec}, setTriager{set}
 	})
-	if rec, err = New(Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.Nop()}); err != nil {
+	if rec, err = newNotifier(notifierOptions{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 	e.command(t, "triage llama vllm-0", "U1")

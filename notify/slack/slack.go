@@ -1,0 +1,116 @@
+// Package slack is the whole Slack integration, and New its one entry point.
+//
+// It posts diagnoses to Slack (notifier.go): one Block Kit message per Alertmanager group
+// (render.go), replies in its thread when something changes, an edit of the parent when the group
+// resolves, a chart of the playbook's series (chart.go) and the slowest traced requests
+// (traces.go) in the thread. It serves the Slack app (app.go): the /vllm slash command, one
+// subcommand per entry of subcommandTable (command.go), and the buttons under a diagnosis, one
+// per entry of buttonTable (buttons.go), over the HTTP endpoints or Socket Mode (socket.go). Both
+// talk to Slack through one API client (api.go: deadlines, metrics, pacing in pace.go) that says
+// whether a failure is worth a retry and never retries itself: the retry loop is notify.Retry,
+// with this integration's RetryPolicy. Its configuration (config.go, the `slack:` section) and
+// its metrics (metrics.go) live here too.
+package slack
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/store"
+)
+
+// Options are what New needs. Config (after SetDefaults and Validate, with a bot token) and Store
+// are required; the rest may be nil.
+type Options struct {
+	Config *Config
+	// Store keeps threads, claims and diagnosis records. A store shared through Redis also
+	// paces posts across the replicas that share it.
+	Store store.Store
+	// Prometheus answers the charts' range queries; nil: no charts.
+	Prometheus RangeQuerier
+	// Capturer runs profile captures (the Capture profile button, /vllm profile); nil: none.
+	Capturer Capturer
+	// MaxCapture is the longest capture the Capturer allows (profile.max_duration).
+	MaxCapture time.Duration
+	// Silencer creates the Silence button's silences (an Alertmanager); nil: no Silence button.
+	Silencer Silencer
+	// Registerer receives the Slack metrics; nil: not registered.
+	Registerer prometheus.Registerer
+	Logger     zerolog.Logger
+}
+
+// Slack is the integration: the notifier (it implements notify.Notifier) and, once started,
+// the app that answers commands and buttons.
+type Slack struct {
+	*Notifier
+	o   Options
+	api *API
+	app *App
+}
+
+var _ notify.Notifier = (*Slack)(nil)
+
+// redisShared is a store shared through Redis (*store.Redis).
+type redisShared interface {
+	Client() redis.UniversalClient
+	Key(key string) string
+}
+
+// New builds the integration. Call Start to receive commands and clicks, and Close on shutdown.
+func New(o Options) (*Slack, error) {
+	if o.Config == nil {
+		return nil, errors.New("slack: no config")
+	}
+	api := newAPI(o.Config, NewMetrics(o.Registerer), o.Logger, nil)
+	if r, ok := o.Store.(redisShared); ok {
+		api.SharePacing(r.Client(), r.Key("")) // post_interval across replicas
+	}
+	n, err := newNotifier(notifierOptions{Config: o.Config, Store: o.Store, API: api, Logger: o.Logger,
+		Prometheus: o.Prometheus, Silence: o.Silencer != nil, Capture: o.Capturer != nil})
+	if err != nil {
+		return nil, err
+	}
+	return &Slack{Notifier: n, o: o, api: api}, nil
+}
+
+// Start connects the app to t, which runs the playbooks on demand (the dispatcher; it needs the
+// notifier first, hence this second step), and starts receiving commands and button clicks:
+// over Socket Mode in the background (until ctx ends) when slack.socket_mode is set, otherwise
+// through the two handlers returned for POST /slack/commands and POST /slack/interactions.
+// Without a way for Slack to reach the responder (no signing secret, no Socket Mode) it starts
+// nothing and returns nil handlers.
+func (s *Slack) Start(ctx context.Context, t Triager) (commands, interactions http.Handler, err error) {
+	if !s.o.Config.Interactive() {
+		return nil, nil, nil
+	}
+	app, err := newApp(appOptions{Config: s.o.Config, API: s.api, Triager: t, Capturer: s.o.Capturer, Silencer: s.o.Silencer,
+		Incidents: s.Notifier, Records: s.Notifier, Logger: s.o.Logger, MaxCapture: s.o.MaxCapture})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.app = app
+	if s.o.Config.SocketMode {
+		go func() {
+			if err := app.RunSocketMode(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				s.o.Logger.Error().Err(err).Msg("slack socket mode stopped")
+			}
+		}()
+		return nil, nil, nil
+	}
+	return app.CommandsHandler(), app.InteractionsHandler(), nil
+}
+
+// Close waits for the app's work in flight (answers to commands and clicks), until ctx ends.
+func (s *Slack) Close(ctx context.Context) error {
+	if s.app == nil {
+		return nil
+	}
+	return s.app.Close(ctx)
+}
