@@ -1,6 +1,6 @@
 // Package notify delivers diagnoses to people. Each destination (Slack, the console) implements the
-// one-method Notifier interface; retries, timing and metrics live in the Instrumented wrapper, not in
-// each notifier.
+// one-method Notifier interface; retries, their timing and their metrics live in the Retrying
+// wrapper (retry.go), not in each notifier.
 package notify
 
 import (
