@@ -238,7 +238,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	items := firing(nt.Items)
 	if nt.Resolved() || len(items) == 0 {
 		// A parent of this group may be on its way (a slow Slack, another worker or replica
-		// holds the claim to create it): the resolution waits for it instead of being lost.
+		// holds the claim to create it): the resolution is retried until it is there, not lost.
 		if !storeDown && n.parentPending(ctx, nt.GroupKey) {
 			return parentInFlight(log)
 		}
