@@ -573,10 +573,13 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	if err := n.store.Unclaim(ctx, ParentKey(th.GroupKey)); err != nil {
 		log.Warn().Err(err).Msg("releasing the parent message claim")
 	}
-	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionText(
-		fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took), false)); err != nil {
-		// The parent already says resolved; a missing reply is not worth a retry that would
-		// edit it again.
+	// The parent already says resolved: the reply is retried only when Slack asks to come back
+	// (a retry of the whole notification would edit the parent again).
+	if err := rateLimitRetried(ctx, n.cfg, func(ctx context.Context) error {
+		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionText(
+			fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took), false))
+		return err
+	}); err != nil {
 		log.Warn().Err(err).Msg("posting the resolution reply")
 	}
 	n.api.metrics.Messages.WithLabelValues("resolved").Inc()

@@ -539,3 +539,32 @@ func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
 		t.Fatalf("a host in response_url_hosts must be allowed: %v (hits %d)", err, hit.Load())
 	}
 }
+
+// The resolution reply follows an edit of the parent that already says resolved: a 429 on it is
+// retried after Slack's Retry-After (within the notification), not dropped.
+func TestARateLimitedResolutionReplyIsRetried(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.update")
+	var mu sync.Mutex
+	posts := 0
+	h.slack.Handle("chat.postMessage", func(c fakeslack.Call) fakeslack.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		posts++
+		if c.Form.Get("thread_ts") != "" && posts == 2 {
+			return fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "0"}, Body: map[string]any{"ok": false, "error": "ratelimited"}}
+		}
+		return fakeslack.Response{Body: map[string]any{"ok": true, "channel": "C1", "ts": "1.2"}}
+	})
+	group := "g"
+	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictHealthy, "vllm-0")))
+	res := firingNotification(group, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
+	res.Status = notify.StatusResolved
+	notifyOK(t, h.n, res)
+	calls := h.slack.Calls("chat.postMessage")
+	if len(calls) != 3 || !strings.Contains(calls[2].Form.Get("text"), "resolved after") || calls[2].Form.Get("thread_ts") == "" {
+		t.Fatalf("want the parent, a rate-limited reply and its retry; got %d posts: %+v", len(calls), calls)
+	}
+	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultRateLimited)); got != 1 {
+		t.Errorf("rate_limited = %v", got)
+	}
+}

@@ -84,8 +84,11 @@ func (n *Notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *Thre
 	if len(blocks) == 0 || len(items) > n.cfg.StormThreshold {
 		return
 	}
-	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(capBlocks(blocks)...),
-		slackgo.MsgOptionText("Slowest requests from traces", false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
+	if err := rateLimitRetried(ctx, n.cfg, func(ctx context.Context) error {
+		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(capBlocks(blocks)...),
+			slackgo.MsgOptionText("Slowest requests from traces", false), slackgo.MsgOptionDisableLinkUnfurl())
+		return err
+	}); err != nil {
 		log.Warn().Err(err).Msg("slowest requests not posted in the thread")
 		return
 	}
