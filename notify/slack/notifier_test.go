@@ -562,7 +562,11 @@ func TestARateLimitedResolutionReplyIsRetried(t *testing.T) {
 	notifyOK(t, h.n, res)
 	calls := h.slack.Calls("chat.postMessage")
 	if len(calls) != 3 || !strings.Contains(calls[2].Form.Get("text"), "resolved after") || calls[2].Form.Get("thread_ts") == "" {
-		t.Fatalf("want the parent, a rate-limited reply and its retry; got %d posts: %+v", len(calls), calls)
+		texts := make([]string, len(calls))
+		for i, c := range calls {
+			texts[i] = c.Form.Get("text")
+		}
+		t.Fatalf("want the parent, a rate-limited reply and its retry; got %d posts: %q", len(calls), texts)
 	}
 	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultRateLimited)); got != 1 {
 		t.Errorf("rate_limited = %v", got)
