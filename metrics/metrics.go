@@ -12,7 +12,7 @@ import (
 
 // Fixed label values.
 var (
-	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down"}
+	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down", "internal_error"}
 	NotificationResults = []string{"ok", "retried", "failed", "skipped"}
 	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved", "superseded", "invalid"}
 	QueryResults        = []string{playbooks.QueryOK, playbooks.QueryEmpty, playbooks.QueryError, playbooks.QueryTimeout, playbooks.QueryUnreachable}
