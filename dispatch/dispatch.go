@@ -485,7 +485,7 @@ func (d *Dispatcher) run(pb *playbooks.Playbook, labels map[string]string) *play
 		d.m.RunDuration.Observe(diag.Duration.Seconds())
 	}
 	d.log.Info().Str("playbook", pb.Name).Str("verdict", diag.Verdict).Strs("missing", diag.Missing).
-		Float64("duration_ms", diag.DurationMS).Str("scope", scopeString(diag.Scope)).Msg("diagnosis")
+		Dur("duration", diag.Duration).Str("scope", scopeString(diag.Scope)).Msg("diagnosis")
 	return diag
 }
 
