@@ -64,21 +64,16 @@ type Dispatcher struct {
 	log      zerolog.Logger
 	m        *metrics.Responder
 
-	mu     sync.RWMutex
-	closed bool
-	// draining is set once Shutdown began (read by finished without d.mu).
-	draining atomic.Bool
-	queue    chan *job
-	wg       sync.WaitGroup
-	started  bool
+	mu      sync.RWMutex
+	closed  bool
+	queue   chan *job
+	wg      sync.WaitGroup
+	started bool
 
-	// Alertmanager groups by group key (groups.go): the job of each that no worker has taken
-	// yet, which newer notifications of the group merge into, and when one was last taken.
-	gmu       sync.Mutex
-	groups    map[string]*group
-	held      int // jobs held by a group's cooldown (not in the queue yet)
-	releasing sync.WaitGroup
-	nextSweep int
+	// groups coalesces each Alertmanager group's notifications (groups.go): its one waiting
+	// job, which newer notifications of the group merge into, held while one of the group runs
+	// or its cooldown lasts.
+	groups *coalescer
 }
 
 type job struct {
@@ -105,10 +100,13 @@ func New(set *playbooks.Set, engine *playbooks.Engine, n notify.Notifier, st sto
 		o.RunConcurrency = 4
 	}
 	d := &Dispatcher{set: set, engine: engine, notifier: n, store: st, opt: o, log: o.Logger, m: o.Metrics,
-		queue: make(chan *job, o.QueueSize), groups: map[string]*group{}, nextSweep: minSweep}
+		queue: make(chan *job, o.QueueSize)}
+	var depth func(int)
 	if d.m != nil {
 		d.m.QueueCapacity.Set(float64(o.QueueSize))
+		depth = func(n int) { d.m.QueueDepth.Set(float64(n)) }
 	}
+	d.groups = newCoalescer(d.queue, o.GroupCooldown, func() { d.count("superseded") }, depth)
 	return d
 }
 
@@ -131,11 +129,10 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	wasClosed := d.closed
 	d.closed = true // Accept refuses from here on
-	d.draining.Store(true)
 	d.mu.Unlock()
 	if !wasClosed {
 		// Jobs held by a group's cooldown are accepted work: queue them now.
-		if err := d.flushHeld(ctx); err != nil {
+		if err := d.groups.flush(ctx); err != nil {
 			return err
 		}
 		d.mu.Lock()
@@ -231,15 +228,13 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		d.unclaim(claims)
 		return Accepted{}, ErrShuttingDown
 	}
-	coalesced, err := d.enqueue(&job{n: n, claims: claims})
+	coalesced, err := d.groups.add(&job{n: n, claims: claims})
 	if err != nil {
 		d.unclaim(claims)
 		return Accepted{}, err
 	}
-	if d.m != nil {
-		if coalesced {
-			d.m.Coalesced.Inc()
-		}
+	if coalesced && d.m != nil {
+		d.m.Coalesced.Inc()
 	}
 	return acc, nil
 }
@@ -358,9 +353,9 @@ func (d *Dispatcher) worker() {
 	for j := range d.queue {
 		// From here on a newer notification of the group is queued on its own: this one's
 		// diagnosis is under way and will be posted as it is.
-		d.taken(j)
+		d.groups.taken(j)
 		d.process(j)
-		d.finished(j)
+		d.groups.finished(j)
 	}
 }
 
@@ -490,7 +485,7 @@ func (d *Dispatcher) run(pb *playbooks.Playbook, labels map[string]string) *play
 		d.m.RunDuration.Observe(diag.Duration.Seconds())
 	}
 	d.log.Info().Str("playbook", pb.Name).Str("verdict", diag.Verdict).Strs("missing", diag.Missing).
-		Float64("duration_ms", diag.DurationMS).Str("scope", scopeString(diag.Scope)).Msg("diagnosis")
+		Dur("duration", diag.Duration).Str("scope", scopeString(diag.Scope)).Msg("diagnosis")
 	return diag
 }
 

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -13,17 +14,40 @@ import (
 // Alertmanager sends a group's whole current state every time it notifies. When notifications of
 // one group arrive faster than they are diagnosed (a storm, a flapping alert, Alertmanager's HA
 // replicas, a retry after a timeout), diagnosing and posting each would repeat the same work and
-// thread replies. So each group has at most one job waiting: a newer notification of the group is
-// merged into it (coalesced) instead of queued again, and takes no queue slot. And a group a
-// worker took up less than GroupCooldown ago has its next job held until the cooldown has passed,
-// so a group cannot keep workers and Prometheus busy with its own follow-ups; the first
-// notification of a group is never held.
+// thread replies. The coalescer keeps, per group, what stands between the webhook and the
+// workers, under one lock (as alertmanager's dispatch keeps an aggrGroup per group). Its
+// invariants, each tested in groups_test.go:
+//
+//   - A group has at most one job waiting (queued or held): a newer notification of the group is
+//     merged into it (coalesced) instead of queued again, and takes no queue slot.
+//   - A group's jobs run one at a time: while a worker diagnoses and posts one, the next is held
+//     (merging) until it is done, so a resolution never overtakes the post it resolves, and the
+//     notifier sees a group's states in order.
+//   - A group a worker took up less than the cooldown ago has its next job held until the
+//     cooldown has passed, so a group cannot keep workers and Prometheus busy with its own
+//     follow-ups; the first notification of a group is never held.
+//   - Queued and held jobs together never exceed the queue's capacity; a job refused
+//     (ErrQueueFull) is recorded nowhere.
+//   - flush (shutdown) queues every held job without waiting out a cooldown, a job held for its
+//     group's running one as soon as that one is done, and returns once none is held.
+//   - Idle groups are forgotten as the table grows; a group with a job waiting never is.
+type coalescer struct {
+	queue    chan *job // the workers' queue; its capacity bounds queued + held
+	cooldown time.Duration
+	// superseded is called once per alert of a waiting job a newer notification replaced.
+	superseded func()
+	// depth receives the jobs accepted and not yet taken by a worker (queued and held).
+	depth func(int)
 
-// And a group's jobs run one at a time: while a worker diagnoses and posts one, the next is held
-// (merging) until it is done, so a resolution never overtakes the post it resolves, and the
-// notifier sees a group's states in order.
+	mu        sync.Mutex
+	groups    map[string]*group
+	held      int  // jobs held (not in the queue yet)
+	draining  bool // flush began: a job released from now on is queued without its cooldown
+	releasing sync.WaitGroup
+	nextSweep int
+}
 
-// group is the dispatcher's state of one Alertmanager group (under Dispatcher.gmu).
+// group is the coalescer's state of one Alertmanager group (under coalescer.mu).
 type group struct {
 	waiting *job        // queued or held, not yet taken by a worker
 	held    bool        // waiting is held (cooldown, or a job of the group running): not in the queue yet
@@ -38,68 +62,82 @@ const minSweep = 1024
 // retryFull is how soon a held job whose cooldown has passed tries again when the queue is full.
 const retryFull = 100 * time.Millisecond
 
-// enqueue queues j, merges it into its group's waiting job (coalesced), or holds it until its
-// group's cooldown has passed. It never blocks: a full queue is ErrQueueFull, and j is then not
-// recorded anywhere. Called with d.mu read-locked and not closed.
-func (d *Dispatcher) enqueue(j *job) (coalesced bool, err error) {
-	key := j.n.GroupKey
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	defer d.setDepth()
-	if key == "" { // not from Alertmanager: nothing to merge with
-		return false, d.send(j)
+func newCoalescer(queue chan *job, cooldown time.Duration, superseded func(), depth func(int)) *coalescer {
+	if superseded == nil {
+		superseded = func() {}
 	}
-	g := d.groups[key]
+	if depth == nil {
+		depth = func(int) {}
+	}
+	return &coalescer{queue: queue, cooldown: cooldown, superseded: superseded, depth: depth,
+		groups: map[string]*group{}, nextSweep: minSweep}
+}
+
+// add queues j, merges it into its group's waiting job (coalesced), or holds it until its
+// group's running job is done and its cooldown has passed. It never blocks: a full queue is
+// ErrQueueFull, and j is then not recorded anywhere. The caller must not call add once the
+// queue may be closed (the dispatcher's Accept holds its read lock).
+func (c *coalescer) add(j *job) (coalesced bool, err error) {
+	key := j.n.GroupKey
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.setDepth()
+	if key == "" { // not from Alertmanager: nothing to merge with
+		return false, c.send(j)
+	}
+	g := c.groups[key]
 	if g != nil && g.waiting != nil {
 		g.waiting.claims = append(g.waiting.claims, j.claims...)
 		for range g.waiting.merge(j.n) {
-			d.count("superseded")
+			c.superseded()
 		}
 		return true, nil
 	}
 	now := time.Now()
 	if g != nil && g.running {
 		// Held until the running job of the group is done (finished releases it).
-		if d.held+len(d.queue) >= cap(d.queue) {
+		if c.full() {
 			return false, ErrQueueFull
 		}
 		g.waiting, g.held, g.timer = j, true, nil
-		d.held++
-		d.releasing.Add(1) // done by release once queued, or by flushHeld
+		c.held++
+		c.releasing.Add(1) // done by release once queued, or by flush
 		return false, nil
 	}
-	if g != nil && d.opt.GroupCooldown > 0 {
-		if wait := g.taken.Add(d.opt.GroupCooldown).Sub(now); wait > 0 {
-			if d.held+len(d.queue) >= cap(d.queue) {
+	if g != nil && c.cooldown > 0 {
+		if wait := g.taken.Add(c.cooldown).Sub(now); wait > 0 {
+			if c.full() {
 				return false, ErrQueueFull
 			}
 			g.waiting, g.held = j, true
-			d.held++
-			d.releasing.Add(1) // done by release once queued, or by flushHeld
-			g.timer = time.AfterFunc(wait, func() { d.release(key, j) })
+			c.held++
+			c.releasing.Add(1) // done by release once queued, or by flush
+			g.timer = time.AfterFunc(wait, func() { c.release(key, j) })
 			return false, nil
 		}
 	}
-	if err := d.send(j); err != nil {
+	if err := c.send(j); err != nil {
 		return false, err
 	}
 	if g == nil {
 		g = &group{}
-		d.groups[key] = g
+		c.groups[key] = g
 	}
 	g.waiting = j // before the sweep, which forgets groups with nothing waiting
-	d.sweep(now)
+	c.sweep(now)
 	return false, nil
 }
 
-// send puts j in the queue without blocking; counting held jobs, the queue holds at most its
-// capacity. Called with d.gmu held.
-func (d *Dispatcher) send(j *job) error {
-	if d.held+len(d.queue) >= cap(d.queue) {
+// full: counting held jobs, the queue holds at most its capacity. Called with c.mu held.
+func (c *coalescer) full() bool { return c.held+len(c.queue) >= cap(c.queue) }
+
+// send puts j in the queue without blocking. Called with c.mu held.
+func (c *coalescer) send(j *job) error {
+	if c.full() {
 		return ErrQueueFull
 	}
 	select {
-	case d.queue <- j:
+	case c.queue <- j:
 		return nil
 	default:
 		return ErrQueueFull
@@ -107,57 +145,59 @@ func (d *Dispatcher) send(j *job) error {
 }
 
 // release queues a held job once its group's cooldown has passed (a timer's func).
-func (d *Dispatcher) release(key string, j *job) {
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	g := d.groups[key]
+func (c *coalescer) release(key string, j *job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[key]
 	if g == nil || g.waiting != j || !g.held {
-		d.releasing.Done() // flushHeld took it
+		c.releasing.Done() // flush took it
 		return
 	}
-	d.held-- // send counts held jobs against the capacity: j's own slot is free again
+	c.held-- // full counts held jobs against the capacity: j's own slot is free again
 	select {
-	case d.queue <- j:
+	case c.queue <- j:
 		g.held = false
-		d.releasing.Done()
-		d.setDepth()
+		c.releasing.Done()
+		c.setDepth()
 	default:
 		// The queue is full of other groups' work: j stays held (and merging) a little longer.
-		d.held++
-		g.timer = time.AfterFunc(retryFull, func() { d.release(key, j) })
+		c.held++
+		g.timer = time.AfterFunc(retryFull, func() { c.release(key, j) })
 	}
 }
 
-// flushHeld queues every held job at once (shutdown: they are accepted work) and waits for timers
-// already firing. Accept refuses by now, so nothing is held anew.
-func (d *Dispatcher) flushHeld(ctx context.Context) error {
+// flush queues every held job at once (shutdown: they are accepted work) and waits until none
+// is held. The caller refuses new work by now, so nothing is added anew; workers keep taking
+// jobs from the queue meanwhile.
+func (c *coalescer) flush(ctx context.Context) error {
 	var jobs []*job
-	d.gmu.Lock()
-	for _, g := range d.groups {
+	c.mu.Lock()
+	c.draining = true
+	for _, g := range c.groups {
 		// A job held for its group's running one is left to finished, which queues it at
-		// once now (d.draining): the group's order holds on shutdown too.
+		// once now (c.draining): the group's order holds on shutdown too.
 		if g.held && g.timer != nil && g.timer.Stop() {
 			jobs = append(jobs, g.waiting)
 			g.held = false
-			d.held--
-			d.releasing.Done()
+			c.held--
+			c.releasing.Done()
 		}
 	}
-	d.gmu.Unlock()
+	c.mu.Unlock()
 	for _, j := range jobs {
 		select {
-		case d.queue <- j: // workers are draining the queue meanwhile
+		case c.queue <- j: // workers are draining the queue meanwhile
 		case <-ctx.Done():
 			return fmt.Errorf("drain: %d held notification(s) not queued: %w", len(jobs), ctx.Err())
 		}
 	}
 	done := make(chan struct{})
-	go func() { d.releasing.Wait(); close(done) }()
+	go func() { c.releasing.Wait(); close(done) }()
 	select {
 	case <-done:
-		d.gmu.Lock()
-		d.setDepth()
-		d.gmu.Unlock()
+		c.mu.Lock()
+		c.setDepth()
+		c.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("drain: held notifications not queued: %w", ctx.Err())
@@ -165,11 +205,11 @@ func (d *Dispatcher) flushHeld(ctx context.Context) error {
 }
 
 // taken records that a worker took j: from now on a newer notification of its group waits anew.
-func (d *Dispatcher) taken(j *job) {
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	d.setDepth()
-	if g := d.groups[j.n.GroupKey]; g != nil {
+func (c *coalescer) taken(j *job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setDepth()
+	if g := c.groups[j.n.GroupKey]; g != nil {
 		if g.waiting == j {
 			g.waiting = nil
 		}
@@ -180,10 +220,10 @@ func (d *Dispatcher) taken(j *job) {
 
 // finished records that a worker is done with j: a job of its group held meanwhile is queued
 // once the group's cooldown (counted from when j was taken) has passed.
-func (d *Dispatcher) finished(j *job) {
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	g := d.groups[j.n.GroupKey]
+func (c *coalescer) finished(j *job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[j.n.GroupKey]
 	if g == nil {
 		return
 	}
@@ -192,34 +232,30 @@ func (d *Dispatcher) finished(j *job) {
 		return
 	}
 	next, key := g.waiting, j.n.GroupKey
-	wait := max(g.taken.Add(d.opt.GroupCooldown).Sub(time.Now()), 0)
-	if d.draining.Load() {
-		wait = 0 // shutdown: accepted work is queued at once (flushHeld waits for it)
+	wait := max(g.taken.Add(c.cooldown).Sub(time.Now()), 0)
+	if c.draining {
+		wait = 0 // shutdown: accepted work is queued at once (flush waits for it)
 	}
-	g.timer = time.AfterFunc(wait, func() { d.release(key, next) })
+	g.timer = time.AfterFunc(wait, func() { c.release(key, next) })
 }
 
-// sweep forgets idle groups (nothing waiting, cooldown over) once the table has doubled since the
-// last sweep, so it costs O(1) per new group. Called with d.gmu held.
-func (d *Dispatcher) sweep(now time.Time) {
-	if len(d.groups) < d.nextSweep {
+// sweep forgets idle groups (nothing waiting, nothing running, cooldown over) once the table has
+// doubled since the last sweep, so it costs O(1) per new group. Called with c.mu held.
+func (c *coalescer) sweep(now time.Time) {
+	if len(c.groups) < c.nextSweep {
 		return
 	}
-	for k, g := range d.groups {
-		if g.waiting == nil && !g.running && now.Sub(g.taken) > d.opt.GroupCooldown {
-			delete(d.groups, k)
+	for k, g := range c.groups {
+		if g.waiting == nil && !g.running && now.Sub(g.taken) > c.cooldown {
+			delete(c.groups, k)
 		}
 	}
-	d.nextSweep = max(minSweep, 2*len(d.groups))
+	c.nextSweep = max(minSweep, 2*len(c.groups))
 }
 
-// setDepth publishes the notifications accepted and not yet taken by a worker (queued and held).
-// Called with d.gmu held.
-func (d *Dispatcher) setDepth() {
-	if d.m != nil {
-		d.m.QueueDepth.Set(float64(len(d.queue) + d.held))
-	}
-}
+// setDepth publishes the jobs accepted and not yet taken by a worker (queued and held).
+// Called with c.mu held.
+func (c *coalescer) setDepth() { c.depth(len(c.queue) + c.held) }
 
 // alertKey identifies an alert within its group: its label set (Alertmanager's fingerprint is a
 // hash of it too).

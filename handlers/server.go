@@ -27,7 +27,6 @@ type Routes struct {
 	MCP      http.Handler
 	Gatherer prometheus.Gatherer
 	Ready    []Check
-	Logger   zerolog.Logger
 }
 
 // NewMux mounts every endpoint of `responder serve`.

@@ -123,7 +123,9 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, http.StatusServiceUnavailable, result, webhookResponse{Status: "error", Error: err.Error()})
 		return
 	case err != nil:
-		h.answer(w, http.StatusInternalServerError, "bad_request", webhookResponse{Status: "error", Error: "internal error"})
+		// Not the payload's fault: 500, so that Alertmanager retries.
+		log.Error().Err(err).Str("group_key", msg.GroupKey).Int("alerts", len(msg.Alerts)).Msg("webhook could not be accepted")
+		h.answer(w, http.StatusInternalServerError, "internal_error", webhookResponse{Status: "error", Error: "internal error"})
 		return
 	}
 	result := "accepted"

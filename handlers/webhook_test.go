@@ -181,3 +181,33 @@ func TestBadAlertsAreRefusedOneByOneAndTheGoodOnesAccepted(t *testing.T) {
 		t.Fatalf("invalid alerts counted %v, want 2", got)
 	}
 }
+
+// An Acceptor's unexpected error is the responder's fault, not the payload's: 500 (Alertmanager
+// retries it), counted as internal_error rather than bad_request, and logged with its cause.
+func TestAnUnexpectedAcceptErrorIsA500CountedAndLogged(t *testing.T) {
+	var logs strings.Builder
+	m := metrics.New(prometheus.NewRegistry())
+	h := &Webhook{Acceptor: &recorder{err: fmt.Errorf("store exploded")}, Metrics: m, Logger: zerolog.New(&logs)}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/alertmanager", strings.NewReader(validPayload)))
+	if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), `"error":"internal error"`) {
+		t.Fatalf("code %d: %s", w.Code, w.Body)
+	}
+	for result, want := range map[string]float64{"internal_error": 1, "bad_request": 0} {
+		var c dto.Metric
+		if err := m.WebhookRequests.WithLabelValues(result).Write(&c); err != nil || c.GetCounter().GetValue() != want {
+			t.Errorf("webhook requests {result=%q} = %v, want %v", result, c.GetCounter().GetValue(), want)
+		}
+	}
+	var entry struct {
+		Level    string `json:"level"`
+		Error    string `json:"error"`
+		GroupKey string `json:"group_key"`
+	}
+	if err := json.Unmarshal([]byte(logs.String()), &entry); err != nil {
+		t.Fatalf("want one JSON log line, got %q: %v", logs.String(), err)
+	}
+	if entry.Level != "error" || entry.Error != "store exploded" || !strings.Contains(entry.GroupKey, "VLLMTimeToFirstTokenP99High") {
+		t.Fatalf("log line %s", logs.String())
+	}
+}

@@ -12,8 +12,8 @@ import (
 
 // Fixed label values.
 var (
-	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down"}
-	NotificationResults = []string{"ok", "retried", "failed", "skipped"}
+	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down", "internal_error"}
+	NotificationResults = []string{"ok", "retried", "failed"}
 	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved", "superseded", "invalid"}
 	QueryResults        = []string{playbooks.QueryOK, playbooks.QueryEmpty, playbooks.QueryError, playbooks.QueryTimeout, playbooks.QueryUnreachable}
 	TraceResults        = []string{playbooks.TracesFound, playbooks.TracesNone, playbooks.TracesFailed, playbooks.TracesTimeout}

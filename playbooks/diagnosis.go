@@ -7,7 +7,7 @@ import (
 )
 
 // Verdict ids are the machine-readable outcome of a diagnosis. They are a contract: other tools and
-// tests match on them (see DESIGN.md), so they never change meaning.
+// tests match on them (README.md, "What it diagnoses"), so they never change meaning.
 const (
 	VerdictCapacityPastKnee = "capacity-past-knee"
 	VerdictKVPreemption     = "kv-preemption"

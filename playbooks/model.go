@@ -65,7 +65,7 @@ type ChartFile struct {
 type Playbook struct {
 	Name        string
 	Description string
-	Source      string // file it came from ("builtin/ttft.yaml" or a path)
+	Source      string // file it came from ("builtin/ttft-p99-high.yaml" or a path)
 	Builtin     bool
 	OnDemand    bool
 	Matchers    []Matcher

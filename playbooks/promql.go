@@ -4,7 +4,6 @@ import (
 	"errors"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -211,25 +210,6 @@ func (p *Playbook) Expand(q *Query, labels map[string]string) string {
 func (p *Playbook) ExpandFleet(q *Query, labels map[string]string) string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
 	return expand(q.segs, siblings, p.Window, p.Params)
-}
-
-// sortedLabels renders labels deterministically (cache keys, logs).
-func sortedLabels(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(m[k]))
-	}
-	return b.String()
 }
 
 // Placeholder stand-ins of the same length as the placeholders, so that the parser's positions

@@ -567,7 +567,7 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, b
 			e.pruneLocked()
 			e.mu.Unlock()
 		}
-		e.opt.Logger.Debug().Str("query", q).Str("result", r.status).Dur("took", time.Since(t0)).Msg("prometheus query")
+		e.opt.Logger.Debug().Str("query", q).Str("result", r.status).Dur("duration", time.Since(t0)).Msg("prometheus query")
 		return r, nil
 	})
 	select {

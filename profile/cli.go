@@ -2,7 +2,6 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,32 +9,30 @@ import (
 	"time"
 )
 
-// RunCLI is `responder profile --pod P [--namespace N] [--duration 10s] [--requested-by NAME]`:
-// it runs one capture, waits for it (the stop can take minutes) and prints the report. Exit
-// status: 0 captured, 1 refused or failed, 2 usage error. An interrupt cuts the window short;
-// the profiler is still stopped before it returns.
-func RunCLI(ctx context.Context, svc *Service, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	pod := fs.String("pod", "", "pod to profile (its vLLM series in Prometheus must carry this pod label)")
-	namespace := fs.String("namespace", "", "namespace of the pod (needed when the pod name is not unique)")
-	duration := fs.Duration("duration", 0, "profiling window (default: profile.default_duration; at most profile.max_duration)")
-	requestedBy := fs.String("requested-by", os.Getenv("USER"), "who asks, for the audit and for whoever is refused meanwhile")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: responder profile --pod POD [--namespace NS] [--duration 10s] [--requested-by NAME]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *pod == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return 2
-	}
-	req := Request{Pod: *pod, Namespace: *namespace, Duration: *duration, RequestedBy: *requestedBy, Source: "cli"}
+// CLIFlags are the flags of `responder profile` that this package reads. The command defines
+// them on its own flag set (beside its --config) with Register and parses that set once.
+type CLIFlags struct {
+	Pod, Namespace, RequestedBy string
+	Duration                    time.Duration
+}
+
+// CLIUsage is the usage line of `responder profile`.
+const CLIUsage = "usage: responder profile --config FILE --pod POD [--namespace NS] [--duration 10s] [--requested-by NAME]"
+
+// Register defines the flags on fs.
+func (f *CLIFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Pod, "pod", "", "pod to profile (its vLLM series in Prometheus must carry this pod label)")
+	fs.StringVar(&f.Namespace, "namespace", "", "namespace of the pod (needed when the pod name is not unique)")
+	fs.DurationVar(&f.Duration, "duration", 0, "profiling window (default: profile.default_duration; at most profile.max_duration)")
+	fs.StringVar(&f.RequestedBy, "requested-by", os.Getenv("USER"), "who asks, for the audit and for whoever is refused meanwhile")
+}
+
+// RunCLI is `responder profile` once its flags are parsed (f.Pod set): it runs one capture,
+// waits for it (the stop can take minutes) and prints the report. Exit status: 0 captured, 1
+// refused or failed. An interrupt cuts the window short; the profiler is still stopped before
+// it returns.
+func RunCLI(ctx context.Context, svc *Service, f CLIFlags, stdout, stderr io.Writer) int {
+	req := Request{Pod: f.Pod, Namespace: f.Namespace, Duration: f.Duration, RequestedBy: f.RequestedBy, Source: "cli"}
 	w := req.Duration
 	if w == 0 {
 		w = time.Duration(svc.cfg.DefaultDuration)

@@ -76,7 +76,8 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
-// wantFamilies are the names, types and bucket boundaries of VLLM.md.
+// wantFamilies are the names, types and bucket boundaries vLLM exports (vllm/v1/metrics/loggers.py;
+// internal/realvllm compares vllm-sim with a real vLLM family by family).
 var wantFamilies = map[string]struct {
 	typ     dto.MetricType
 	buckets []float64

@@ -1,7 +1,7 @@
 // Package traces finds the slowest requests of a vLLM service in Jaeger: the "locate" rung of
 // the triage ladder (metrics detect, traces locate, profiles explain). vLLM records one
 // llm_request span per finished request with its queue, prefill and decode times and its token
-// counts (VLLM.md, "Traces"); a diagnosis lists the slowest of them and says in one line where
+// counts (docs/vllm-facts.md, "The `llm_request` spans"); a diagnosis lists the slowest of them and says in one line where
 // their time went.
 package traces
 

@@ -44,7 +44,7 @@ Run 'responder <command> -h' for a command's flags.
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] != "" && args[0][0] != '-') {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,29 +15,27 @@ import (
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
-// runProfile: `responder profile --config FILE --pod P [--duration 10s]`. The config's own flags
-// are parsed here; the rest go to profile.RunCLI.
+// runProfile: `responder profile --config FILE --pod P [--duration 10s]`. One flag set holds
+// the config's flag and profile's (profile.CLIFlags), so every form the flag package reads
+// works: -config X, -config=X, --config X, --config=X.
 func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "configuration file (required)")
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--config" || a == "-config":
-			if i+1 < len(args) {
-				*cfgPath = args[i+1]
-				i++
-			}
-		case len(a) > 9 && (a[:9] == "--config=" || a[:8] == "-config="):
-			_ = fs.Parse([]string{a})
-		default:
-			rest = append(rest, a)
-		}
+	var pf profile.CLIFlags
+	pf.Register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, profile.CLIUsage)
+		fs.PrintDefaults()
 	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "usage: responder profile --config FILE --pod POD [--duration 10s]")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *cfgPath == "" || pf.Pod == "" || fs.NArg() > 0 {
+		fs.Usage()
 		return 2
 	}
 	c, err := cfgpkg.Load(*cfgPath)
@@ -66,7 +65,7 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	return profile.RunCLI(ctx, svc, rest, stdout, stderr)
+	return profile.RunCLI(ctx, svc, pf, stdout, stderr)
 }
 
 // newCaptureSilencer is the Alertmanager client that silences a captured pod's alerts; nil

@@ -145,7 +145,6 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 			Auth: handlers.WebhookAuth{BearerToken: c.Webhook.BearerToken.Reveal(), Username: c.Webhook.BasicAuth.Username,
 				Password: c.Webhook.BasicAuth.Password.Reveal()}},
 		Gatherer: reg,
-		Logger:   log,
 		Ready: []handlers.Check{
 			{Name: "prometheus", Required: false, Func: func(ctx context.Context) error { _, err := promAPI.Buildinfo(ctx); return err }},
 			// Not required: without Redis the service still diagnoses (without deduplication, new

@@ -38,7 +38,7 @@ func (l labelFlags) Set(s string) error {
 	return nil
 }
 
-// triageOutput is the JSON contract of `triage --output json` (DESIGN.md).
+// triageOutput is the JSON contract of `triage --output json` (README.md, "Command line").
 type triageOutput struct {
 	*playbooks.Diagnosis
 }

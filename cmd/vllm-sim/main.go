@@ -98,7 +98,7 @@
 //	                 shares to every other pod's one: with 3 pods, 48 req/s on pod 0 (past the knee) and
 //	                 6 on each sibling
 //
-// Aborts and preemptions are recorded as real vLLM V1 records them (VLLM.md): a client that gives
+// Aborts and preemptions are recorded as real vLLM V1 records them (docs/vllm-facts.md): a client that gives
 // up is never counted as finished (request_success_total{finished_reason="abort"} stays 0; its
 // prompt, first token and generated tokens stay counted), and a preemption is counted when the
 // preempted request emits its next token after recompute, never if its client gives up first.

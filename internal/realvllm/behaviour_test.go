@@ -98,7 +98,7 @@ func TestClientDisconnectMidStreamIsNotCountedAsFinished(t *testing.T) {
 		t.Logf("  %s +%v", c, d(c))
 	}
 	if got := d("vllm:request_success_total", "finished_reason", "abort"); got != 0 {
-		t.Errorf("request_success_total{finished_reason=\"abort\"} rose by %v for client disconnects; VLLM.md says they are not counted", got)
+		t.Errorf("request_success_total{finished_reason=\"abort\"} rose by %v for client disconnects; vLLM V1 does not count them (output_processor.py drops an aborted request)", got)
 	}
 	if got := d("vllm:request_success_total"); got != 0 {
 		t.Errorf("request_success_total rose by %v", got)
@@ -207,7 +207,8 @@ func TestProfilerStartStopAnswersAndStall(t *testing.T) {
 	if code, body, _ := post("/start_profile"); code != 200 || body != "" {
 		t.Fatalf("start_profile: %d %q, want 200 and an empty body", code, body)
 	}
-	// A second start while a session is active is refused with 409 (VLLM.md said: ignored).
+	// A second start while a session is active is refused with 409 (docs/vllm-facts.md: vLLM's source
+	// read as ignoring it).
 	if code, body, _ := post("/start_profile"); code != 409 || !strings.Contains(body, "already active") {
 		t.Errorf("second start while active: %d %q, want 409 \"A profiling session is already active\"", code, body)
 	}

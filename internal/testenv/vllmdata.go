@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Bucket boundaries vLLM exports (VLLM.md).
+// Bucket boundaries vLLM exports (vllm/v1/metrics/loggers.py; internal/realvllm checks them on a real vLLM).
 var (
 	// Before vLLM #15202 (April 2025) the TTFT histogram stopped at 10 s.
 	oldTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
@@ -20,7 +20,7 @@ var (
 
 // VLLMLoad is the steady state of one recorded vLLM pod: what each metric does per second. It
 // writes vLLM's metric names, labels and bucket boundaries, and records what real vLLM V1 records
-// (VLLM.md): a client abort is never finished (not in request_success_total nor in any
+// (docs/vllm-facts.md): a client abort is never finished (not in request_success_total nor in any
 // finished-request histogram) but its prompt tokens and first token are counted; every
 // finish reason exists at 0. So a real Prometheus loaded with it answers the playbooks' queries as
 // it would for a real fleet.
