@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -164,18 +163,6 @@ func statusHeader(status, alertname string, count int) string {
 	return fmt.Sprintf("%s %s: %s", icon, word, name)
 }
 
-// formatValue prints an evidence number with its unit when the playbook gave no text.
-func formatValue(v float64, unit string) string {
-	switch unit {
-	case "ratio", "percent":
-		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
-	case "":
-		return strconv.FormatFloat(v, 'g', 4, 64)
-	default:
-		return strconv.FormatFloat(v, 'g', 4, 64) + " " + unit
-	}
-}
-
 func evidenceLine(e playbooks.Evidence) string {
 	name := cmp.Or(e.Title, e.Name)
 	var b strings.Builder
@@ -189,14 +176,14 @@ func evidenceLine(e playbooks.Evidence) string {
 			b.WriteString(" (" + escape(e.Problem) + ")")
 		}
 	default:
-		b.WriteString("*" + escape(cmp.Or(e.Text, formatValue(*e.Value, e.Unit))) + "*")
+		b.WriteString("*" + escape(cmp.Or(e.Text, playbooks.FormatValue(e.Value, e.Unit))) + "*")
 		if e.Problem != "" {
 			b.WriteString(" :warning: " + escape(e.Problem))
 		}
 	}
 	switch {
 	case e.Baseline != nil:
-		b.WriteString(" (baseline " + escape(cmp.Or(e.BaselineText, formatValue(*e.Baseline, e.Unit))) + ")")
+		b.WriteString(" (baseline " + escape(cmp.Or(e.BaselineText, playbooks.FormatValue(e.Baseline, e.Unit))) + ")")
 	case e.BaselineText != "":
 		b.WriteString(" (" + escape(e.BaselineText) + ")")
 	}
