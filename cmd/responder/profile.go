@@ -6,13 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/profile"
-	"github.com/vllm-responder/vllm-responder/silence"
 )
 
 // runProfile: `responder profile --config FILE --pod P [--duration 10s]`. One flag set holds
@@ -71,12 +69,9 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // newCaptureSilencer is the Alertmanager client that silences a captured pod's alerts; nil
 // without alertmanager.url (the pod's alerts then fire, and the requester is told so).
 func newCaptureSilencer(c *cfgpkg.Config) (profile.Silencer, error) {
-	if c.Alertmanager.URL == "" {
-		return nil, nil
-	}
-	s, err := silence.New(c.Alertmanager.URL, nil, 10*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("alertmanager.url: %w", err)
+	s, err := newAlertmanagerClient(c)
+	if s == nil {
+		return nil, err // a nil *silence.Client would be a non-nil interface
 	}
 	return s, nil
 }

@@ -14,6 +14,17 @@ import (
 // newSlackSilencer is the Alertmanager client behind the Silence button, nil without
 // alertmanager.url.
 func newSlackSilencer(c *cfgpkg.Config) (slack.Silencer, error) {
+	s, err := newAlertmanagerClient(c)
+	if s == nil {
+		return nil, err // a nil *silence.Client would be a non-nil interface
+	}
+	return s, nil
+}
+
+// newAlertmanagerClient is the one Alertmanager client (alertmanager.url with its http_config:
+// auth, TLS, proxy) behind the Silence button and a capture's silence; nil without
+// alertmanager.url.
+func newAlertmanagerClient(c *cfgpkg.Config) (*silence.Client, error) {
 	if c.Alertmanager.URL == "" {
 		return nil, nil
 	}
