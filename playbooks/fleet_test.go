@@ -3,6 +3,7 @@ package playbooks
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,40 +26,28 @@ func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Va
 	f.mu.Lock()
 	f.asked = append(f.asked, q)
 	f.mu.Unlock()
-	if !strings.HasPrefix(q, "sum by (pod)") && !strings.HasPrefix(q, "max by (pod)") {
-		return model.Vector{{Metric: model.Metric{}, Value: model.SampleValue(f.scalar)}}, nil
-	}
-	var vec model.Vector
-	for _, signal := range []string{"stall", "waiting", "running", "kv", "arrivals", "tokens"} {
-		if !isSignal(q, signal) {
-			continue
+	if m := foldedSignalRE.FindAllStringSubmatch(q, -1); m != nil { // the fleet's one request
+		var vec model.Vector
+		for _, sig := range m {
+			for key, v := range f.byPod[sig[1]] {
+				k := ParseFleetKey(key)
+				metric := model.Metric{"pod": model.LabelValue(k.Pod), fleetSignalLabel: model.LabelValue(sig[1])}
+				if k.Namespace != "" {
+					metric["namespace"] = model.LabelValue(k.Namespace)
+				}
+				if k.Engine != "" {
+					metric["engine"] = model.LabelValue(k.Engine)
+				}
+				vec = append(vec, &model.Sample{Metric: metric, Value: model.SampleValue(v)})
+			}
 		}
-		for pod, v := range f.byPod[signal] {
-			vec = append(vec, &model.Sample{Metric: model.Metric{"pod": model.LabelValue(pod)}, Value: model.SampleValue(v)})
-		}
-		break
+		return vec, nil
 	}
-	return vec, nil
+	return model.Vector{{Metric: model.Metric{}, Value: model.SampleValue(f.scalar)}}, nil
 }
 
-// isSignal tells the built-in fleet queries apart by their text.
-func isSignal(q, signal string) bool {
-	switch signal {
-	case "stall":
-		return strings.Contains(q, "min_over_time")
-	case "arrivals":
-		return strings.Contains(q, "deriv(")
-	case "tokens":
-		return strings.Contains(q, "prompt_tokens_total") && !strings.Contains(q, "min_over_time")
-	case "waiting":
-		return strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_waiting")
-	case "running":
-		return strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_running")
-	case "kv":
-		return strings.HasPrefix(q, "max by (pod)")
-	}
-	return false
-}
+// foldedSignalRE finds the names of the fleet queries a fleet request carries.
+var foldedSignalRE = regexp.MustCompile(`"` + fleetSignalLabel + `", "(\w+)"`)
 
 func builtinSet(t testing.TB) *Set {
 	t.Helper()
@@ -105,8 +94,8 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 	if d50.Fleet.Pods != 50 || len(d50.Fleet.Rows) != 50 || d50.Fleet.Rows[0].Pod != "vllm-1" {
 		t.Errorf("50 pods: %d pods, %d rows, first %q; want 50, 50, the focus vllm-1 first", d50.Fleet.Pods, len(d50.Fleet.Rows), d50.Fleet.Rows[0].Pod)
 	}
-	if len(q3.asked) != len(q50.asked) || len(q3.asked) != len(p.Queries)+len(p.Fleet.Queries) {
-		t.Errorf("queries: %d for 3 pods, %d for 50; want both %d (queries + fleet queries)", len(q3.asked), len(q50.asked), len(p.Queries)+len(p.Fleet.Queries))
+	if len(q3.asked) != len(q50.asked) || len(q3.asked) != len(p.Queries)+1 {
+		t.Errorf("queries: %d for 3 pods, %d for 50; want both %d (queries + one fleet request)", len(q3.asked), len(q50.asked), len(p.Queries)+1)
 	}
 	for _, q := range q3.asked {
 		if strings.Contains(q, "pod=") {
@@ -115,8 +104,8 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 		if !strings.Contains(q, `model_name="llama\"} or vector(1) #"`) {
 			t.Errorf("label value not quoted as a PromQL string: %s", q)
 		}
-		if strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_") && !strings.Contains(q, `server=""`) {
-			t.Errorf("fleet query counts the router's series (label server) as pods: %s", q)
+		if strings.Contains(q, "vllm:num_requests_") && !strings.Contains(q, `server=""`) {
+			t.Errorf("query counts the router's series (label server) as pods: %s", q)
 		}
 	}
 }

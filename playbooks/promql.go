@@ -210,7 +210,7 @@ func (p *Playbook) Expand(q *Query, labels map[string]string) string {
 // without the fleet's label, so the vector holds every sibling.
 func (p *Playbook) ExpandFleet(q *Query, labels map[string]string) string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
-	return expand(q.segs, siblings, p.Window, p.Params)
+	return expand(withGroupBy(q.segs, FleetGroupBy("")), siblings, p.Window, p.Params)
 }
 
 // sortedLabels renders labels deterministically (cache keys, logs).
