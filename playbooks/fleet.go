@@ -303,6 +303,28 @@ func outerAggregation(e promparser.Expr) string {
 	return "sum"
 }
 
+// withNaming returns the fleet with its queries' vLLM metrics renamed and router series
+// excluded, as withNaming does for a playbook's queries. `$by` stays a placeholder (a label name
+// of the same length stands in for it while the query is parsed).
+func (fl *Fleet) withNaming(p *Playbook, n vllmnames.Naming) (*Fleet, []error) {
+	cp := *fl
+	cp.Queries = make([]*Query, len(fl.Queries))
+	var errs []error
+	for i, q := range fl.Queries {
+		qc := *q
+		tmpl, sample := sameLengthSample(q.segs)
+		out, err := n.RewriteTemplate(tmpl, strings.ReplaceAll(sample, "$by", "_by"))
+		if err != nil {
+			errs = append(errs, &Error{Source: p.Source, Path: "fleet.queries." + q.Name, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
+		} else if out != tmpl {
+			qc.Expr = out
+			qc.segs = splitTemplate(out, p.Params)
+		}
+		cp.Queries[i] = &qc
+	}
+	return &cp, errs
+}
+
 // fleetPodEnv is the environment of the affected condition for one pod (nil: compile-time sample).
 func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 	env := map[string]any{"window_seconds": p.Window.Seconds()}

@@ -286,5 +286,10 @@ func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
 		cp.Queries[i] = &qc
 		cp.byName[qc.Name] = &qc
 	}
+	if p.Fleet != nil {
+		var ferrs []error
+		cp.Fleet, ferrs = p.Fleet.withNaming(p, n)
+		errs = append(errs, ferrs...)
+	}
 	return &cp, errors.Join(errs...)
 }
