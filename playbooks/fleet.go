@@ -815,7 +815,8 @@ func fleetTemplateData(v *FleetView) map[string]any {
 }
 
 // Table renders the sibling comparison as aligned plain-text lines (a header, then one line per
-// pod, the focus pod first marked ">" and affected pods "!"), at most maxRows pods; a last line
+// pod, the focus pod first marked ">" and affected pods "!", the focus pod's data-parallel engines
+// under it when it has several), at most maxRows pods; a last line
 // says how many more there are. Notifiers show it as it is (Slack in a code block).
 func (v *FleetView) Table(maxRows int) []string {
 	if v == nil || len(v.Rows) == 0 {
@@ -831,9 +832,26 @@ func (v *FleetView) Table(maxRows int) []string {
 		rows = rows[:maxRows]
 	}
 	cols = append(cols, head)
+	marks := []string{"  "}
 	for _, r := range rows {
 		line := append([]string{r.Pod}, r.Texts...)
 		cols = append(cols, line)
+		switch {
+		case r.Focus && r.Affected:
+			marks = append(marks, ">!")
+		case r.Focus:
+			marks = append(marks, "> ")
+		case r.Affected:
+			marks = append(marks, " !")
+		default:
+			marks = append(marks, "  ")
+		}
+		if r.Focus { // its data-parallel engines under it, when it has several
+			for _, e := range v.Engines {
+				cols = append(cols, append([]string{"  engine " + e.Pod}, e.Texts...))
+				marks = append(marks, "  ")
+			}
+		}
 	}
 	width := make([]int, len(head))
 	for _, l := range cols {
@@ -843,18 +861,7 @@ func (v *FleetView) Table(maxRows int) []string {
 	}
 	out := make([]string, 0, len(cols)+1)
 	for i, l := range cols {
-		mark := "  "
-		if i > 0 {
-			r := rows[i-1]
-			switch {
-			case r.Focus && r.Affected:
-				mark = ">!"
-			case r.Focus:
-				mark = "> "
-			case r.Affected:
-				mark = " !"
-			}
-		}
+		mark := marks[i]
 		var b strings.Builder
 		b.WriteString(mark + " ")
 		for j, c := range l {

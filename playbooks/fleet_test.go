@@ -230,6 +230,10 @@ func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
 	if d.Fleet.Engine != "1" || len(d.Fleet.Engines) != 2 || d.Fleet.Engines[0].Pod != "1" {
 		t.Errorf("engines %q %+v; want engine 1 (the deeper queue) first of 2", d.Fleet.Engine, d.Fleet.Engines)
 	}
+	table := d.Fleet.Table(8)
+	if len(table) != 5 || !strings.Contains(table[1], "vllm-0") || !strings.Contains(table[2], "engine 1") || !strings.Contains(table[3], "engine 0") {
+		t.Errorf("table should list vllm-0, then its engines 1 and 0, then vllm-1:\n%s", strings.Join(table, "\n"))
+	}
 }
 
 // rejectingFolded rejects the fleet's one request as Prometheus rejects a bad query, and answers
