@@ -29,9 +29,9 @@ type VLLMLoad struct {
 	// Namespace (default "llm") and Engine, vLLM's data-parallel index (default "0"): a pod with
 	// several engines is one load per engine.
 	Namespace, Engine string
-	Legacy     bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
-	OldBuckets bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
-	ReqRate    float64 // requests/s that get a first token
+	Legacy            bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
+	OldBuckets        bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
+	ReqRate           float64 // requests/s that get a first token
 	// AbortShare of those requests have clients that give up after their first token: counted in
 	// TTFT and prompt_tokens_total, never finished.
 	AbortShare float64
