@@ -1,14 +1,22 @@
 package playbooks
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 	"github.com/prometheus/common/model"
+	promparser "github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 // FleetFile is the `fleet:` section of a playbook: queries that return one value per sibling
@@ -37,18 +45,79 @@ type Fleet struct {
 	Affected string
 	affected *vm.Program
 	index    map[string]int
+	// aggs is how each query's series of one pod add up to the pod's value (its data-parallel
+	// engines, or a pod scraped at two instances): the query's own outer aggregation (sum, max,
+	// min, avg), sum by default.
+	aggs []string
 }
 
 // fleetStats are the values a verdict condition or template reads from fleet query q, named
 // q_<stat>: the focus pod's value, the max, sum and mean over all pods, and the max and mean over
 // the other pods (nil when there are none).
-var fleetStats = []string{"this", "max", "sum", "mean", "others_max", "others_mean"}
+//
+// The focus pod's data-parallel engines (vLLM's `engine` label) give q_engine_this (the
+// engine the fleet's focus ranking puts first), q_engine_others_max and q_engine_others_mean
+// (its sibling engines in the same pod; nil with one engine).
+var fleetStats = []string{"this", "max", "sum", "mean", "others_max", "others_mean", "engine_this", "engine_others_max", "engine_others_mean"}
 
 // Names of the fleet totals in conditions and templates.
 const (
 	fleetPodsName     = "fleet_pods"
 	fleetAffectedName = "fleet_affected"
+	// fleetEnginesName is how many data-parallel engines the focus pod has (1 without the label).
+	fleetEnginesName = "fleet_engines"
 )
+
+// FleetGroupBy is the `$by` placeholder of a fleet query: the labels that name one series of a
+// pod. The namespace keeps two namespaces' same-named pods apart, the instance names the pod
+// where the scrape adds no pod label (static configs), and the engine is vLLM's data-parallel
+// index; the engine's series are added up per pod in the responder, not in PromQL, so one query
+// answers both "which pod" and "which engine of the pod".
+func FleetGroupBy(podLabel string) string {
+	if podLabel == "" {
+		podLabel = vllmnames.DefaultPodLabel
+	}
+	if podLabel == vllmnames.FallbackPodLabel {
+		return "namespace, instance, engine"
+	}
+	return "namespace, " + podLabel + ", instance, engine"
+}
+
+// fleetSignalLabel names each query's answer in the one request that carries all of a fleet's
+// queries.
+const fleetSignalLabel = "vllm_responder_signal"
+
+// FleetKey names one series of a fleet answer: its pod (within its namespace, when the answer
+// has one) and its data-parallel engine (empty without the label). It is written
+// "[namespace/]pod[#engine]" in recorded fleet values: neither character occurs in Kubernetes
+// names or in host:port instances.
+type FleetKey struct{ Namespace, Pod, Engine string }
+
+func (k FleetKey) String() string {
+	s := k.Pod
+	if k.Namespace != "" {
+		s = k.Namespace + "/" + s
+	}
+	if k.Engine != "" {
+		s += "#" + k.Engine
+	}
+	return s
+}
+
+// ParseFleetKey reads a key written by FleetKey.String ("vllm-0", "prod/vllm-0", "vllm-0#1").
+func ParseFleetKey(s string) FleetKey {
+	var k FleetKey
+	if i := strings.LastIndexByte(s, '#'); i >= 0 {
+		k.Engine, s = s[i+1:], s[:i]
+	}
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		k.Namespace, s = s[:i], s[i+1:]
+	}
+	k.Pod = s
+	return k
+}
+
+func (k FleetKey) pod() FleetKey { return FleetKey{Namespace: k.Namespace, Pod: k.Pod} }
 
 // FleetView is the sibling comparison of a diagnosis: one row per pod of the model.
 type FleetView struct {
@@ -64,6 +133,10 @@ type FleetView struct {
 	Scope        string        `json:"scope"`
 	Columns      []FleetColumn `json:"columns"`
 	Rows         []FleetRow    `json:"rows"`
+	// Engines are the focus pod's data-parallel engines (Pod holds the engine index), when it
+	// has more than one; Engine is the one the focus ranking puts first.
+	Engine  string     `json:"engine,omitempty"`
+	Engines []FleetRow `json:"engines,omitempty"`
 }
 
 // FleetColumn is one fleet query as shown.
@@ -76,11 +149,12 @@ type FleetColumn struct {
 
 // FleetRow is one pod: a value per column (nil when the pod has no series for it).
 type FleetRow struct {
-	Pod      string     `json:"pod"`
-	Values   []*float64 `json:"values"`
-	Texts    []string   `json:"texts"`
-	Focus    bool       `json:"focus,omitempty"`
-	Affected bool       `json:"affected,omitempty"`
+	Pod       string     `json:"pod"`
+	Namespace string     `json:"namespace,omitempty"`
+	Values    []*float64 `json:"values"`
+	Texts     []string   `json:"texts"`
+	Focus     bool       `json:"focus,omitempty"`
+	Affected  bool       `json:"affected,omitempty"`
 }
 
 // NoLabel is how a series without the fleet's label is named (vLLM adds no pod label; the
@@ -115,6 +189,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 			continue
 		}
 		seen[nq.Name] = true
+		agg := "sum"
 		if nq.Query.Baseline != "" || nq.Query.Quantile || len(nq.Query.SaturatesAt) > 0 {
 			el.add(path, "baseline, quantile and saturates_at are not supported in fleet queries")
 		}
@@ -135,22 +210,28 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 			el.add(path+".expr", "empty query")
 		} else {
 			for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
-				if m[1] != "siblings" && m[1] != "window" && names[m[1]] != "param" {
-					el.add(path, "unknown placeholder $%s (known: $siblings, $window and the params)", m[1])
+				if m[1] != "siblings" && m[1] != "window" && m[1] != "by" && names[m[1]] != "param" {
+					el.add(path, "unknown placeholder $%s (known: $siblings, $by, $window and the params)", m[1])
 				}
 			}
 			q.segs = splitTemplate(q.Expr, p.Params)
-			sample := expand(q.segs, `model_name="m",namespace="n"`, p.Window, p.Params)
+			sample := expand(withGroupBy(q.segs, FleetGroupBy("")), `model_name="m",namespace="n"`, p.Window, p.Params)
 			if e, err := promQL.ParseExpr(sample); err != nil {
 				el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
 			} else if e.Type() != "vector" {
 				el.add(path, "must return an instant vector by %s, not a %s", fl.By, e.Type())
+			} else {
+				agg = outerAggregation(e)
 			}
 		}
 		fl.index[q.Name] = len(fl.Queries)
 		fl.Queries = append(fl.Queries, q)
+		fl.aggs = append(fl.aggs, agg)
 	}
-	for _, n := range []string{fleetPodsName, fleetAffectedName} {
+	if _, ok := p.Params["by"]; ok {
+		el.add("params.by", "by is the fleet's $by placeholder, not a param name")
+	}
+	for _, n := range []string{fleetPodsName, fleetAffectedName, fleetEnginesName} {
 		if kind := names[n]; kind != "" {
 			el.add("fleet", "%s is reserved for the fleet totals, but is a %s", n, kind)
 		}
@@ -186,6 +267,64 @@ func siblingScope(scope []string, by string) []string {
 	return out
 }
 
+// withGroupBy returns segs with the fleet's `$by` placeholder (left literal by splitTemplate)
+// replaced by the grouping labels. Only the playbook's own text is searched, never a substituted
+// label value.
+func withGroupBy(segs []segment, by string) []segment {
+	out := make([]segment, len(segs))
+	for i, sg := range segs {
+		if sg.kind == segLiteral && strings.Contains(sg.text, "$by") {
+			sg.text = strings.ReplaceAll(sg.text, "$by", by)
+		}
+		out[i] = sg
+	}
+	return out
+}
+
+// outerAggregation is how a fleet query's series of one pod add up: the aggregation the query
+// itself ends with (the left side of a binary expression), applied once more across a pod's
+// engines and instances.
+func outerAggregation(e promparser.Expr) string {
+	switch x := e.(type) {
+	case *promparser.ParenExpr:
+		return outerAggregation(x.Expr)
+	case *promparser.BinaryExpr:
+		return outerAggregation(x.LHS)
+	case *promparser.AggregateExpr:
+		switch x.Op {
+		case promparser.MAX:
+			return "max"
+		case promparser.MIN:
+			return "min"
+		case promparser.AVG:
+			return "mean"
+		}
+	}
+	return "sum"
+}
+
+// withNaming returns the fleet with its queries' vLLM metrics renamed and router series
+// excluded, as withNaming does for a playbook's queries. `$by` stays a placeholder (a label name
+// of the same length stands in for it while the query is parsed).
+func (fl *Fleet) withNaming(p *Playbook, n vllmnames.Naming) (*Fleet, []error) {
+	cp := *fl
+	cp.Queries = make([]*Query, len(fl.Queries))
+	var errs []error
+	for i, q := range fl.Queries {
+		qc := *q
+		tmpl, sample := sameLengthSample(q.segs)
+		out, err := n.RewriteTemplate(tmpl, strings.ReplaceAll(sample, "$by", "_by"))
+		if err != nil {
+			errs = append(errs, &Error{Source: p.Source, Path: "fleet.queries." + q.Name, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
+		} else if out != tmpl {
+			qc.Expr = out
+			qc.segs = splitTemplate(out, p.Params)
+		}
+		cp.Queries[i] = &qc
+	}
+	return &cp, errs
+}
+
 // fleetPodEnv is the environment of the affected condition for one pod (nil: compile-time sample).
 func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 	env := map[string]any{"window_seconds": p.Window.Seconds()}
@@ -205,91 +344,274 @@ func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 	return env
 }
 
-// FleetValues are fleet query results: query name -> label value (pod) -> value.
+// FleetValues are fleet query results: query name -> series key (a FleetKey as written:
+// "[namespace/]pod[#engine]") -> value.
 type FleetValues map[string]map[string]float64
 
-// interpretVector turns a fleet query's answer into a value per label value. NaN samples (0/0:
-// no traffic) are left out, so that pod is missing for this query.
-func interpretVector(v model.Value, by string) (map[string]float64, string) {
-	x, ok := v.(model.Vector)
-	if !ok {
-		return nil, "a fleet query must return an instant vector"
+// fleetKeyOf names the pod and engine of one series: the pod by podLabel, else pod, else the
+// scrape target's instance.
+func fleetKeyOf(m model.Metric, podLabel string) FleetKey {
+	k := FleetKey{Namespace: string(m["namespace"]), Engine: string(m["engine"])}
+	for _, l := range []string{podLabel, vllmnames.DefaultPodLabel, vllmnames.FallbackPodLabel} {
+		if v := string(m[model.LabelName(l)]); l != "" && v != "" {
+			k.Pod = v
+			break
+		}
 	}
-	out := make(map[string]float64, len(x))
-	dup := 0
+	if k.Pod == "" {
+		k.Pod = NoLabel
+	}
+	return k
+}
+
+// interpretVector turns one fleet query's answer into a value per series key. NaN samples (0/0:
+// no traffic) are left out, so that pod is missing for this query. Series that share a key (one
+// pod scraped at two instances, a query not aggregated by $by) add up by the query's
+// aggregation.
+func interpretVector(x model.Vector, podLabel, agg string) map[string]float64 {
+	groups := make(map[string][]float64, len(x))
 	for _, s := range x {
 		f := float64(s.Value)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue
 		}
-		k := string(s.Metric[model.LabelName(by)])
-		if k == "" {
-			k = NoLabel
-		}
-		if old, seen := out[k]; seen {
-			dup++
-			f = math.Max(old, f)
-		}
-		out[k] = f
+		k := fleetKeyOf(s.Metric, podLabel).String()
+		groups[k] = append(groups[k], f)
 	}
-	problem := ""
-	if dup > 0 {
-		problem = fmt.Sprintf("%d series share a %s; showing the largest (aggregate the query by (%s))", dup, by, by)
+	out := make(map[string]float64, len(groups))
+	for k, xs := range groups {
+		out[k] = *stat(xs, agg)
 	}
-	return out, problem
+	return out
+}
+
+// fleetRequest is what one run asks of the fleet: every fleet query in one PromQL request,
+// each query's answer labelled with its name (label_replace ... or ...). Prometheus evaluates
+// them in one pass; the number of requests stays one whatever the pods and the signals.
+type fleetRequest struct {
+	names, exprs, aggs []string
+	podLabel           string
+}
+
+func (fr *fleetRequest) promQL() string {
+	if len(fr.exprs) == 1 {
+		return fr.exprs[0]
+	}
+	var b strings.Builder
+	for i, e := range fr.exprs {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		fmt.Fprintf(&b, "label_replace(%s, %q, %q, \"\", \"\")", e, fleetSignalLabel, fr.names[i])
+	}
+	return b.String()
+}
+
+// interpret splits the answer by query; a query without series is absent.
+func (fr *fleetRequest) interpret(v model.Value) (FleetValues, string) {
+	x, ok := v.(model.Vector)
+	if !ok {
+		return nil, "a fleet query must return an instant vector"
+	}
+	out := FleetValues{}
+	if len(fr.names) == 1 {
+		if vec := interpretVector(x, fr.podLabel, fr.aggs[0]); len(vec) > 0 {
+			out[fr.names[0]] = vec
+		}
+		return out, ""
+	}
+	bySignal := make(map[string]model.Vector, len(fr.names))
+	for _, s := range x {
+		sig := string(s.Metric[fleetSignalLabel])
+		bySignal[sig] = append(bySignal[sig], s)
+	}
+	for i, n := range fr.names {
+		if vec := interpretVector(bySignal[n], fr.podLabel, fr.aggs[i]); len(vec) > 0 {
+			out[n] = vec
+		}
+	}
+	return out, ""
+}
+
+// fleetExprs expands the fleet's queries for an alert: the scope without the pod, grouped by
+// the pod label in force.
+func (p *Playbook) fleetExprs(labels map[string]string, podLabel string) []string {
+	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
+	by := FleetGroupBy(podLabel)
+	out := make([]string, len(p.Fleet.Queries))
+	for i, q := range p.Fleet.Queries {
+		out[i] = expand(withGroupBy(q.segs, by), siblings, p.Window, p.Params)
+	}
+	return out
+}
+
+// FleetRequest is the one PromQL request a run of p sends for its sibling comparison (the
+// default pod label).
+func (p *Playbook) FleetRequest(labels map[string]string) string {
+	if p.Fleet == nil {
+		return ""
+	}
+	return p.fleetRequest(p.fleetExprs(labels, "")).promQL()
+}
+
+func (p *Playbook) fleetRequest(exprs []string) *fleetRequest {
+	fr := &fleetRequest{exprs: exprs, aggs: p.Fleet.aggs}
+	for _, q := range p.Fleet.Queries {
+		fr.names = append(fr.names, q.Name)
+	}
+	return fr
+}
+
+// queryFleet runs the fleet's queries as one request. When Prometheus rejects it, each query
+// is sent alone, so that one bad query does not cost the others their answer.
+func (e *Engine) queryFleet(ctx context.Context, p *Playbook, exprs []string, keySuffix string, at time.Time) (FleetValues, []string) {
+	fr := p.fleetRequest(exprs)
+	fr.podLabel = e.opt.PodScope.label()
+	r := e.query(ctx, fr.promQL(), keySuffix, at, fr)
+	if r.status != QueryError || len(exprs) == 1 {
+		var notes []string
+		if r.problem != "" && r.status != QueryEmpty {
+			notes = append(notes, "fleet queries: "+r.problem)
+		}
+		if len(r.warnings) > 0 {
+			notes = append(notes, "fleet queries came back with warnings, the sibling comparison may be partial: "+strings.Join(r.warnings, "; "))
+		}
+		return r.fleet, notes
+	}
+	vals := FleetValues{}
+	notes := make([]string, len(exprs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range exprs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one := &fleetRequest{names: fr.names[i : i+1], exprs: exprs[i : i+1], aggs: fr.aggs[i : i+1], podLabel: fr.podLabel}
+			r := e.query(ctx, exprs[i], keySuffix, at, one)
+			mu.Lock()
+			defer mu.Unlock()
+			maps.Copy(vals, r.fleet)
+			if r.problem != "" && r.status != QueryEmpty {
+				notes[i] = fmt.Sprintf("fleet query %s: %s", fr.names[i], r.problem)
+			}
+		}()
+	}
+	wg.Wait()
+	return vals, slices.DeleteFunc(notes, func(n string) bool { return n == "" })
 }
 
 // fleetDecision is what the fleet view adds to a decision: the derived values and the view.
 type fleetDecision struct {
-	values  map[string]*float64 // q_this, q_max, ..., fleet_pods, fleet_affected
+	values  map[string]*float64 // q_this, q_max, ..., fleet_pods, fleet_affected, fleet_engines
 	view    *FleetView
 	missing []string // derived names without a value
+	notes   []string
 }
 
-// evalFleet builds the sibling comparison from the fleet values. focus is the alerting pod; empty
-// means the alert named none and the worst pod by fl.Focus is chosen.
-func evalFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs []string) fleetDecision {
+// fleetCells are one query's values by pod (engines added up) and by engine of each pod.
+type fleetCells struct {
+	pod    map[FleetKey]float64
+	engine map[FleetKey]map[string]float64
+}
+
+// evalFleet builds the sibling comparison from the fleet values. The focus is the alerting pod
+// (by the pod label in force, in the alert's namespace); an alert that names none gets the worst
+// pod by fl.Focus.
+func evalFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs []string, ps PodScope) fleetDecision {
 	fl := p.Fleet
 	fd := fleetDecision{values: map[string]*float64{}}
-	podSet := map[string]bool{}
-	for _, q := range fl.Queries {
-		for pod := range vals[q.Name] {
-			podSet[pod] = true
+	cells := make([]fleetCells, len(fl.Queries))
+	podSet := map[FleetKey]bool{}
+	namespaces := map[string]bool{}
+	for i, q := range fl.Queries {
+		byPod := map[FleetKey][]float64{}
+		cells[i].engine = map[FleetKey]map[string]float64{}
+		for ks, v := range vals[q.Name] {
+			k := ParseFleetKey(ks)
+			pk := k.pod()
+			podSet[pk] = true
+			namespaces[pk.Namespace] = true
+			byPod[pk] = append(byPod[pk], v)
+			if cells[i].engine[pk] == nil {
+				cells[i].engine[pk] = map[string]float64{}
+			}
+			cells[i].engine[pk][k.Engine] = v
+		}
+		cells[i].pod = make(map[FleetKey]float64, len(byPod))
+		for pk, xs := range byPod {
+			cells[i].pod[pk] = *stat(xs, fl.aggs[i])
 		}
 	}
-	pods := sortedKeys(podSet)
-	cell := func(qi int, pod string) *float64 {
-		if v, ok := vals[fl.Queries[qi].Name][pod]; ok {
+	pods := slices.SortedFunc(maps.Keys(podSet), func(a, b FleetKey) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Pod, b.Pod))
+	})
+	// Pods are named by their namespace too only when the answer spans several.
+	name := func(k FleetKey) string {
+		if len(namespaces) > 1 {
+			return k.String()
+		}
+		return k.Pod
+	}
+	cell := func(qi int, pod FleetKey) *float64 {
+		if v, ok := cells[qi].pod[pod]; ok {
 			return &v
 		}
 		return nil
 	}
-	focus, chosen := labels[fl.By], false
-	rank := func(a, b string) int { // worst first
-		for _, n := range fl.Focus {
-			va, vb := cell(fl.index[n], a), cell(fl.index[n], b)
-			switch {
-			case va == nil && vb == nil:
-				continue
-			case vb == nil:
-				return -1
-			case va == nil:
-				return 1
-			case *va > *vb:
-				return -1
-			case *va < *vb:
-				return 1
+	rankBy := func(val func(qi int, x FleetKey) *float64, tie func(a, b FleetKey) int) func(a, b FleetKey) int {
+		return func(a, b FleetKey) int { // worst first
+			for _, n := range fl.Focus {
+				va, vb := val(fl.index[n], a), val(fl.index[n], b)
+				switch {
+				case va == nil && vb == nil:
+					continue
+				case vb == nil:
+					return -1
+				case va == nil:
+					return 1
+				case *va > *vb:
+					return -1
+				case *va < *vb:
+					return 1
+				}
 			}
+			return tie(a, b)
 		}
-		return strings.Compare(a, b)
 	}
 	ranked := slices.Clone(pods)
-	slices.SortStableFunc(ranked, rank)
-	if focus == "" && len(ranked) > 0 {
+	slices.SortStableFunc(ranked, rankBy(cell, func(a, b FleetKey) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Pod, b.Pod))
+	}))
+
+	var focus FleetKey
+	chosen := false
+	if _, pod, ok := ps.Resolve(labels); ok {
+		focus = FleetKey{Namespace: labels["namespace"], Pod: pod}
+		// The alert's pod in the answer: one, or one per namespace when the alert names none (an
+		// answer without namespaces, a static scrape or a recorded fixture, matches any).
+		var same []FleetKey
+		for _, k := range ranked {
+			if k.Pod == pod && (focus.Namespace == "" || k.Namespace == "" || k.Namespace == focus.Namespace) {
+				same = append(same, k)
+			}
+		}
+		switch {
+		case len(same) == 1:
+			focus = same[0]
+		case len(same) > 1:
+			focus = same[0]
+			fd.notes = append(fd.notes, fmt.Sprintf("the alert names no namespace and %d namespaces have a pod %s: the sibling comparison is the worst of them, %s",
+				len(same), pod, focus.String()))
+		case focus.Namespace == "" && len(namespaces) == 1:
+			for ns := range namespaces {
+				focus.Namespace = ns
+			}
+		}
+	} else if len(ranked) > 0 {
 		focus, chosen = ranked[0], true
 	}
 
-	view := &FleetView{By: fl.By, Focus: focus, FocusChosen: chosen, Pods: len(pods), Siblings: map[string]string{}}
+	view := &FleetView{By: fl.By, Focus: name(focus), FocusChosen: chosen, Pods: len(pods), Siblings: map[string]string{}}
 	for _, s := range siblingScope(p.Scope, fl.By) {
 		if v := labels[s]; v != "" {
 			view.Siblings[s] = v
@@ -300,26 +622,33 @@ func evalFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs []
 			view.Columns = append(view.Columns, FleetColumn{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[i]})
 		}
 	}
-	affected := map[string]bool{}
-	for _, pod := range ranked {
-		row := FleetRow{Pod: pod, Focus: pod == focus}
-		cells := make([]*float64, len(fl.Queries))
+	row := func(label string, ns string, vals []*float64) FleetRow {
+		r := FleetRow{Pod: label, Namespace: ns}
 		for i, q := range fl.Queries {
-			cells[i] = cell(i, pod)
 			if !q.Hidden {
-				row.Values = append(row.Values, cells[i])
-				row.Texts = append(row.Texts, FormatValue(cells[i], q.Unit))
+				r.Values = append(r.Values, vals[i])
+				r.Texts = append(r.Texts, FormatValue(vals[i], q.Unit))
 			}
 		}
+		return r
+	}
+	affected := map[FleetKey]bool{}
+	for _, pod := range ranked {
+		vs := make([]*float64, len(fl.Queries))
+		for i := range fl.Queries {
+			vs[i] = cell(i, pod)
+		}
+		r := row(name(pod), pod.Namespace, vs)
+		r.Focus = pod == focus
 		if fl.affected != nil {
-			ok, err := expr.Run(fl.affected, fleetPodEnv(p, fl, cells))
-			row.Affected = err == nil && ok == true
+			ok, err := expr.Run(fl.affected, fleetPodEnv(p, fl, vs))
+			r.Affected = err == nil && ok == true
 		}
-		if row.Affected {
+		if r.Affected {
 			affected[pod] = true
-			view.AffectedPods = append(view.AffectedPods, pod)
+			view.AffectedPods = append(view.AffectedPods, name(pod))
 		}
-		view.Rows = append(view.Rows, row)
+		view.Rows = append(view.Rows, r)
 	}
 	// The focus pod leads the table, the others follow worst first.
 	slices.SortStableFunc(view.Rows, func(a, b FleetRow) int {
@@ -334,6 +663,37 @@ func evalFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs []
 	})
 	view.Affected = len(view.AffectedPods)
 	view.Scope = fleetScope(view, affected[focus])
+
+	// The focus pod's data-parallel engines, worst first by the same ranking.
+	engineSet := map[string]bool{}
+	for i := range fl.Queries {
+		for e := range cells[i].engine[focus] {
+			engineSet[e] = true
+		}
+	}
+	engineCell := func(qi int, e FleetKey) *float64 {
+		if v, ok := cells[qi].engine[focus][e.Engine]; ok {
+			return &v
+		}
+		return nil
+	}
+	var engines []FleetKey
+	for e := range engineSet {
+		engines = append(engines, FleetKey{Engine: e})
+	}
+	slices.SortStableFunc(engines, rankBy(engineCell, func(a, b FleetKey) int { return compareEngines(a.Engine, b.Engine) }))
+	if len(engines) > 1 {
+		view.Engine = engines[0].Engine
+		for _, e := range engines {
+			vs := make([]*float64, len(fl.Queries))
+			for i := range fl.Queries {
+				vs[i] = engineCell(i, e)
+			}
+			r := row(e.Engine, focus.Namespace, vs)
+			r.Focus = e == engines[0]
+			view.Engines = append(view.Engines, r)
+		}
+	}
 
 	set := func(name string, v *float64) {
 		fd.values[name] = v
@@ -362,14 +722,36 @@ func evalFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs []
 		set(q.Name+"_mean", stat(all, "mean"))
 		set(q.Name+"_others_max", stat(others, "max"))
 		set(q.Name+"_others_mean", stat(others, "mean"))
+		var engineThis *float64
+		var engineOthers []float64
+		if len(engines) > 1 {
+			engineThis = engineCell(i, engines[0])
+			for _, e := range engines[1:] {
+				if v := engineCell(i, e); v != nil {
+					engineOthers = append(engineOthers, *v)
+				}
+			}
+		}
+		set(q.Name+"_engine_this", engineThis)
+		set(q.Name+"_engine_others_max", stat(engineOthers, "max"))
+		set(q.Name+"_engine_others_mean", stat(engineOthers, "mean"))
 	}
-	n, a := float64(len(pods)), float64(view.Affected)
+	n, a, ne := float64(len(pods)), float64(view.Affected), float64(max(len(engines), 1))
 	set(fleetPodsName, &n)
 	set(fleetAffectedName, &a)
+	set(fleetEnginesName, &ne)
 	if len(pods) > 0 {
 		fd.view = view
 	}
 	return fd
+}
+
+// compareEngines orders data-parallel engine indexes numerically ("2" before "10").
+func compareEngines(a, b string) int {
+	if len(a) != len(b) {
+		return cmp.Compare(len(a), len(b))
+	}
+	return strings.Compare(a, b)
 }
 
 func stat(xs []float64, kind string) *float64 {
@@ -380,6 +762,8 @@ func stat(xs []float64, kind string) *float64 {
 	switch kind {
 	case "max":
 		r = slices.Max(xs)
+	case "min":
+		r = slices.Min(xs)
 	case "sum", "mean":
 		for _, x := range xs {
 			r += x
@@ -422,14 +806,17 @@ func firstN(xs []string, n int) []string {
 // fleetTemplateData is `.fleet` in templates.
 func fleetTemplateData(v *FleetView) map[string]any {
 	if v == nil {
-		return map[string]any{"pod": "", "pods": 0, "affected": 0, "scope": "no sibling data", "affected_pods": "", "chosen": false}
+		return map[string]any{"pod": "", "pods": 0, "affected": 0, "scope": "no sibling data", "affected_pods": "", "chosen": false,
+			"engine": "", "engines": 0}
 	}
 	return map[string]any{"pod": v.Focus, "pods": v.Pods, "affected": v.Affected, "scope": v.Scope,
-		"affected_pods": strings.Join(firstN(v.AffectedPods, 5), ", "), "chosen": v.FocusChosen}
+		"affected_pods": strings.Join(firstN(v.AffectedPods, 5), ", "), "chosen": v.FocusChosen,
+		"engine": v.Engine, "engines": len(v.Engines)}
 }
 
 // Table renders the sibling comparison as aligned plain-text lines (a header, then one line per
-// pod, the focus pod first marked ">" and affected pods "!"), at most maxRows pods; a last line
+// pod, the focus pod first marked ">" and affected pods "!", the focus pod's data-parallel engines
+// under it when it has several), at most maxRows pods; a last line
 // says how many more there are. Notifiers show it as it is (Slack in a code block).
 func (v *FleetView) Table(maxRows int) []string {
 	if v == nil || len(v.Rows) == 0 {
@@ -445,9 +832,26 @@ func (v *FleetView) Table(maxRows int) []string {
 		rows = rows[:maxRows]
 	}
 	cols = append(cols, head)
+	marks := []string{"  "}
 	for _, r := range rows {
 		line := append([]string{r.Pod}, r.Texts...)
 		cols = append(cols, line)
+		switch {
+		case r.Focus && r.Affected:
+			marks = append(marks, ">!")
+		case r.Focus:
+			marks = append(marks, "> ")
+		case r.Affected:
+			marks = append(marks, " !")
+		default:
+			marks = append(marks, "  ")
+		}
+		if r.Focus { // its data-parallel engines under it, when it has several
+			for _, e := range v.Engines {
+				cols = append(cols, append([]string{"  engine " + e.Pod}, e.Texts...))
+				marks = append(marks, "  ")
+			}
+		}
 	}
 	width := make([]int, len(head))
 	for _, l := range cols {
@@ -457,18 +861,7 @@ func (v *FleetView) Table(maxRows int) []string {
 	}
 	out := make([]string, 0, len(cols)+1)
 	for i, l := range cols {
-		mark := "  "
-		if i > 0 {
-			r := rows[i-1]
-			switch {
-			case r.Focus && r.Affected:
-				mark = ">!"
-			case r.Focus:
-				mark = "> "
-			case r.Affected:
-				mark = " !"
-			}
-		}
+		mark := marks[i]
 		var b strings.Builder
 		b.WriteString(mark + " ")
 		for j, c := range l {

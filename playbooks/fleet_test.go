@@ -1,13 +1,17 @@
 package playbooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 )
@@ -15,50 +19,40 @@ import (
 // fleetQuerier answers fleet queries (those with `by (pod)`) with one sample per pod from
 // byPod[signal], every other query with one number; it records what was asked.
 type fleetQuerier struct {
-	mu     sync.Mutex
-	asked  []string
-	byPod  map[string]map[string]float64 // signal (a metric name in the query) -> pod -> value
-	scalar float64
+	podLabel string // the label the keys' pods are written under (default pod)
+	mu       sync.Mutex
+	asked    []string
+	byPod    map[string]map[string]float64 // signal (a metric name in the query) -> pod -> value
+	scalar   float64
 }
 
 func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Value, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, q)
 	f.mu.Unlock()
-	if !strings.HasPrefix(q, "sum by (pod)") && !strings.HasPrefix(q, "max by (pod)") {
-		return model.Vector{{Metric: model.Metric{}, Value: model.SampleValue(f.scalar)}}, nil
-	}
-	var vec model.Vector
-	for _, signal := range []string{"stall", "waiting", "running", "kv", "arrivals", "tokens"} {
-		if !isSignal(q, signal) {
-			continue
+	if m := foldedSignalRE.FindAllStringSubmatch(q, -1); m != nil { // the fleet's one request
+		var vec model.Vector
+		for _, sig := range m {
+			for key, v := range f.byPod[sig[1]] {
+				k := ParseFleetKey(key)
+				podLabel := model.LabelName(cmp.Or(f.podLabel, "pod"))
+				metric := model.Metric{podLabel: model.LabelValue(k.Pod), fleetSignalLabel: model.LabelValue(sig[1])}
+				if k.Namespace != "" {
+					metric["namespace"] = model.LabelValue(k.Namespace)
+				}
+				if k.Engine != "" {
+					metric["engine"] = model.LabelValue(k.Engine)
+				}
+				vec = append(vec, &model.Sample{Metric: metric, Value: model.SampleValue(v)})
+			}
 		}
-		for pod, v := range f.byPod[signal] {
-			vec = append(vec, &model.Sample{Metric: model.Metric{"pod": model.LabelValue(pod)}, Value: model.SampleValue(v)})
-		}
-		break
+		return vec, nil
 	}
-	return vec, nil
+	return model.Vector{{Metric: model.Metric{}, Value: model.SampleValue(f.scalar)}}, nil
 }
 
-// isSignal tells the built-in fleet queries apart by their text.
-func isSignal(q, signal string) bool {
-	switch signal {
-	case "stall":
-		return strings.Contains(q, "min_over_time")
-	case "arrivals":
-		return strings.Contains(q, "deriv(")
-	case "tokens":
-		return strings.Contains(q, "prompt_tokens_total") && !strings.Contains(q, "min_over_time")
-	case "waiting":
-		return strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_waiting")
-	case "running":
-		return strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_running")
-	case "kv":
-		return strings.HasPrefix(q, "max by (pod)")
-	}
-	return false
-}
+// foldedSignalRE finds the names of the fleet queries a fleet request carries.
+var foldedSignalRE = regexp.MustCompile(`"` + fleetSignalLabel + `", "(\w+)"`)
 
 func builtinSet(t testing.TB) *Set {
 	t.Helper()
@@ -105,8 +99,8 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 	if d50.Fleet.Pods != 50 || len(d50.Fleet.Rows) != 50 || d50.Fleet.Rows[0].Pod != "vllm-1" {
 		t.Errorf("50 pods: %d pods, %d rows, first %q; want 50, 50, the focus vllm-1 first", d50.Fleet.Pods, len(d50.Fleet.Rows), d50.Fleet.Rows[0].Pod)
 	}
-	if len(q3.asked) != len(q50.asked) || len(q3.asked) != len(p.Queries)+len(p.Fleet.Queries) {
-		t.Errorf("queries: %d for 3 pods, %d for 50; want both %d (queries + fleet queries)", len(q3.asked), len(q50.asked), len(p.Queries)+len(p.Fleet.Queries))
+	if len(q3.asked) != len(q50.asked) || len(q3.asked) != len(p.Queries)+1 {
+		t.Errorf("queries: %d for 3 pods, %d for 50; want both %d (queries + one fleet request)", len(q3.asked), len(q50.asked), len(p.Queries)+1)
 	}
 	for _, q := range q3.asked {
 		if strings.Contains(q, "pod=") {
@@ -115,8 +109,8 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 		if !strings.Contains(q, `model_name="llama\"} or vector(1) #"`) {
 			t.Errorf("label value not quoted as a PromQL string: %s", q)
 		}
-		if strings.HasPrefix(q, "sum by (pod) (vllm:num_requests_") && !strings.Contains(q, `server=""`) {
-			t.Errorf("fleet query counts the router's series (label server) as pods: %s", q)
+		if strings.Contains(q, "vllm:num_requests_") && !strings.Contains(q, `server=""`) {
+			t.Errorf("query counts the router's series (label server) as pods: %s", q)
 		}
 	}
 }
@@ -149,5 +143,133 @@ func TestFleetViewShowsAMissingValueAsNA(t *testing.T) {
 	}
 	if d.Fleet.Scope != "this pod alone (1 of 3 pods)" {
 		t.Errorf("scope %q", d.Fleet.Scope)
+	}
+}
+
+// Two namespaces with a pod of the same name are two pods: siblings are the same model_name and
+// namespace, so an alert that names no namespace must not add them up as one.
+func TestSameNamedPodsOfTwoNamespacesAreTwoPods(t *testing.T) {
+	p, _ := builtinSet(t).Get("ttft-p99-high")
+	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
+		"waiting":  {"prod/vllm-0": 140, "staging/vllm-0": 2, "prod/vllm-1": 0},
+		"arrivals": {"prod/vllm-0": 48, "staging/vllm-0": 5, "prod/vllm-1": 6},
+	}}
+	d, err := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}).Run(context.Background(), p,
+		map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "model_name": "llama", "pod": "vllm-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fleet == nil || d.Fleet.Pods != 3 || d.Fleet.Focus != "prod/vllm-0" {
+		t.Fatalf("fleet %+v; want 3 pods (prod/vllm-0 and staging/vllm-0 apart), the worst vllm-0 in focus", d.Fleet)
+	}
+	for _, r := range d.Fleet.Rows {
+		if r.Pod == "staging/vllm-0" && (r.Values[0] == nil || *r.Values[0] != 2) {
+			t.Errorf("staging/vllm-0 waiting %v; want its own 2, not added to prod's", r.Values[0])
+		}
+	}
+	if !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, "2 namespaces have a pod vllm-0") }) {
+		t.Errorf("notes %q should say the alert's pod name is in two namespaces", d.Notes)
+	}
+	for _, q := range fq.asked {
+		if strings.Contains(q, fleetSignalLabel) && !strings.Contains(q, "by (namespace, pod, instance, engine)") {
+			t.Errorf("fleet request not grouped by namespace, pod, instance and engine: %s", q)
+		}
+	}
+}
+
+// Where the scrape adds no pod label (vLLM's static example: job and instance), each instance
+// is a pod of its own, not one "(no label)" pod; with vllm.pod_label set, that label names them.
+func TestFleetPodsByInstanceOrTheConfiguredPodLabel(t *testing.T) {
+	p, _ := builtinSet(t).Get("ttft-p99-high")
+	for _, tc := range []struct {
+		name, podLabel, label, groupBy string
+	}{
+		{"instance", "", "instance", "by (namespace, pod, instance, engine)"},
+		{"configured pod label", "kubernetes_pod_name", "kubernetes_pod_name", "by (namespace, kubernetes_pod_name, instance, engine)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fq := &fleetQuerier{scalar: 1, podLabel: tc.label, byPod: map[string]map[string]float64{
+				"waiting": {"10.0.0.1:8000": 140, "10.0.0.2:8000": 0},
+			}}
+			e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), PodScope: PodScope{Label: tc.podLabel}})
+			d, err := e.Run(context.Background(), p, map[string]string{"model_name": "llama", tc.label: "10.0.0.1:8000"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Fleet == nil || d.Fleet.Pods != 2 || d.Fleet.Focus != "10.0.0.1:8000" || d.Fleet.FocusChosen {
+				t.Fatalf("fleet %+v; want 2 pods named by %s, the alert's in focus", d.Fleet, tc.label)
+			}
+			if !slices.ContainsFunc(fq.asked, func(q string) bool { return strings.Contains(q, tc.groupBy) }) {
+				t.Errorf("no fleet request grouped %s in %q", tc.groupBy, fq.asked)
+			}
+		})
+	}
+}
+
+// A pod's data-parallel engines add up by the query's own aggregation (queues summed, KV usage
+// the fullest engine's), and the focus pod's engines are listed worst first.
+func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
+	p, _ := builtinSet(t).Get("ttft-p99-high")
+	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
+		"waiting": {"vllm-0#0": 3, "vllm-0#1": 40, "vllm-1#0": 1},
+		"kv":      {"vllm-0#0": 0.2, "vllm-0#1": 0.6, "vllm-1#0": 0.1},
+	}}
+	d, err := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}).Run(context.Background(), p,
+		map[string]string{"model_name": "llama", "namespace": "prod", "pod": "vllm-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, c := range d.Fleet.Columns {
+		col[c.Name] = i
+	}
+	r := d.Fleet.Rows[0]
+	if r.Pod != "vllm-0" || *r.Values[col["waiting"]] != 43 || *r.Values[col["kv"]] != 0.6 {
+		t.Errorf("vllm-0: waiting %v, kv %v; want 43 (summed) and 0.6 (the max)", *r.Values[col["waiting"]], *r.Values[col["kv"]])
+	}
+	if d.Fleet.Engine != "1" || len(d.Fleet.Engines) != 2 || d.Fleet.Engines[0].Pod != "1" {
+		t.Errorf("engines %q %+v; want engine 1 (the deeper queue) first of 2", d.Fleet.Engine, d.Fleet.Engines)
+	}
+	table := d.Fleet.Table(8)
+	if len(table) != 5 || !strings.Contains(table[1], "vllm-0") || !strings.Contains(table[2], "engine 1") || !strings.Contains(table[3], "engine 0") {
+		t.Errorf("table should list vllm-0, then its engines 1 and 0, then vllm-1:\n%s", strings.Join(table, "\n"))
+	}
+}
+
+// rejectingFolded rejects the fleet's one request as Prometheus rejects a bad query, and answers
+// each fleet query alone with one sample per pod.
+type rejectingFolded struct {
+	mu    sync.Mutex
+	alone int
+}
+
+func (r *rejectingFolded) Query(_ context.Context, q string, _ time.Time) (model.Value, error) {
+	switch {
+	case strings.Contains(q, fleetSignalLabel):
+		return nil, &v1.Error{Type: v1.ErrBadData, Msg: "query too large"}
+	case strings.Contains(q, "by (namespace, pod, instance, engine)"):
+		r.mu.Lock()
+		r.alone++
+		r.mu.Unlock()
+		return model.Vector{{Metric: model.Metric{"pod": "vllm-0"}, Value: 1}, {Metric: model.Metric{"pod": "vllm-1"}, Value: 2}}, nil
+	}
+	return model.Vector{{Metric: model.Metric{}, Value: 1}}, nil
+}
+
+// When Prometheus rejects the fleet's one request, each fleet query is sent alone: one bad query
+// must not cost the sibling comparison.
+func TestARejectedFleetRequestFallsBackToOneRequestPerQuery(t *testing.T) {
+	p, _ := builtinSet(t).Get("ttft-p99-high")
+	q := &rejectingFolded{}
+	d, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}).Run(context.Background(), p,
+		map[string]string{"model_name": "llama", "namespace": "prod", "pod": "vllm-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.alone != len(p.Fleet.Queries) {
+		t.Errorf("%d fleet queries sent alone; want all %d", q.alone, len(p.Fleet.Queries))
+	}
+	if d.Fleet == nil || d.Fleet.Pods != 2 || d.Fleet.Rows[0].Values[0] == nil {
+		t.Fatalf("fleet %+v; want both pods with values", d.Fleet)
 	}
 }

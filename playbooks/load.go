@@ -320,13 +320,13 @@ func fleetNames(p *Playbook) []string {
 	if p.Fleet == nil {
 		return nil
 	}
-	out := make([]string, 0, len(p.Fleet.Queries)*len(fleetStats)+2)
+	out := make([]string, 0, len(p.Fleet.Queries)*len(fleetStats)+3)
 	for _, q := range p.Fleet.Queries {
 		for _, s := range fleetStats {
 			out = append(out, q.Name+"_"+s)
 		}
 	}
-	return append(out, fleetPodsName, fleetAffectedName)
+	return append(out, fleetPodsName, fleetAffectedName, fleetEnginesName)
 }
 
 // identifiers returns the query names (and fleet values) a condition reads.

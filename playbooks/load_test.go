@@ -18,7 +18,7 @@ func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 		"template-typo.yaml":           `testdata/bad/template-typo.yaml: verdicts[0].summary: unknown name "waitng"`,
 		"unknown-placeholder.yaml":     `testdata/bad/unknown-placeholder.yaml: queries.waiting: unknown placeholder $windw`,
 		"no-match.yaml":                `testdata/bad/no-match.yaml: match: required unless on_demand is true`,
-		"fleet-scope-placeholder.yaml": `testdata/bad/fleet-scope-placeholder.yaml: fleet.queries.waiting: unknown placeholder $scope (known: $siblings, $window and the params)`,
+		"fleet-scope-placeholder.yaml": `testdata/bad/fleet-scope-placeholder.yaml: fleet.queries.waiting: unknown placeholder $scope (known: $siblings, $by, $window and the params)`,
 		"fleet-scalar.yaml":            `testdata/bad/fleet-scalar.yaml: fleet.queries.pods: must return an instant vector by pod, not a scalar`,
 		"fleet-unknown-value.yaml":     `testdata/bad/fleet-unknown-value.yaml: verdicts[0].when: unknown name "queue_other_mean"`,
 		"fleet-bad-focus.yaml":         `testdata/bad/fleet-bad-focus.yaml: fleet.focus[0]: unknown fleet query "queue"`,

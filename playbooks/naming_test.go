@@ -1,6 +1,7 @@
 package playbooks
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // TestBuiltinQueriesUnderKServeNames: with vllm.metric_prefix kserve_vllm:, every selector of
-// every built-in query names a kserve_vllm: metric and excludes router series, the query still
+// every built-in query (and fleet request) names a kserve_vllm: metric and excludes router series, the query still
 // parses once expanded, and a hostile label value stays inside its string.
 func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 	builtin, err := Builtin()
@@ -26,9 +27,16 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 	hostile := map[string]string{"model_name": `"} or vector(1) #`, "pod": "vllm-0", "namespace": "llm"}
 	selectors := 0
 	for _, p := range set.All() {
-		for _, q := range p.Queries {
+		queries := slices.Clone(p.Queries)
+		if p.Fleet != nil { // the fleet's one request too
+			queries = append(queries, &Query{Name: "fleet request"})
+		}
+		for _, q := range queries {
 			for _, lbls := range []map[string]string{hostile, {}} {
-				e := p.Expand(q, lbls)
+				e := p.FleetRequest(lbls)
+				if q.Name != "fleet request" {
+					e = p.Expand(q, lbls)
+				}
 				expr, err := parser.NewParser(parser.Options{}).ParseExpr(e)
 				if err != nil {
 					t.Fatalf("%s/%s: %v\n%s", p.Name, q.Name, err, e)

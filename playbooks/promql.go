@@ -209,7 +209,7 @@ func (p *Playbook) Expand(q *Query, labels map[string]string) string {
 // without the fleet's label, so the vector holds every sibling.
 func (p *Playbook) ExpandFleet(q *Query, labels map[string]string) string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
-	return expand(q.segs, siblings, p.Window, p.Params)
+	return expand(withGroupBy(q.segs, FleetGroupBy("")), siblings, p.Window, p.Params)
 }
 
 // Placeholder stand-ins of the same length as the placeholders, so that the parser's positions
@@ -265,6 +265,11 @@ func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
 		}
 		cp.Queries[i] = &qc
 		cp.byName[qc.Name] = &qc
+	}
+	if p.Fleet != nil {
+		var ferrs []error
+		cp.Fleet, ferrs = p.Fleet.withNaming(p, n)
+		errs = append(errs, ferrs...)
 	}
 	return &cp, errors.Join(errs...)
 }

@@ -157,8 +157,8 @@ type result struct {
 	problem  string
 	status   string // one of the Query* results
 	series   int
-	vec      map[string]float64 // a fleet query's value by label (shared read-only between runs)
-	warnings []string           // the answer's warnings: it may be partial
+	fleet    FleetValues // a fleet request's values by query and series (shared read-only between runs)
+	warnings []string    // the answer's warnings: it may be partial
 }
 
 // Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
@@ -205,27 +205,22 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 	exprs := make([]string, len(p.Queries))
 	results := make([]result, len(p.Queries))
 	var wg sync.WaitGroup
-	var fleetExprs []string
-	var fleetResults []result
-	if fl := p.Fleet; fl != nil {
-		siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, fl.By), labels)
-		fleetExprs = make([]string, len(fl.Queries))
-		fleetResults = make([]result, len(fl.Queries))
-		for i, q := range fl.Queries {
-			fleetExprs[i] = expand(q.segs, siblings, p.Window, p.Params)
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				fleetResults[i] = e.query(ctx, fleetExprs[i], cacheSuffix, evalAt, fl.By)
-			}(i)
-		}
+	var fleetExprs, fleetNotes []string
+	var fleetVals FleetValues
+	if p.Fleet != nil {
+		fleetExprs = p.fleetExprs(labels, e.opt.PodScope.label())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fleetVals, fleetNotes = e.queryFleet(ctx, p, fleetExprs, cacheSuffix, evalAt)
+		}()
 	}
 	for i, q := range p.Queries {
 		exprs[i] = expand(q.segs, scope, p.Window, p.Params)
 		wg.Add(1)
 		go func(i int, q *Query) {
 			defer wg.Done()
-			results[i] = e.query(ctx, exprs[i], cacheSuffix, evalAt, "")
+			results[i] = e.query(ctx, exprs[i], cacheSuffix, evalAt, nil)
 			if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
 				results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
 					"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", FormatValue(r.value, q.Unit))
@@ -290,20 +285,11 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 		d.Evidence = append(d.Evidence, ev)
 	}
 
-	var fleetVals FleetValues
-	if p.Fleet != nil {
+	// Fleet results do not decide whether Prometheus was reachable: they may come from the cache
+	// of a sibling's diagnosis, and without the pod's own evidence there is no diagnosis.
+	d.Notes = append(d.Notes, fleetNotes...)
+	if p.Fleet != nil && fleetVals == nil {
 		fleetVals = FleetValues{}
-		// Fleet results do not decide whether Prometheus was reachable: they may come from the
-		// cache of a sibling's diagnosis, and without the pod's own evidence there is no diagnosis.
-		for i, q := range p.Fleet.Queries {
-			r := fleetResults[i]
-			if r.vec != nil {
-				fleetVals[q.Name] = r.vec
-			}
-			if r.problem != "" {
-				d.Notes = append(d.Notes, fmt.Sprintf("fleet query %s: %s", q.Name, r.problem))
-			}
-		}
 	}
 
 	var runErr error
@@ -362,10 +348,7 @@ func (p *Playbook) decideWith(values map[string]*float64, fleet FleetValues, lab
 	}
 	var exprs []string
 	if p.Fleet != nil {
-		exprs = make([]string, len(p.Fleet.Queries))
-		for i, q := range p.Fleet.Queries {
-			exprs[i] = p.ExpandFleet(q, labels)
-		}
+		exprs = p.fleetExprs(labels, "")
 	}
 	(&Engine{}).decide(p, d, values, fleet, exprs, labels)
 	d.record(values, fleet, labels)
@@ -438,8 +421,9 @@ func (e *Engine) decide(p *Playbook, d *Diagnosis, values map[string]*float64, f
 		missing[m] = true
 	}
 	if p.Fleet != nil {
-		fd := evalFleet(p, fleet, labels, fleetExprs)
+		fd := evalFleet(p, fleet, labels, fleetExprs, e.opt.PodScope)
 		d.Fleet = fd.view
+		d.Notes = append(d.Notes, fd.notes...)
 		merged := make(map[string]*float64, len(values)+len(fd.values))
 		for k, v := range values {
 			merged[k] = v
@@ -512,11 +496,12 @@ func render(t *template.Template, data map[string]any) string {
 // query runs one query with deduplication: an identical query (at the same evaluation time: key
 // is q plus keySuffix) in flight is shared, and a result younger than CacheTTL is reused.
 //
-// by, when set, keeps the answer as a vector by that label (a fleet query) instead of one number.
-func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, by string) result {
+// fr, when set, keeps the answer as the fleet's values by query and series (a fleet request)
+// instead of one number.
+func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, fr *fleetRequest) result {
 	key := q + keySuffix
-	if by != "" {
-		key = "by " + by + "\x00" + key
+	if fr != nil {
+		key = "fleet by " + fr.podLabel + "\x00" + key
 	}
 	if e.opt.CacheTTL > 0 {
 		e.mu.Lock()
@@ -546,12 +531,12 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, b
 			v, err = e.q.Query(qctx, q, at)
 		}
 		r := interpret(v, err, qctx)
-		if by != "" && err == nil {
+		if fr != nil && err == nil {
 			r = result{status: QueryOK}
-			r.vec, r.problem = interpretVector(v, by)
-			if r.vec == nil {
+			r.fleet, r.problem = fr.interpret(v)
+			if r.fleet == nil {
 				r.status = QueryError
-			} else if len(r.vec) == 0 {
+			} else if len(r.fleet) == 0 {
 				r.status = QueryEmpty
 			}
 		}

@@ -231,10 +231,8 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 	for _, q := range pb.Queries {
 		add(pb.Expand(q, labels))
 	}
-	if pb.Fleet != nil { // the sibling comparison's queries run beside them
-		for _, q := range pb.Fleet.Queries {
-			add(pb.ExpandFleet(q, labels))
-		}
+	if pb.Fleet != nil { // the sibling comparison's one request runs beside them
+		add(pb.FleetRequest(labels))
 	}
 	if len(in) == 0 || len(out) == 0 {
 		t.Fatalf("playbook %s: %d queries with %q, %d without: the test needs both", pb.Name, len(in), match, len(out))

@@ -26,9 +26,12 @@ var (
 // it would for a real fleet.
 type VLLMLoad struct {
 	Pod, Model string
-	Legacy     bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
-	OldBuckets bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
-	ReqRate    float64 // requests/s that get a first token
+	// Namespace (default "llm") and Engine, vLLM's data-parallel index (default "0"): a pod with
+	// several engines is one load per engine.
+	Namespace, Engine string
+	Legacy            bool    // old metric names (gpu_cache_usage_perc, time_per_output_token_seconds)
+	OldBuckets        bool    // the TTFT bucket layout before vLLM #15202 (top bucket 10 s)
+	ReqRate           float64 // requests/s that get a first token
 	// AbortShare of those requests have clients that give up after their first token: counted in
 	// TTFT and prompt_tokens_total, never finished.
 	AbortShare float64
@@ -111,7 +114,14 @@ func FleetLoads() []VLLMLoad {
 // series writes samples from start to end every step; counters grow from 0 at t0.
 func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Duration, t0 time.Time) {
 	lbl := func(extra string) string {
-		s := fmt.Sprintf(`model_name=%q,engine="0",pod=%q,namespace="llm"`, l.Model, l.Pod)
+		ns, engine := l.Namespace, l.Engine
+		if ns == "" {
+			ns = "llm"
+		}
+		if engine == "" {
+			engine = "0"
+		}
+		s := fmt.Sprintf(`model_name=%q,engine=%q,pod=%q,namespace=%q`, l.Model, engine, l.Pod, ns)
 		if extra != "" {
 			s += "," + extra
 		}
@@ -180,6 +190,7 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 	for _, p := range pods {
 		base := HealthyLoad
 		base.Pod, base.Model, base.Legacy, base.OldBuckets = p.Pod, p.Model, p.Legacy, p.OldBuckets
+		base.Namespace, base.Engine = p.Namespace, p.Engine
 		dayAgo := now.Add(-24 * time.Hour)
 		base.series(&raw, dayAgo.Add(-15*time.Minute), dayAgo.Add(5*time.Minute), 15*time.Second, dayAgo.Add(-30*time.Minute))
 	}

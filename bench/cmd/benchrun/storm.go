@@ -129,11 +129,9 @@ slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: 
 					pairs[pb.Expand(q, l)] = true
 				}
 				rep.unshared += len(pb.Queries)
-				if pb.Fleet != nil { // one vector by pod per signal: shared by the pods of a model
-					for _, q := range pb.Fleet.Queries {
-						pairs[pb.ExpandFleet(q, l)] = true
-					}
-					rep.unshared += len(pb.Fleet.Queries)
+				if pb.Fleet != nil { // one request for every fleet signal: shared by the pods of a model
+					pairs[pb.FleetRequest(l)] = true
+					rep.unshared++
 				}
 			}
 			groups = append(groups, g)

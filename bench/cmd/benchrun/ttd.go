@@ -27,14 +27,17 @@ type ttdReport struct {
 	name         string // what was diagnosed
 	pods         int    // pods of the model
 	reps         int
-	queries      int
+	queries      int             // requests to Prometheus per diagnosis
+	fleetQueries int             // fleet queries carried by one of them
 	ttd, slowest []time.Duration // sorted
 	// sum: all queries alone one after the other; concurrent: all at once from bare goroutines.
 	sum, concurrent []time.Duration
-	slowestName     string
-	verdict         string
-	p50Target       time.Duration
-	errors          int
+	// fleetReq: the fleet request alone; fleetSep: its queries alone one after the other.
+	fleetReq, fleetSep []time.Duration
+	slowestName        string
+	verdict            string
+	p50Target          time.Duration
+	errors             int
 }
 
 // benchTimeToDiagnosis times webhook received -> notifier called for the TTFT playbook against
@@ -89,19 +92,25 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	defer srv.Close()
 
 	var exprs, names []string
+	rep := ttdReport{name: name, pods: pods, reps: reps}
 	for _, q := range pb.Queries {
 		exprs, names = append(exprs, pb.Expand(q, labels)), append(names, q.Name)
 	}
+	if pb.Fleet != nil { // the fleet's queries travel as one request
+		exprs, names = append(exprs, pb.FleetRequest(labels)), append(names, "fleet request")
+		rep.fleetQueries = len(pb.Fleet.Queries)
+	}
+	var fleetParts []string // the fleet's queries one by one: what the request replaced
 	if pb.Fleet != nil {
 		for _, q := range pb.Fleet.Queries {
-			exprs, names = append(exprs, pb.ExpandFleet(q, labels)), append(names, "fleet "+q.Name)
+			fleetParts = append(fleetParts, pb.ExpandFleet(q, labels))
 		}
 	}
+	rep.queries = len(exprs)
 	labelJSON, err := json.Marshal(labels)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	rep := ttdReport{name: name, pods: pods, reps: reps, queries: len(exprs)}
 	slowestBy := map[string]int{}
 	c := newLoadClient(4)
 	defer c.CloseIdleConnections()
@@ -121,6 +130,18 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 			if err != nil {
 				rep.errors++
 			}
+		}
+		// The fleet request against its queries sent one after the other.
+		var fleetReq, fleetSep time.Duration
+		if len(fleetParts) > 0 {
+			t0 := time.Now()
+			_, _, _, _ = promAPI.Query(context.Background(), exprs[len(exprs)-1], time.Now())
+			fleetReq = time.Since(t0)
+			t0 = time.Now()
+			for _, e := range fleetParts {
+				_, _, _, _ = promAPI.Query(context.Background(), e, time.Now())
+			}
+			fleetSep = time.Since(t0)
 		}
 		// The same queries all at once from bare goroutines: the floor of concurrency on this machine.
 		var wg sync.WaitGroup
@@ -157,6 +178,8 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 		rep.slowest = append(rep.slowest, slowest)
 		rep.sum = append(rep.sum, sum)
 		rep.concurrent = append(rep.concurrent, conc)
+		rep.fleetReq = append(rep.fleetReq, fleetReq)
+		rep.fleetSep = append(rep.fleetSep, fleetSep)
 		rep.verdict = res.verdict
 		slowestBy[name]++
 		mu.Unlock()
@@ -165,6 +188,8 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	sortDurations(rep.slowest)
 	sortDurations(rep.sum)
 	sortDurations(rep.concurrent)
+	sortDurations(rep.fleetReq)
+	sortDurations(rep.fleetSep)
 	best := 0
 	for n, k := range slowestBy {
 		if k > best {
