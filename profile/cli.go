@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 )
 
 // RunCLI is `responder profile --pod P [--namespace N] [--duration 10s] [--requested-by NAME]`:
@@ -38,10 +37,10 @@ func RunCLI(ctx context.Context, svc *Service, args []string, stdout, stderr io.
 	req := Request{Pod: *pod, Namespace: *namespace, Duration: *duration, RequestedBy: *requestedBy, Source: "cli"}
 	w := req.Duration
 	if w == 0 {
-		w = time.Duration(svc.cfg.DefaultDuration)
+		w = svc.cfg.DefaultDuration
 	}
 	fmt.Fprintf(stderr, "profiling pod %s for %s, then waiting for stop_profile to flush the traces (at most %s)...\n",
-		podName(req.Namespace, req.Pod), w, time.Duration(svc.cfg.StopTimeout))
+		podName(req.Namespace, req.Pod), w, svc.cfg.StopTimeout)
 	rep, err := svc.capture(ctx, req, func(n Notice) { fmt.Fprintln(stdout, n.String()) })
 	if rep == nil {
 		fmt.Fprintf(stderr, "profile: %v\n", err)

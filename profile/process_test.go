@@ -45,10 +45,10 @@ func TestMain(m *testing.M) {
 func helperService() (*Service, error) {
 	cfg := testConfig()
 	if d, err := time.ParseDuration(os.Getenv("PROFILE_TEST_LOCK_TTL")); err == nil {
-		cfg.LockTTL = model.Duration(d)
+		cfg.LockTTL = d
 	}
 	if d, err := time.ParseDuration(os.Getenv("PROFILE_TEST_EXPECTED_FLUSH")); err == nil {
-		cfg.Silence.ExpectedFlush = model.Duration(d)
+		cfg.Silence.ExpectedFlush = d
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

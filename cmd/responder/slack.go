@@ -31,7 +31,7 @@ func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, 
 	}
 	if capt != nil {
 		o.Capturer = capturer{svc: capt}
-		o.MaxCapture = time.Duration(c.Profile.MaxDuration)
+		o.MaxCapture = c.Profile.MaxDuration
 	}
 	if c.Alertmanager.URL != "" {
 		hc, err := cfgpkg.NewHTTPClient("alertmanager", c.Alertmanager.HTTP)
