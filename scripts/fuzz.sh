@@ -16,6 +16,6 @@ fuzz() { # target package
 	go test -run='^$' -fuzz="^$1\$" -fuzztime="${n}x" "$2"
 }
 fuzz FuzzDecodeMessage ./handlers
-fuzz FuzzParseCommand ./handlers/slackapp
+fuzz FuzzParseCommand ./notify/slack
 fuzz FuzzScopeMatchers ./playbooks
 fuzz FuzzParse ./playbooks

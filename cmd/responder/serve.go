@@ -19,7 +19,6 @@ import (
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/handlers"
-	"github.com/vllm-responder/vllm-responder/handlers/slackapp"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -148,7 +147,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 			{Name: "store", Required: false, Func: st.Ping},
 		},
 	}
-	var incidents slackapp.Incidents
+	var incidents slacknotify.Incidents
 	if sn, ok := base.(*slacknotify.Notifier); ok {
 		incidents = sn
 	}

@@ -11,7 +11,6 @@ import (
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/handlers"
-	"github.com/vllm-responder/vllm-responder/handlers/slackapp"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/silence"
@@ -21,12 +20,12 @@ import (
 // on the HTTP endpoints, or over Socket Mode when slack.socket_mode is set. It returns a function
 // that waits for the app's background work on shutdown.
 func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, api *slacknotify.API, d *dispatch.Dispatcher,
-	capt *profile.Service, incidents slackapp.Incidents, log zerolog.Logger) (func(context.Context) error, error) {
+	capt *profile.Service, incidents slacknotify.Incidents, log zerolog.Logger) (func(context.Context) error, error) {
 	if api == nil || !c.Slack.Interactive() {
 		return func(context.Context) error { return nil }, nil
 	}
-	o := slackapp.Options{Config: &c.Slack, API: api, Triager: d, Incidents: incidents, Logger: log}
-	if r, ok := incidents.(slackapp.Records); ok {
+	o := slacknotify.AppOptions{Config: &c.Slack, API: api, Triager: d, Incidents: incidents, Logger: log}
+	if r, ok := incidents.(slacknotify.Records); ok {
 		o.Records = r // the notifier keeps the diagnosis records the Wrong verdict? select names
 	}
 	if capt != nil {
@@ -44,7 +43,7 @@ func mountSlack(ctx context.Context, c *cfgpkg.Config, routes *handlers.Routes, 
 		}
 		o.Silencer = s
 	}
-	app, err := slackapp.New(o)
+	app, err := slacknotify.NewApp(o)
 	if err != nil {
 		return nil, err
 	}

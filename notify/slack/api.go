@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 )
 
 // errSlackTimeout is the cause of a Slack call's deadline.
@@ -53,7 +53,7 @@ var retryableSlackErrors = map[string]bool{
 // replicas with SharePacing).
 // Notifier and the Slack app handlers share one.
 type API struct {
-	client  *slack.Client
+	client  *slackgo.Client
 	http    *http.Client
 	cfg     *Config
 	metrics *Metrics
@@ -66,22 +66,22 @@ func NewAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
-	opts := []slack.Option{slack.OptionHTTPClient(httpClient)}
+	opts := []slackgo.Option{slackgo.OptionHTTPClient(httpClient)}
 	if cfg.APIURL != "" {
 		u := cfg.APIURL
 		if !strings.HasSuffix(u, "/") {
 			u += "/"
 		}
-		opts = append(opts, slack.OptionAPIURL(u))
+		opts = append(opts, slackgo.OptionAPIURL(u))
 	}
 	if cfg.AppToken.IsSet() {
-		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken.Reveal()))
+		opts = append(opts, slackgo.OptionAppLevelToken(cfg.AppToken.Reveal()))
 	}
 	if m == nil {
 		m = NewMetrics(nil)
 	}
 	return &API{
-		client:  slack.New(cfg.BotToken.Reveal(), opts...),
+		client:  slackgo.New(cfg.BotToken.Reveal(), opts...),
 		http:    httpClient,
 		cfg:     cfg,
 		metrics: m,
@@ -91,7 +91,7 @@ func NewAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 }
 
 // Client returns the underlying slack-go client (Socket Mode needs it).
-func (a *API) Client() *slack.Client { return a.client }
+func (a *API) Client() *slackgo.Client { return a.client }
 
 // Metrics returns the metrics the API counts in.
 func (a *API) Metrics() *Metrics { return a.metrics }
@@ -140,15 +140,15 @@ func classify(err error, timedOut bool) (result string, retryAfter time.Duration
 	if err == nil {
 		return ResultOK, 0, false
 	}
-	var rl *slack.RateLimitedError
+	var rl *slackgo.RateLimitedError
 	if errors.As(err, &rl) {
 		return ResultRateLimited, rl.RetryAfter, true
 	}
-	var sc slack.StatusCodeError
+	var sc slackgo.StatusCodeError
 	if errors.As(err, &sc) {
 		return ResultError, 0, sc.Retryable()
 	}
-	var se slack.SlackErrorResponse
+	var se slackgo.SlackErrorResponse
 	if errors.As(err, &se) {
 		if se.Err == "ratelimited" {
 			return ResultRateLimited, time.Second, true
@@ -175,7 +175,7 @@ func classify(err error, timedOut bool) (result string, retryAfter time.Duration
 var errNotOK = errors.New("slack answered ok: false")
 
 // Post posts a message and returns the channel id and the message's timestamp.
-func (a *API) Post(ctx context.Context, channel string, opts ...slack.MsgOption) (channelID, ts string, err error) {
+func (a *API) Post(ctx context.Context, channel string, opts ...slackgo.MsgOption) (channelID, ts string, err error) {
 	err = a.call(ctx, MethodPostMessage, channel, func(ctx context.Context) error {
 		var e error
 		channelID, ts, e = a.client.PostMessageContext(ctx, channel, opts...)
@@ -189,10 +189,10 @@ func (a *API) Post(ctx context.Context, channel string, opts ...slack.MsgOption)
 
 // History lists the channel's messages since oldest (a Slack timestamp), with their metadata,
 // newest first: at most one page of 100.
-func (a *API) History(ctx context.Context, channelID, oldest string) ([]slack.Message, error) {
-	var msgs []slack.Message
+func (a *API) History(ctx context.Context, channelID, oldest string) ([]slackgo.Message, error) {
+	var msgs []slackgo.Message
 	err := a.call(ctx, MethodHistory, "", func(ctx context.Context) error {
-		resp, e := a.client.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+		resp, e := a.client.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
 			ChannelID: channelID, Oldest: oldest, Inclusive: true, Limit: 100, IncludeAllMetadata: true})
 		if e == nil {
 			msgs = resp.Messages
@@ -203,7 +203,7 @@ func (a *API) History(ctx context.Context, channelID, oldest string) ([]slack.Me
 }
 
 // Update edits a message.
-func (a *API) Update(ctx context.Context, channel, ts string, opts ...slack.MsgOption) error {
+func (a *API) Update(ctx context.Context, channel, ts string, opts ...slackgo.MsgOption) error {
 	return a.call(ctx, MethodUpdate, channel, func(ctx context.Context) error {
 		_, gotTS, _, e := a.client.UpdateMessageContext(ctx, channel, ts, opts...)
 		if e == nil && gotTS == "" {
@@ -214,7 +214,7 @@ func (a *API) Update(ctx context.Context, channel, ts string, opts ...slack.MsgO
 }
 
 // Ephemeral posts a message only user sees.
-func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slack.MsgOption) error {
+func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slackgo.MsgOption) error {
 	return a.call(ctx, MethodPostEphemeral, channel, func(ctx context.Context) error {
 		_, e := a.client.PostEphemeralContext(ctx, channel, user, opts...)
 		return e
@@ -223,7 +223,7 @@ func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slack
 
 // Upload uploads a file (files upload v2: get URL, upload, complete) into a channel or thread.
 // It is not retried on 429: the body is a stream sent once.
-func (a *API) Upload(ctx context.Context, p slack.UploadFileParameters) error {
+func (a *API) Upload(ctx context.Context, p slackgo.UploadFileParameters) error {
 	return a.callN(ctx, MethodFileUpload, "", 0, func(ctx context.Context) error {
 		_, e := a.client.UploadFileContext(ctx, p)
 		return e
@@ -258,12 +258,12 @@ func (a *API) checkResponseURL(raw string) error {
 }
 
 // Respond posts to an interaction's or command's response_url.
-func (a *API) Respond(ctx context.Context, responseURL string, msg *slack.WebhookMessage) error {
+func (a *API) Respond(ctx context.Context, responseURL string, msg *slackgo.WebhookMessage) error {
 	if err := a.checkResponseURL(responseURL); err != nil {
 		return fmt.Errorf("%s: %w", MethodResponseURL, err)
 	}
 	return a.call(ctx, MethodResponseURL, "", func(ctx context.Context) error {
-		return slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
+		return slackgo.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
 	})
 }
 

@@ -1,11 +1,11 @@
-package slacknotify_test
+package slack_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	slack "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -56,7 +56,7 @@ func BenchmarkDiagnosisBlocks(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(slacknotify.DiagnosisBlocks(d)) == 0 {
+		if len(slack.DiagnosisBlocks(d)) == 0 {
 			b.Fatal("no blocks")
 		}
 	}
@@ -67,7 +67,7 @@ func BenchmarkDiagnosisBlocksJSON(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(slacknotify.DiagnosisBlocks(d)); err != nil {
+		if _, err := json.Marshal(slack.DiagnosisBlocks(d)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,9 @@
-package slacknotify
+package slack
 
 import (
 	"fmt"
 
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 )
 
 // CaptureConfirm is the confirmation dialog of a Capture profile button: what a capture costs
@@ -11,18 +11,18 @@ import (
 // nothing while the trace is flushed; silenced says whether the responder silences the pod's
 // alerts meanwhile (an Alertmanager is configured). The last measured flush on the pod is given
 // when the capture starts (it is looked up then, not when the message was posted).
-func CaptureConfirm(pod string, silenced bool) *slack.ConfirmationBlockObject {
+func CaptureConfirm(pod string, silenced bool) *slackgo.ConfirmationBlockObject {
 	alerts := "Its vLLM alerts are silenced while the capture runs."
 	if !silenced {
 		alerts = "No Alertmanager is configured: its alerts will fire."
 	}
 	text := fmt.Sprintf("Pod `%s` stops serving while vLLM flushes the trace (minutes on big models; every engine of the pod). %s The last measured flush on this pod is posted when the capture starts.",
 		escapeCode(truncate(pod, 60)), alerts)
-	c := slack.NewConfirmationBlockObject(
+	c := slackgo.NewConfirmationBlockObject(
 		plain("Profile this serving pod?", 100),
-		slack.NewTextBlockObject(slack.MarkdownType, truncate(text, 300), false, false),
+		slackgo.NewTextBlockObject(slackgo.MarkdownType, truncate(text, 300), false, false),
 		plain("Capture profile", 30),
 		plain("Cancel", 30),
 	)
-	return c.WithStyle(slack.StyleDanger)
+	return c.WithStyle(slackgo.StyleDanger)
 }

@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"bytes"

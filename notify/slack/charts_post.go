@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 )
@@ -68,7 +68,7 @@ func (n *Notifier) postChart(ctx context.Context, th *Thread, it notify.Item, i 
 	for _, p := range panels {
 		names = append(names, p.title)
 	}
-	return n.api.Upload(ctx, slack.UploadFileParameters{
+	return n.api.Upload(ctx, slackgo.UploadFileParameters{
 		Reader:          bytes.NewReader(png),
 		FileSize:        len(png),
 		Filename:        fmt.Sprintf("%s-%d.png", strings.ReplaceAll(strings.ToLower(it.Diagnosis.Playbook), " ", "-"), i),

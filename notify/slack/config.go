@@ -1,7 +1,8 @@
-// Package slacknotify posts diagnoses to Slack: one Block Kit message per Alertmanager group, replies
-// in its thread when something changes, an edit of the parent when the group resolves, and a chart
-// of the playbook's series uploaded into the thread.
-package slacknotify
+// Package slack is the whole Slack integration. It posts diagnoses to Slack: one Block Kit message
+// per Alertmanager group, replies in its thread when something changes, an edit of the parent when
+// the group resolves, and a chart of the playbook's series uploaded into the thread. It also serves
+// the Slack app: the /vllm slash command and the diagnosis buttons.
+package slack
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -95,16 +95,16 @@ func DecodeCorrection(v string) (recordID, chosen string, err error) {
 
 // WrongVerdictSelect is the "Wrong verdict?" select of a kept diagnosis: every verdict id but the
 // one given. nil when the diagnosis was not kept (no record, store down).
-func WrongVerdictSelect(d *playbooks.Diagnosis) *slack.SelectBlockElement {
+func WrongVerdictSelect(d *playbooks.Diagnosis) *slackgo.SelectBlockElement {
 	if d == nil || d.RecordID == "" {
 		return nil
 	}
-	var opts []*slack.OptionBlockObject
+	var opts []*slackgo.OptionBlockObject
 	for _, v := range playbooks.KnownVerdicts {
 		if v == d.Verdict {
 			continue
 		}
-		opts = append(opts, slack.NewOptionBlockObject(EncodeCorrection(d.RecordID, v), plain(v, 75), nil))
+		opts = append(opts, slackgo.NewOptionBlockObject(EncodeCorrection(d.RecordID, v), plain(v, 75), nil))
 	}
-	return slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Wrong verdict?", 150), ActionWrongVerdict, opts...)
+	return slackgo.NewOptionsSelectBlockElement(slackgo.OptTypeStatic, plain("Wrong verdict?", 150), ActionWrongVerdict, opts...)
 }

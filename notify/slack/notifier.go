@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"cmp"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -427,7 +427,7 @@ func (n *Notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *n
 	return nil, true
 }
 
-func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slack.Block, string) {
+func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slackgo.Block, string) {
 	view := *nt
 	view.Items = items
 	view.Status = notify.StatusFiring
@@ -435,12 +435,12 @@ func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([
 }
 
 // postParent posts the group's first message and returns its thread record.
-func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slack.Block, error) {
+func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slackgo.Block, error) {
 	blocks, text := n.renderParent(nt, items)
-	opts := []slack.MsgOption{slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl()}
+	opts := []slackgo.MsgOption{slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()}
 	if nt.GroupKey != "" {
 		// Marks the parent with its group, so a retry after a timeout can find it.
-		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: parentEventType,
+		opts = append(opts, slackgo.MsgOptionMetadata(slackgo.SlackMetadata{EventType: parentEventType,
 			EventPayload: map[string]any{"group": hashKey(nt.GroupKey)}}))
 	}
 	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, opts...)
@@ -459,7 +459,7 @@ func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, item
 }
 
 // newThread is the thread record of a group's parent message.
-func (n *Notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slack.Block, text, ch, ts string) *Thread {
+func (n *Notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slackgo.Block, text, ch, ts string) *Thread {
 	view := *nt
 	view.Items = items
 	raw, _ := json.Marshal(blocks)
@@ -544,7 +544,7 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	var blocks []slack.Block
+	var blocks []slackgo.Block
 	var text string
 	if len(news) > n.cfg.StormThreshold {
 		view := *nt
@@ -554,7 +554,7 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 	} else {
 		for i, it := range news {
 			if i > 0 {
-				blocks = append(blocks, slack.NewDividerBlock())
+				blocks = append(blocks, slackgo.NewDividerBlock())
 			}
 			blocks = append(blocks, section(intros[i]))
 			blocks = append(blocks, n.itemBlocks(it, nt.ReceivedAt, n.opts, true)...)
@@ -567,8 +567,8 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 			text = fmt.Sprintf("%d alerts resolved", len(resolved))
 		}
 	}
-	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionBlocks(capBlocks(blocks)...),
-		slack.MsgOptionText(truncate(text, maxFallbackChars), false), slack.MsgOptionDisableLinkUnfurl()); err != nil {
+	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(capBlocks(blocks)...),
+		slackgo.MsgOptionText(truncate(text, maxFallbackChars), false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
 		return err
 	}
 	n.api.metrics.Messages.WithLabelValues("reply").Inc()
@@ -593,7 +593,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
 	blocks := resolvedParent(th, note)
 	text := "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took
-	if err := n.api.Update(ctx, th.Channel, th.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
+	if err := n.api.Update(ctx, th.Channel, th.TS, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false)); err != nil {
 		return err
 	}
 	th.Status = notify.StatusResolved
@@ -605,7 +605,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	if err := n.store.Unclaim(ctx, ParentKey(th.GroupKey)); err != nil {
 		log.Warn().Err(err).Msg("releasing the parent message claim")
 	}
-	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionText(
+	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionText(
 		fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took), false)); err != nil {
 		// The parent already says resolved; a missing reply is not worth a retry that would
 		// edit it again.
@@ -617,19 +617,19 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 
 // resolvedParent is the parent message as it reads once resolved: a resolved header, no buttons,
 // and a line that says when and after how long.
-func resolvedParent(th *Thread, note string) []slack.Block {
-	var old slack.Blocks
+func resolvedParent(th *Thread, note string) []slackgo.Block {
+	var old slackgo.Blocks
 	if len(th.Blocks) > 0 {
 		if err := json.Unmarshal(th.Blocks, &old); err != nil {
-			old = slack.Blocks{}
+			old = slackgo.Blocks{}
 		}
 	}
-	blocks := []slack.Block{slack.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, th.Alertname, 0), maxHeaderChars)), section(note)}
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, th.Alertname, 0), maxHeaderChars)), section(note)}
 	for i, b := range old.BlockSet {
-		if i == 0 && b.BlockType() == slack.MBTHeader {
+		if i == 0 && b.BlockType() == slackgo.MBTHeader {
 			continue
 		}
-		if b.BlockType() == slack.MBTAction {
+		if b.BlockType() == slackgo.MBTAction {
 			continue
 		}
 		blocks = append(blocks, b)

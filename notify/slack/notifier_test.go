@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -501,7 +501,7 @@ func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
 	var hit atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit.Add(1) }))
 	t.Cleanup(other.Close)
-	msg := &slack.WebhookMessage{Text: "hi"}
+	msg := &slackgo.WebhookMessage{Text: "hi"}
 	for _, u := range []string{other.URL + "/response/x", "https://hooks.slack.com.evil.example/commands/1", "http://hooks.slack.com/commands/1", "file:///etc/passwd"} {
 		if err := h.api.Respond(context.Background(), u, msg); err == nil {
 			t.Errorf("Respond(%s) was allowed", u)

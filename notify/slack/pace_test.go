@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
@@ -26,7 +26,7 @@ func postAll(t *testing.T, apis []*API, n int) time.Duration {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, _, err := a.Post(context.Background(), "#vllm-incidents", slack.MsgOptionText(fmt.Sprintf("replica %d post %d", i, j), false)); err != nil {
+				if _, _, err := a.Post(context.Background(), "#vllm-incidents", slackgo.MsgOptionText(fmt.Sprintf("replica %d post %d", i, j), false)); err != nil {
 					t.Error(err)
 				}
 			}()

@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"cmp"
@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/alertmanager/template"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -138,25 +138,25 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func mrkdwn(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.MarkdownType, truncate(s, maxSectionChars), false, false)
+func mrkdwn(s string) *slackgo.TextBlockObject {
+	return slackgo.NewTextBlockObject(slackgo.MarkdownType, truncate(s, maxSectionChars), false, false)
 }
 
-func plain(s string, n int) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, truncate(s, n), true, false)
+func plain(s string, n int) *slackgo.TextBlockObject {
+	return slackgo.NewTextBlockObject(slackgo.PlainTextType, truncate(s, n), true, false)
 }
 
-func section(s string) slack.Block { return slack.NewSectionBlock(mrkdwn(s), nil, nil) }
+func section(s string) slackgo.Block { return slackgo.NewSectionBlock(mrkdwn(s), nil, nil) }
 
-func contextBlock(parts ...string) slack.Block {
-	var els []slack.MixedElement
+func contextBlock(parts ...string) slackgo.Block {
+	var els []slackgo.MixedElement
 	for _, p := range parts {
 		if p == "" || len(els) == maxContextItems {
 			continue
 		}
 		els = append(els, mrkdwn(p))
 	}
-	return slack.NewContextBlock("", els...)
+	return slackgo.NewContextBlock("", els...)
 }
 
 func statusHeader(status, alertname string, count int) string {
@@ -212,11 +212,11 @@ func evidenceLine(e playbooks.Evidence) string {
 
 // evidenceBlocks packs the evidence lines into at most maxEvidenceSections sections and says how
 // many lines did not fit.
-func evidenceBlocks(ev []playbooks.Evidence) []slack.Block {
+func evidenceBlocks(ev []playbooks.Evidence) []slackgo.Block {
 	if len(ev) == 0 {
 		return nil
 	}
-	var blocks []slack.Block
+	var blocks []slackgo.Block
 	cur := "*Evidence*"
 	shown := 0
 	const note = 120 // room kept for the trimming note
@@ -281,8 +281,8 @@ func scopeText(scope map[string]string) string {
 // DiagnosisBlocks renders one diagnosis: verdict, summary, evidence, actions, scope and problems.
 // It is used for alert messages (with links and buttons added by the caller) and for
 // on-demand triage answers.
-func DiagnosisBlocks(d *playbooks.Diagnosis) []slack.Block {
-	var blocks []slack.Block
+func DiagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
+	var blocks []slackgo.Block
 	title := cmp.Or(d.Title, d.Verdict)
 	head := fmt.Sprintf("%s *%s*  `%s`", cmp.Or(verdictEmoji[d.Verdict], ":mag:"), escape(title), escapeCode(d.Verdict))
 	if d.Summary != "" {
@@ -368,7 +368,7 @@ func rerunLabel(d *playbooks.Diagnosis, now time.Time) string {
 	return "Re-run triage now (this was " + d.EvaluatedAt.UTC().Format("15:04") + " UTC)"
 }
 
-func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) slack.Block {
+func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) slackgo.Block {
 	if !opts.Buttons {
 		return nil
 	}
@@ -385,17 +385,17 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 		v, _ := EncodeButtonValue(key, action, ButtonValue{Labels: labels})
 		return v
 	}
-	var els []slack.BlockElement
+	var els []slackgo.BlockElement
 	if item.Diagnosis != nil {
-		els = append(els, slack.NewButtonBlockElement(ActionRerun, val, plain(rerunLabel(item.Diagnosis, now), 75)))
+		els = append(els, slackgo.NewButtonBlockElement(ActionRerun, val, plain(rerunLabel(item.Diagnosis, now), 75)))
 	}
 	if opts.Silence && item.Alert.Fingerprint != "" {
-		b := slack.NewButtonBlockElement(ActionSilence, value(ActionSilence), plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
+		b := slackgo.NewButtonBlockElement(ActionSilence, value(ActionSilence), plain(cmp.Or(opts.SilenceLabel, "Silence"), 75))
 		els = append(els, b)
 	}
 	if opts.Capture && item.Diagnosis != nil && item.Diagnosis.OfferProfile && labels["pod"] != "" {
-		b := slack.NewButtonBlockElement(ActionCapture, value(ActionCapture), plain("Capture profile", 75))
-		b.Style = slack.StylePrimary
+		b := slackgo.NewButtonBlockElement(ActionCapture, value(ActionCapture), plain("Capture profile", 75))
+		b.Style = slackgo.StylePrimary
 		b.Confirm = CaptureConfirm(labels["pod"], opts.Silence)
 		els = append(els, b)
 	}
@@ -405,12 +405,12 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 	if len(els) == 0 {
 		return nil
 	}
-	return slack.NewActionBlock("", els...)
+	return slackgo.NewActionBlock("", els...)
 }
 
 // itemBlocks renders one alert with its diagnosis, links and buttons.
-func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts RenderOptions, withName bool) []slack.Block {
-	var blocks []slack.Block
+func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts RenderOptions, withName bool) []slackgo.Block {
+	var blocks []slackgo.Block
 	a := item.Alert
 	if withName {
 		blocks = append(blocks, section(fmt.Sprintf("*%s* %s", escape(a.Labels["alertname"]), scopeText(pick(a.Labels, scopeOrder...)))))
@@ -495,7 +495,7 @@ func groupAlertname(nt *notify.Notification) string {
 }
 
 // capBlocks keeps a message within Slack's 50 blocks, ending with a note when it had to cut.
-func capBlocks(blocks []slack.Block) []slack.Block {
+func capBlocks(blocks []slackgo.Block) []slackgo.Block {
 	if len(blocks) <= maxBlocks {
 		return blocks
 	}
@@ -505,16 +505,16 @@ func capBlocks(blocks []slack.Block) []slack.Block {
 }
 
 // parentBlocks renders the group's first message: one diagnosis per alert, or a storm summary.
-func (n *Notifier) parentBlocks(nt *notify.Notification, opts RenderOptions) ([]slack.Block, string) {
+func (n *Notifier) parentBlocks(nt *notify.Notification, opts RenderOptions) ([]slackgo.Block, string) {
 	now := nt.ReceivedAt
 	name := groupAlertname(nt)
 	if len(nt.Items) > n.cfg.StormThreshold {
 		return n.stormBlocks(nt, name, "")
 	}
-	blocks := []slack.Block{slack.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
 	for i, it := range nt.Items {
 		if i > 0 {
-			blocks = append(blocks, slack.NewDividerBlock())
+			blocks = append(blocks, slackgo.NewDividerBlock())
 		}
 		blocks = append(blocks, n.itemBlocks(it, now, opts, len(nt.Items) > 1)...)
 	}
@@ -543,7 +543,7 @@ func fallbackText(nt *notify.Notification, name string) string {
 
 // stormBlocks summarises a group with many alerts in one message: a count per verdict and a
 // compact table, trimmed to fit.
-func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]slack.Block, string) {
+func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]slackgo.Block, string) {
 	counts := map[string]int{}
 	for _, it := range nt.Items {
 		counts[itemVerdict(it)]++
@@ -555,7 +555,7 @@ func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]s
 	for _, v := range verdicts {
 		sum = append(sum, fmt.Sprintf("%d × `%s`", counts[v], escapeCode(v)))
 	}
-	blocks := []slack.Block{slack.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
 	head := fmt.Sprintf(":rotating_light: *Alert storm: %d alerts in this group.* Summarised in one message instead of one per alert.\n%s", len(nt.Items), strings.Join(sum, " · "))
 	if intro != "" {
 		head = intro + "\n" + head

@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -31,7 +31,7 @@ func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
 }
 
 // checkLimits asserts Slack's documented limits on a message.
-func checkLimits(t *testing.T, blocks []slack.Block) {
+func checkLimits(t *testing.T, blocks []slackgo.Block) {
 	t.Helper()
 	if len(blocks) > maxBlocks {
 		t.Errorf("%d blocks, Slack allows %d", len(blocks), maxBlocks)
@@ -139,12 +139,12 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 			blocks := h.n.itemBlocks(item(c.verdict, "vllm-0"), t0, c.opts, false)
 			var got []string
 			for _, b := range blocks {
-				if ab, ok := b.(*slack.ActionBlock); ok {
+				if ab, ok := b.(*slackgo.ActionBlock); ok {
 					for _, e := range ab.Elements.ElementSet {
 						switch e := e.(type) {
-						case *slack.ButtonBlockElement:
+						case *slackgo.ButtonBlockElement:
 							got = append(got, e.ActionID)
-						case *slack.SelectBlockElement:
+						case *slackgo.SelectBlockElement:
 							got = append(got, e.ActionID)
 						}
 					}
@@ -226,9 +226,9 @@ func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	label := func(now time.Time) string {
 		for _, b := range h.n.itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, RenderOptions{Buttons: true}, false) {
-			if ab, ok := b.(*slack.ActionBlock); ok {
+			if ab, ok := b.(*slackgo.ActionBlock); ok {
 				for _, e := range ab.Elements.ElementSet {
-					if be := e.(*slack.ButtonBlockElement); be.ActionID == ActionRerun {
+					if be := e.(*slackgo.ButtonBlockElement); be.ActionID == ActionRerun {
 						return be.Text.Text
 					}
 				}

@@ -1,4 +1,4 @@
-package slacknotify
+package slack
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -17,7 +17,7 @@ const maxSlowestShown = 10
 
 // SlowestBlocks renders the slowest traced requests compactly, one line each with its trace
 // link; nil when the diagnosis has no trace report.
-func SlowestBlocks(r *traces.Report) []slack.Block {
+func SlowestBlocks(r *traces.Report) []slackgo.Block {
 	if r == nil {
 		return nil
 	}
@@ -33,7 +33,7 @@ func SlowestBlocks(r *traces.Report) []slack.Block {
 	switch {
 	case r.Error != "":
 		b.WriteString("\n:warning: Not available: " + escape(r.Error))
-		return []slack.Block{section(truncate(b.String(), maxSectionChars))}
+		return []slackgo.Block{section(truncate(b.String(), maxSectionChars))}
 	case len(r.Requests) == 0:
 		b.WriteString("\n" + escape(r.Summary))
 	default:
@@ -59,7 +59,7 @@ func SlowestBlocks(r *traces.Report) []slack.Block {
 	} else {
 		more = fmt.Sprintf(" (%d traced in the window)", r.Searched)
 	}
-	return []slack.Block{
+	return []slackgo.Block{
 		section(truncate(b.String(), maxSectionChars)),
 		contextBlock(escape(traces.AbortedNote) + more),
 	}
@@ -68,13 +68,13 @@ func SlowestBlocks(r *traces.Report) []slack.Block {
 // postSlowest replies in the thread with the slowest requests of each diagnosis that has a
 // trace report. A failure is logged; it never fails the notification (the diagnosis is out).
 func (n *Notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *Thread, items []notify.Item) {
-	var blocks []slack.Block
+	var blocks []slackgo.Block
 	for _, it := range items {
 		if it.Diagnosis == nil || it.Diagnosis.SlowestRequests == nil {
 			continue
 		}
 		if len(blocks) > 0 {
-			blocks = append(blocks, slack.NewDividerBlock())
+			blocks = append(blocks, slackgo.NewDividerBlock())
 		}
 		if len(items) > 1 {
 			blocks = append(blocks, section(fmt.Sprintf("*%s* %s", escape(it.Alert.Labels["alertname"]), scopeText(pick(it.Alert.Labels, scopeOrder...)))))
@@ -84,8 +84,8 @@ func (n *Notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *Thre
 	if len(blocks) == 0 || len(items) > n.cfg.StormThreshold {
 		return
 	}
-	if _, _, err := n.api.Post(ctx, th.Channel, slack.MsgOptionTS(th.TS), slack.MsgOptionBlocks(capBlocks(blocks)...),
-		slack.MsgOptionText("Slowest requests from traces", false), slack.MsgOptionDisableLinkUnfurl()); err != nil {
+	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(capBlocks(blocks)...),
+		slackgo.MsgOptionText("Slowest requests from traces", false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
 		log.Warn().Err(err).Msg("slowest requests not posted in the thread")
 		return
 	}

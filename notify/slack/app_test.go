@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"context"
@@ -21,15 +21,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
-const secret = "8f742231b10e8888abcd99yyyzzz85a5"
+const signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 
 type fakeTriager struct {
 	mu     sync.Mutex
@@ -92,32 +91,32 @@ type env struct {
 	slack    *fakeslack.Server
 	app      *App
 	srv      *httptest.Server
-	cfg      *slacknotify.Config
-	m        *slacknotify.Metrics
+	cfg      *Config
+	m        *Metrics
 	triager  *fakeTriager
 	capturer *fakeCapturer
 	silencer *fakeSilencer
 }
 
-type envOpt func(*slacknotify.Config, *Options)
+type envOpt func(*Config, *AppOptions)
 
 func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 	t.Helper()
 	fs := fakeslack.New(t, allowed...)
-	cfg := &slacknotify.Config{BotToken: "xoxb-test", SigningSecret: secret, Channel: "#vllm", APIURL: fs.APIURL()}
+	cfg := &Config{BotToken: "xoxb-test", SigningSecret: signingSecret, Channel: "#vllm", APIURL: fs.APIURL()}
 	cfg.SetDefaults()
 	cfg.PostInterval = model.Duration(time.Millisecond)
 	e := &env{slack: fs, cfg: cfg, triager: &fakeTriager{}, capturer: &fakeCapturer{}, silencer: &fakeSilencer{}}
-	o := Options{Config: cfg, Triager: e.triager, Capturer: e.capturer, Silencer: e.silencer, Logger: zerolog.New(zerolog.NewTestWriter(t))}
+	o := AppOptions{Config: cfg, Triager: e.triager, Capturer: e.capturer, Silencer: e.silencer, Logger: zerolog.New(zerolog.NewTestWriter(t))}
 	for _, f := range opts {
 		f(cfg, &o)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e.m = slacknotify.NewMetrics(nil)
-	o.API = slacknotify.NewAPI(cfg, e.m, o.Logger, nil)
-	app, err := New(o)
+	e.m = NewMetrics(nil)
+	o.API = NewAPI(cfg, e.m, o.Logger, nil)
+	app, err := NewApp(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +166,7 @@ func readAll(r *http.Response) string {
 func (e *env) command(t *testing.T, text, user string) (int, string) {
 	body := url.Values{"command": {"/vllm"}, "text": {text}, "user_id": {user}, "user_name": {"alice"},
 		"channel_id": {"C0INCIDENT"}, "response_url": {e.slack.ResponseURL("cmd")}}.Encode()
-	return e.post(t, "/slack/commands", body, sign(secret, time.Now(), body))
+	return e.post(t, "/slack/commands", body, sign(signingSecret, time.Now(), body))
 }
 
 func counter(c prometheus.Counter) float64 {
@@ -188,12 +187,12 @@ func TestEveryRequestsSignatureIsVerifiedBeforeAnythingElse(t *testing.T) {
 		reason string
 	}{
 		{"wrong secret", body, sign("not-the-secret", now, body), "invalid_signature"},
-		{"tampered body", strings.Replace(body, "triage", "status", 1), sign(secret, now, body), "invalid_signature"},
-		{"expired timestamp", body, sign(secret, now.Add(-6*time.Minute), body), "expired"},
-		{"future timestamp", body, sign(secret, now.Add(6*time.Minute), body), "expired"},
+		{"tampered body", strings.Replace(body, "triage", "status", 1), sign(signingSecret, now, body), "invalid_signature"},
+		{"expired timestamp", body, sign(signingSecret, now.Add(-6*time.Minute), body), "expired"},
+		{"future timestamp", body, sign(signingSecret, now.Add(6*time.Minute), body), "expired"},
 		{"missing headers", body, missing, "missing_headers"},
 		{"malformed signature", body, func() http.Header {
-			h := sign(secret, now, body)
+			h := sign(signingSecret, now, body)
 			h.Set("X-Slack-Signature", "v0=zz")
 			return h
 		}(), "invalid_signature"},
@@ -218,7 +217,7 @@ func TestEveryRequestsSignatureIsVerifiedBeforeAnythingElse(t *testing.T) {
 	}
 	t.Run("valid", func(t *testing.T) {
 		e.slack.Handle("response", func(fakeslack.Call) fakeslack.Response { return fakeslack.Response{Body: "ok"} })
-		status, _ := e.post(t, "/slack/commands", body, sign(secret, now, body))
+		status, _ := e.post(t, "/slack/commands", body, sign(signingSecret, now, body))
 		if status != http.StatusOK {
 			t.Errorf("status %d", status)
 		}
@@ -230,9 +229,9 @@ func TestEveryRequestsSignatureIsVerifiedBeforeAnythingElse(t *testing.T) {
 }
 
 func TestWithoutASigningSecretTheEndpointsRefuseEverything(t *testing.T) {
-	e := newEnv(t, nil, func(c *slacknotify.Config, _ *Options) { c.SigningSecret = "" })
+	e := newEnv(t, nil, func(c *Config, _ *AppOptions) { c.SigningSecret = "" })
 	body := "text=triage"
-	if status, _ := e.post(t, "/slack/commands", body, sign(secret, time.Now(), body)); status != http.StatusServiceUnavailable {
+	if status, _ := e.post(t, "/slack/commands", body, sign(signingSecret, time.Now(), body)); status != http.StatusServiceUnavailable {
 		t.Errorf("status %d", status)
 	}
 }
@@ -244,12 +243,12 @@ func TestTriageIsAcknowledgedAtOnceAndTheDiagnosisFollowsOnResponseURL(t *testin
 		t.Fatalf("ack %d %s", status, body)
 	}
 	calls := e.slack.WaitCalls(t, "response", 1, 10*time.Second)
-	var msg slack.WebhookMessage
+	var msg slackgo.WebhookMessage
 	if err := json.Unmarshal(calls[0].Body, &msg); err != nil {
 		t.Fatal(err)
 	}
 	raw := string(calls[0].Body)
-	if msg.ResponseType != "in_channel" || !strings.Contains(raw, "Inconclusive") || !strings.Contains(raw, slacknotify.ActionCapture) {
+	if msg.ResponseType != "in_channel" || !strings.Contains(raw, "Inconclusive") || !strings.Contains(raw, ActionCapture) {
 		t.Errorf("response %s", raw)
 	}
 	// The capture button asks before it stalls a serving pod.
@@ -294,14 +293,14 @@ func TestATriageFailureIsOneLineNotAStackTrace(t *testing.T) {
 
 func TestProfileCommand(t *testing.T) {
 	t.Run("without a capturer says it is not configured", func(t *testing.T) {
-		e := newEnv(t, nil, func(_ *slacknotify.Config, o *Options) { o.Capturer = nil })
+		e := newEnv(t, nil, func(_ *Config, o *AppOptions) { o.Capturer = nil })
 		_, body := e.command(t, "profile vllm-0", "U1")
 		if !strings.Contains(body, "not configured") {
 			t.Errorf("ack %s", body)
 		}
 	})
 	t.Run("a user outside the allowed lists is refused with the reason", func(t *testing.T) {
-		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *slacknotify.Config, _ *Options) {
+		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *Config, _ *AppOptions) {
 			c.AllowedUsers = []string{"U0BOSS"}
 			c.AllowedUsergroups = []string{"S0SRE"}
 		})
@@ -318,7 +317,7 @@ func TestProfileCommand(t *testing.T) {
 		}
 	})
 	t.Run("a member of an allowed user group captures, and the report follows", func(t *testing.T) {
-		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *slacknotify.Config, _ *Options) {
+		e := newEnv(t, []string{"response", "usergroups.users.list"}, func(c *Config, _ *AppOptions) {
 			c.AllowedUsergroups = []string{"S0SRE"}
 		})
 		e.command(t, "profile vllm-0 10s", "U0ONCALL")
@@ -333,7 +332,7 @@ func TestProfileCommand(t *testing.T) {
 		}
 	})
 	t.Run("a window longer than profile.max_duration is refused at once, and help says the limit", func(t *testing.T) {
-		e := newEnv(t, nil, func(_ *slacknotify.Config, o *Options) { o.MaxCapture = time.Minute })
+		e := newEnv(t, nil, func(_ *Config, o *AppOptions) { o.MaxCapture = time.Minute })
 		_, body := e.command(t, "profile vllm-0 3m", "U1")
 		if !strings.Contains(body, "at most 1m (profile.max_duration); you asked for 3m") {
 			t.Errorf("ack %s", body)
@@ -358,12 +357,12 @@ func TestProfileCommand(t *testing.T) {
 
 type fakeIncidents struct{}
 
-func (fakeIncidents) RecentIncidents(context.Context, int) ([]slacknotify.Incident, error) {
-	return []slacknotify.Incident{{Alertname: "VLLMKVCacheNearFull", Status: "firing", StartedAt: time.Date(2025, 6, 1, 11, 50, 0, 0, time.UTC), Alerts: 2}}, nil
+func (fakeIncidents) RecentIncidents(context.Context, int) ([]Incident, error) {
+	return []Incident{{Alertname: "VLLMKVCacheNearFull", Status: "firing", StartedAt: time.Date(2025, 6, 1, 11, 50, 0, 0, time.UTC), Alerts: 2}}, nil
 }
 
 func TestStatusListsCapturesAndIncidents(t *testing.T) {
-	e := newEnv(t, []string{"response"}, func(_ *slacknotify.Config, o *Options) { o.Incidents = fakeIncidents{} })
+	e := newEnv(t, []string{"response"}, func(_ *Config, o *AppOptions) { o.Incidents = fakeIncidents{} })
 	e.command(t, "status", "U1")
 	raw := string(e.slack.WaitCalls(t, "response", 1, 10*time.Second)[0].Body)
 	for _, want := range []string{"vllm-0 by slack:alice (U1), 7s left", "VLLMKVCacheNearFull", "firing since Jun 1 11:50 UTC (2 alerts)"} {
@@ -375,7 +374,7 @@ func TestStatusListsCapturesAndIncidents(t *testing.T) {
 
 func (e *env) click(t *testing.T, action string, labels map[string]string, user string) {
 	t.Helper()
-	v, _ := slacknotify.EncodeButtonValue(e.cfg.ButtonKey(), action, slacknotify.ButtonValue{Labels: labels})
+	v, _ := EncodeButtonValue(e.cfg.ButtonKey(), action, ButtonValue{Labels: labels})
 	payload, _ := json.Marshal(map[string]any{
 		"type":         "block_actions",
 		"user":         map[string]any{"id": user, "name": "alice"},
@@ -385,7 +384,7 @@ func (e *env) click(t *testing.T, action string, labels map[string]string, user 
 		"actions":      []map[string]any{{"action_id": action, "block_id": "b", "type": "button", "value": v}},
 	})
 	body := url.Values{"payload": {string(payload)}}.Encode()
-	status, _ := e.post(t, "/slack/interactions", body, sign(secret, time.Now(), body))
+	status, _ := e.post(t, "/slack/interactions", body, sign(signingSecret, time.Now(), body))
 	if status != 200 {
 		t.Fatalf("click status %d", status)
 	}
@@ -395,7 +394,7 @@ var alertLabels = map[string]string{"alertname": "VLLMKVCacheNearFull", "pod": "
 
 func TestSilenceButtonSilencesTheAlertsLabelsAndSaysWhoDidIt(t *testing.T) {
 	e := newEnv(t, []string{"chat.postMessage"})
-	e.click(t, slacknotify.ActionSilence, alertLabels, "U1")
+	e.click(t, ActionSilence, alertLabels, "U1")
 	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
 	if post.Form.Get("thread_ts") != "1700000000.000001" || !strings.Contains(post.Form.Get("text"), "<@U1> silenced `VLLMKVCacheNearFull` for 1h0m0s") {
 		t.Errorf("reply %v", post.Form)
@@ -407,10 +406,10 @@ func TestSilenceButtonSilencesTheAlertsLabelsAndSaysWhoDidIt(t *testing.T) {
 }
 
 func TestSilenceRefusalIsEphemeralAndSaysWhy(t *testing.T) {
-	e := newEnv(t, []string{"chat.postEphemeral"}, func(c *slacknotify.Config, _ *Options) {
+	e := newEnv(t, []string{"chat.postEphemeral"}, func(c *Config, _ *AppOptions) {
 		c.AllowedChannels = []string{"C0OPS"}
 	})
-	e.click(t, slacknotify.ActionSilence, alertLabels, "U1")
+	e.click(t, ActionSilence, alertLabels, "U1")
 	c := e.slack.WaitCalls(t, "chat.postEphemeral", 1, 10*time.Second)[0]
 	if c.Form.Get("user") != "U1" || !strings.Contains(c.Form.Get("text"), "You may not silence alerts: this is limited to certain channels: <#C0OPS>") {
 		t.Errorf("ephemeral %v", c.Form)
@@ -421,8 +420,8 @@ func TestSilenceRefusalIsEphemeralAndSaysWhy(t *testing.T) {
 }
 
 func TestCaptureButtonWithoutACapturerSaysSo(t *testing.T) {
-	e := newEnv(t, []string{"chat.postEphemeral"}, func(_ *slacknotify.Config, o *Options) { o.Capturer = nil })
-	e.click(t, slacknotify.ActionCapture, alertLabels, "U1")
+	e := newEnv(t, []string{"chat.postEphemeral"}, func(_ *Config, o *AppOptions) { o.Capturer = nil })
+	e.click(t, ActionCapture, alertLabels, "U1")
 	c := e.slack.WaitCalls(t, "chat.postEphemeral", 1, 10*time.Second)[0]
 	if !strings.Contains(c.Form.Get("text"), "not configured") {
 		t.Errorf("ephemeral %v", c.Form)
@@ -431,7 +430,7 @@ func TestCaptureButtonWithoutACapturerSaysSo(t *testing.T) {
 
 func TestCaptureButtonStartsACaptureAndPostsTheReportInTheThread(t *testing.T) {
 	e := newEnv(t, []string{"chat.postMessage"})
-	e.click(t, slacknotify.ActionCapture, alertLabels, "U1")
+	e.click(t, ActionCapture, alertLabels, "U1")
 	posts := e.slack.WaitCalls(t, "chat.postMessage", 2, 10*time.Second)
 	all := posts[0].Form.Get("text") + posts[1].Form.Get("text")
 	if !strings.Contains(all, "started a profile capture of pod `vllm-0`") || !strings.Contains(all, "/profiles/vllm-0.pt.trace.json.gz") ||
@@ -442,7 +441,7 @@ func TestCaptureButtonStartsACaptureAndPostsTheReportInTheThread(t *testing.T) {
 
 func TestRerunButtonRunsTheAlertsPlaybookAndRepliesInTheThread(t *testing.T) {
 	e := newEnv(t, []string{"chat.postMessage"})
-	e.click(t, slacknotify.ActionRerun, alertLabels, "U1")
+	e.click(t, ActionRerun, alertLabels, "U1")
 	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
 	if post.Form.Get("thread_ts") != "1700000000.000001" || !strings.Contains(unesc([]byte(post.Form.Get("blocks"))), "Triage re-run by <@U1>") {
 		t.Errorf("reply %v", post.Form)

@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"context"
@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
@@ -24,8 +23,8 @@ type click struct {
 
 // HandleInteraction starts the work behind a button click; the click itself is acknowledged by
 // the caller at once.
-func (a *App) HandleInteraction(cb slack.InteractionCallback) {
-	if cb.Type != slack.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
+	if cb.Type != slackgo.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
 		return
 	}
@@ -37,13 +36,13 @@ func (a *App) HandleInteraction(cb slack.InteractionCallback) {
 		threadTS: cmpOr(cb.Message.ThreadTimestamp, cmpOr(cb.Message.Timestamp, cb.Container.MessageTs)),
 	}
 	log := a.log.With().Str("action", c.action).Str("user_id", c.userID).Str("channel_id", c.channel).Logger()
-	if c.action == slacknotify.ActionWrongVerdict {
+	if c.action == ActionWrongVerdict {
 		a.metrics.Interactions.WithLabelValues("wrong_verdict").Inc()
 		value := act.SelectedOption.Value
 		a.goWork("wrong_verdict", func(ctx context.Context) { a.correctVerdict(ctx, log, c, value) })
 		return
 	}
-	v, err := slacknotify.DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
+	v, err := DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
 	if err != nil {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
 		log.Warn().Err(err).Msg("unreadable button value")
@@ -51,13 +50,13 @@ func (a *App) HandleInteraction(cb slack.InteractionCallback) {
 	}
 	c.labels = v.Labels
 	switch c.action {
-	case slacknotify.ActionRerun:
+	case ActionRerun:
 		a.metrics.Interactions.WithLabelValues("rerun").Inc()
 		a.goWork("rerun", func(ctx context.Context) { a.rerun(ctx, log, c) })
-	case slacknotify.ActionSilence:
+	case ActionSilence:
 		a.metrics.Interactions.WithLabelValues("silence").Inc()
 		a.goWork("silence", func(ctx context.Context) { a.silenceAlert(ctx, log, c) })
-	case slacknotify.ActionCapture:
+	case ActionCapture:
 		a.metrics.Interactions.WithLabelValues("capture").Inc()
 		a.goWork("capture", func(ctx context.Context) { a.captureFromButton(ctx, log, c) })
 	default:
@@ -67,10 +66,10 @@ func (a *App) HandleInteraction(cb slack.InteractionCallback) {
 }
 
 // inThread posts a reply in the button's thread.
-func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ...slack.MsgOption) {
-	opts = append(opts, slack.MsgOptionDisableLinkUnfurl())
+func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ...slackgo.MsgOption) {
+	opts = append(opts, slackgo.MsgOptionDisableLinkUnfurl())
 	if c.threadTS != "" {
-		opts = append(opts, slack.MsgOptionTS(c.threadTS))
+		opts = append(opts, slackgo.MsgOptionTS(c.threadTS))
 	}
 	if _, _, err := a.api.Post(ctx, c.channel, opts...); err != nil {
 		log.Error().Err(err).Msg("replying in the thread")
@@ -79,9 +78,9 @@ func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ..
 
 // tell shows a message to the clicking user only.
 func (a *App) tell(ctx context.Context, log zerolog.Logger, c click, text string) {
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
 	if c.threadTS != "" {
-		opts = append(opts, slack.MsgOptionTS(c.threadTS))
+		opts = append(opts, slackgo.MsgOptionTS(c.threadTS))
 	}
 	if err := a.api.Ephemeral(ctx, c.channel, c.userID, opts...); err != nil {
 		log.Error().Err(err).Msg("telling the user")
@@ -95,12 +94,12 @@ func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
 		a.tell(ctx, log, c, ":x: Re-run failed: "+oneLine(err))
 		return
 	}
-	blocks := append([]slack.Block{slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType,
-		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, slacknotify.DiagnosisBlocks(d)...)
+	blocks := append([]slackgo.Block{slackgo.NewContextBlock("", slackgo.NewTextBlockObject(slackgo.MarkdownType,
+		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, DiagnosisBlocks(d)...)
 	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
-	a.inThread(ctx, log, c, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText("Re-run: "+cmpOr(d.Title, d.Verdict), false))
+	a.inThread(ctx, log, c, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText("Re-run: "+cmpOr(d.Title, d.Verdict), false))
 }
 
 func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
@@ -123,7 +122,7 @@ func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
 		return
 	}
 	log.Info().Str("silence_id", id).Msg("silence created from slack")
-	a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":mute: <@%s> silenced `%s` for %s (<%s|silence %s>).",
+	a.inThread(ctx, log, c, slackgo.MsgOptionText(fmt.Sprintf(":mute: <@%s> silenced `%s` for %s (<%s|silence %s>).",
 		c.userID, c.labels["alertname"], d, a.silence.URL(id), id), false))
 }
 
@@ -147,14 +146,14 @@ func (a *App) captureFromButton(ctx context.Context, log zerolog.Logger, c click
 		ctx, cancel := context.WithTimeoutCause(a.ctx, time.Minute, fmt.Errorf("posting the capture report timed out"))
 		defer cancel()
 		if err != nil {
-			a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":x: Profile of pod `%s` failed: %s", pod, oneLine(err)), false))
+			a.inThread(ctx, log, c, slackgo.MsgOptionText(fmt.Sprintf(":x: Profile of pod `%s` failed: %s", pod, oneLine(err)), false))
 			return
 		}
-		a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":white_check_mark: Profile of pod `%s` requested by <@%s>:\n%s", pod, c.userID, report), false))
+		a.inThread(ctx, log, c, slackgo.MsgOptionText(fmt.Sprintf(":white_check_mark: Profile of pod `%s` requested by <@%s>:\n%s", pod, c.userID, report), false))
 	})
 	if err != nil {
 		a.tell(ctx, log, c, ":no_entry: Capture refused: "+oneLine(err))
 		return
 	}
-	a.inThread(ctx, log, c, slack.MsgOptionText(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows in this thread.\n%s", c.userID, pod, cost), false))
+	a.inThread(ctx, log, c, slackgo.MsgOptionText(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows in this thread.\n%s", c.userID, pod, cost), false))
 }

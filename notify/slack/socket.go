@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 )
 
@@ -67,14 +67,14 @@ func (a *App) socketEvent(ctx context.Context, log zerolog.Logger, client *socke
 	case socketmode.EventTypeInvalidAuth:
 		return errors.New("socket mode: slack rejected the app_token")
 	case socketmode.EventTypeSlashCommand:
-		cmd, ok := evt.Data.(slack.SlashCommand)
+		cmd, ok := evt.Data.(slackgo.SlashCommand)
 		if !ok {
 			ack()
 			return nil
 		}
 		ack(a.HandleCommand(cmd))
 	case socketmode.EventTypeInteractive:
-		cb, ok := evt.Data.(slack.InteractionCallback)
+		cb, ok := evt.Data.(slackgo.InteractionCallback)
 		ack()
 		if ok {
 			a.HandleInteraction(cb)

@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"context"
@@ -15,17 +15,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/notify"
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // correctionEnv is the app with the real notifier keeping diagnosis records in a memory store.
-func correctionEnv(t *testing.T, allowed ...string) (*env, *slacknotify.Notifier, *playbooks.Set) {
+func correctionEnv(t *testing.T, allowed ...string) (*env, *Notifier, *playbooks.Set) {
 	t.Helper()
-	var rec *slacknotify.Notifier
-	e := newEnv(t, allowed, func(c *slacknotify.Config, o *Options) { o.Records = lateRecords{&rec} })
-	n, err := slacknotify.New(slacknotify.Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	var rec *Notifier
+	e := newEnv(t, allowed, func(c *Config, o *AppOptions) { o.Records = lateRecords{&rec} })
+	n, err := New(Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.New(zerolog.NewTestWriter(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func correctionEnv(t *testing.T, allowed ...string) (*env, *slacknotify.Notifier
 }
 
 // lateRecords lets the notifier, built after the app (it needs the app's API), serve as Records.
-type lateRecords struct{ n **slacknotify.Notifier }
+type lateRecords struct{ n **Notifier }
 
 func (l lateRecords) KeepRecord(ctx context.Context, d *playbooks.Diagnosis) {
 	(*l.n).KeepRecord(ctx, d)
@@ -53,7 +52,7 @@ func (l lateRecords) LoadRecord(ctx context.Context, id string) (*playbooks.Reco
 
 // postDiagnosis posts the diagnosis of a recorded fixture through the notifier and returns the
 // posted message's Wrong verdict? option values by verdict.
-func postDiagnosis(t *testing.T, e *env, n *slacknotify.Notifier, set *playbooks.Set, labels map[string]string, values map[string]*float64, fleet playbooks.FleetValues) (*playbooks.Diagnosis, map[string]string) {
+func postDiagnosis(t *testing.T, e *env, n *Notifier, set *playbooks.Set, labels map[string]string, values map[string]*float64, fleet playbooks.FleetValues) (*playbooks.Diagnosis, map[string]string) {
 	t.Helper()
 	pb, ok := set.Match(labels)
 	if !ok {
@@ -73,7 +72,7 @@ func postDiagnosis(t *testing.T, e *env, n *slacknotify.Notifier, set *playbooks
 		els, _ := b["elements"].([]any)
 		for _, el := range els {
 			em, _ := el.(map[string]any)
-			if em["type"] != "static_select" || em["action_id"] != slacknotify.ActionWrongVerdict {
+			if em["type"] != "static_select" || em["action_id"] != ActionWrongVerdict {
 				continue
 			}
 			opts, _ := em["options"].([]any)
@@ -102,11 +101,11 @@ func (e *env) choose(t *testing.T, value, user string) {
 		"channel":      map[string]any{"id": "C0INCIDENT"},
 		"message":      map[string]any{"ts": "1700000000.000001"},
 		"response_url": e.slack.ResponseURL("choice"),
-		"actions": []map[string]any{{"action_id": slacknotify.ActionWrongVerdict, "block_id": "b", "type": "static_select",
+		"actions": []map[string]any{{"action_id": ActionWrongVerdict, "block_id": "b", "type": "static_select",
 			"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": "x"}, "value": value}}},
 	})
 	body := url.Values{"payload": {string(payload)}}.Encode()
-	if status, _ := e.post(t, "/slack/interactions", body, sign(secret, time.Now(), body)); status != 200 {
+	if status, _ := e.post(t, "/slack/interactions", body, sign(signingSecret, time.Now(), body)); status != 200 {
 		t.Fatalf("choice status %d", status)
 	}
 }
@@ -243,7 +242,7 @@ func (s setTriager) Triage(_ context.Context, labels map[string]string) (*playbo
 }
 
 func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *testing.T) {
-	var rec *slacknotify.Notifier
+	var rec *Notifier
 	pbs, err := playbooks.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -252,16 +251,16 @@ func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, []string{"response", "chat.postMessage"}, func(_ *slacknotify.Config, o *Options) {
+	e := newEnv(t, []string{"response", "chat.postMessage"}, func(_ *Config, o *AppOptions) {
 		o.Records, o.Triager = lateRecords{&rec}, setTriager{set}
 	})
-	if rec, err = slacknotify.New(slacknotify.Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.Nop()}); err != nil {
+	if rec, err = New(Options{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 	e.command(t, "triage llama vllm-0", "U1")
 	raw := string(e.slack.WaitCalls(t, "response", 1, 10*time.Second)[0].Body)
 	i := strings.Index(raw, `|healthy"`)
-	if !strings.Contains(raw, `"action_id":"`+slacknotify.ActionWrongVerdict+`"`) || i < 32 {
+	if !strings.Contains(raw, `"action_id":"`+ActionWrongVerdict+`"`) || i < 32 {
 		t.Fatalf("the on-demand diagnosis has no Wrong verdict? select: %s", raw)
 	}
 	e.choose(t, raw[i-32:i]+"|healthy", "U1")

@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 )
 
@@ -79,7 +78,7 @@ func (p *socketPeer) waitAck(t *testing.T, id string) json.RawMessage {
 
 func TestSocketModeRoutesCommandsAndClicksLikeTheHTTPEndpoints(t *testing.T) {
 	peer := newSocketPeer(t)
-	e := newEnv(t, []string{"response", "chat.postMessage"}, func(c *slacknotify.Config, _ *Options) {
+	e := newEnv(t, []string{"response", "chat.postMessage"}, func(c *Config, _ *AppOptions) {
 		c.SocketMode = true
 		c.AppToken = "xapp-test"
 		c.SigningSecret = ""
@@ -100,11 +99,11 @@ func TestSocketModeRoutesCommandsAndClicksLikeTheHTTPEndpoints(t *testing.T) {
 	}
 	e.slack.WaitCalls(t, "response", 1, 10*time.Second)
 
-	v, _ := slacknotify.EncodeButtonValue(e.cfg.ButtonKey(), slacknotify.ActionSilence, slacknotify.ButtonValue{Labels: alertLabels})
+	v, _ := EncodeButtonValue(e.cfg.ButtonKey(), ActionSilence, ButtonValue{Labels: alertLabels})
 	peer.send <- map[string]any{"type": "interactive", "envelope_id": "env-click", "payload": map[string]any{
 		"type": "block_actions", "user": map[string]any{"id": "U1", "name": "alice"}, "channel": map[string]any{"id": "C0INCIDENT"},
 		"message": map[string]any{"ts": "1700000000.000001"},
-		"actions": []map[string]any{{"action_id": slacknotify.ActionSilence, "block_id": "b", "type": "button", "value": v}}}}
+		"actions": []map[string]any{{"action_id": ActionSilence, "block_id": "b", "type": "button", "value": v}}}}
 	peer.waitAck(t, "env-click")
 	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
 	if !strings.Contains(post.Form.Get("text"), "silenced `VLLMKVCacheNearFull`") {

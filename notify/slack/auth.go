@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 )
 
 // groupCacheTTL is how long user group members are cached.
@@ -17,8 +15,8 @@ const groupCacheTTL = 5 * time.Minute
 // authorizer decides who may silence and capture: allowed users, members of allowed user groups,
 // or anyone in an allowed channel. With all three lists empty everyone may.
 type authorizer struct {
-	cfg *slacknotify.Config
-	api *slacknotify.API
+	cfg *Config
+	api *API
 	now func() time.Time
 
 	mu     sync.Mutex
@@ -30,7 +28,7 @@ type groupEntry struct {
 	at      time.Time
 }
 
-func newAuthorizer(cfg *slacknotify.Config, api *slacknotify.API, now func() time.Time) *authorizer {
+func newAuthorizer(cfg *Config, api *API, now func() time.Time) *authorizer {
 	return &authorizer{cfg: cfg, api: api, now: now, groups: map[string]groupEntry{}}
 }
 

@@ -1,8 +1,9 @@
-// Package slackapp serves the Slack app: the /vllm slash command (POST /slack/commands) and the
-// diagnosis buttons (POST /slack/interactions), over HTTP with signed requests or over Socket Mode.
-// Every HTTP request's signature is verified before anything else; commands are acknowledged at
-// once and their result follows through response_url.
-package slackapp
+package slack
+
+// The Slack app: the /vllm slash command (POST /slack/commands) and the diagnosis buttons
+// (POST /slack/interactions), over HTTP with signed requests or over Socket Mode. Every HTTP
+// request's signature is verified before anything else; commands are acknowledged at once and
+// their result follows through response_url.
 
 import (
 	"cmp"
@@ -19,9 +20,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
@@ -50,22 +50,22 @@ type Silencer interface {
 	URL(id string) string
 }
 
-// Incidents lists recent incidents; *slacknotify.Notifier implements it.
+// Incidents lists recent incidents; *Notifier implements it.
 type Incidents interface {
-	RecentIncidents(ctx context.Context, limit int) ([]slacknotify.Incident, error)
+	RecentIncidents(ctx context.Context, limit int) ([]Incident, error)
 }
 
 // Records keeps and finds what a diagnosis was decided from, for the Wrong verdict? select;
-// *slacknotify.Notifier implements it.
+// *Notifier implements it.
 type Records interface {
 	KeepRecord(ctx context.Context, d *playbooks.Diagnosis)
 	LoadRecord(ctx context.Context, id string) (*playbooks.Record, error)
 }
 
-// Options are what New needs. Config, API and Triager are required; the rest may be nil.
-type Options struct {
-	Config    *slacknotify.Config
-	API       *slacknotify.API
+// AppOptions are what NewApp needs. Config, API and Triager are required; the rest may be nil.
+type AppOptions struct {
+	Config    *Config
+	API       *API
 	Triager   Triager
 	Capturer  Capturer
 	Silencer  Silencer
@@ -84,9 +84,9 @@ type Options struct {
 
 // App is the Slack app's request handling, shared by the HTTP endpoints and Socket Mode.
 type App struct {
-	cfg     *slacknotify.Config
-	api     *slacknotify.API
-	metrics *slacknotify.Metrics
+	cfg     *Config
+	api     *API
+	metrics *Metrics
 	triager Triager
 	capture Capturer
 	silence Silencer
@@ -105,8 +105,8 @@ type App struct {
 	wg     sync.WaitGroup
 }
 
-// New returns the app. Call Close on shutdown.
-func New(o Options) (*App, error) {
+// NewApp returns the app. Call Close on shutdown.
+func NewApp(o AppOptions) (*App, error) {
 	switch {
 	case o.Config == nil:
 		return nil, errors.New("slack app: no config")
@@ -188,11 +188,11 @@ func (a *App) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if err != nil {
 		return reject(http.StatusRequestEntityTooLarge, "bad_request", "body too large or unreadable")
 	}
-	sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret.Reveal())
+	sv, err := slackgo.NewSecretsVerifier(r.Header, a.cfg.SigningSecret.Reveal())
 	switch {
-	case errors.Is(err, slack.ErrMissingHeaders):
+	case errors.Is(err, slackgo.ErrMissingHeaders):
 		return reject(http.StatusUnauthorized, "missing_headers", "missing Slack signature headers")
-	case errors.Is(err, slack.ErrExpiredTimestamp):
+	case errors.Is(err, slackgo.ErrExpiredTimestamp):
 		return reject(http.StatusUnauthorized, "expired", "request timestamp outside the 5-minute window")
 	case err != nil:
 		return reject(http.StatusUnauthorized, "invalid_signature", "invalid Slack signature")
@@ -216,7 +216,7 @@ func (a *App) CommandsHandler() http.Handler {
 			http.Error(w, "malformed form body", http.StatusBadRequest)
 			return
 		}
-		cmd := slack.SlashCommand{
+		cmd := slackgo.SlashCommand{
 			TeamID: form.Get("team_id"), ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"),
 			UserID: form.Get("user_id"), UserName: form.Get("user_name"), Command: form.Get("command"),
 			Text: form.Get("text"), ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
@@ -233,7 +233,7 @@ func (a *App) InteractionsHandler() http.Handler {
 			return
 		}
 		form, err := url.ParseQuery(string(body))
-		var cb slack.InteractionCallback
+		var cb slackgo.InteractionCallback
 		if err == nil {
 			err = json.Unmarshal([]byte(form.Get("payload")), &cb)
 		}
@@ -252,13 +252,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func ephemeral(text string) *slack.Msg {
-	return &slack.Msg{ResponseType: slack.ResponseTypeEphemeral, Text: text}
+func ephemeral(text string) *slackgo.Msg {
+	return &slackgo.Msg{ResponseType: slackgo.ResponseTypeEphemeral, Text: text}
 }
 
 // HandleCommand answers a /vllm command at once (well inside Slack's 3 seconds) and starts the
 // work whose result follows through response_url.
-func (a *App) HandleCommand(cmd slack.SlashCommand) *slack.Msg {
+func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
 	c, err := ParseCommand(cmd.Text)
 	log := a.log.With().Str("user_id", cmd.UserID).Str("channel_id", cmd.ChannelID).Logger()
 	if err != nil {
@@ -305,7 +305,7 @@ func scopeWords(l map[string]string) string {
 }
 
 // respond posts to a response_url, logging a failure (there is no one else to tell).
-func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL string, msg *slack.WebhookMessage) {
+func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL string, msg *slackgo.WebhookMessage) {
 	if responseURL == "" {
 		log.Warn().Msg("no response_url to answer on")
 		return
@@ -315,43 +315,43 @@ func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL strin
 	}
 }
 
-func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand, c Command) {
+func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c Command) {
 	d, err := a.triager.Triage(ctx, c.Labels())
 	if err != nil {
 		log.Error().Err(err).Msg("on-demand triage failed")
-		a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
+		a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeEphemeral,
 			Text: ":x: Triage failed: " + oneLine(err)})
 		return
 	}
-	blocks := append([]slack.Block{slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType,
-		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, slacknotify.DiagnosisBlocks(d)...)
+	blocks := append([]slackgo.Block{slackgo.NewContextBlock("", slackgo.NewTextBlockObject(slackgo.MarkdownType,
+		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, DiagnosisBlocks(d)...)
 	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
-	a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeInChannel,
-		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(c.Labels()), cmp.Or(d.Title, d.Verdict)), Blocks: &slack.Blocks{BlockSet: blocks}})
+	a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeInChannel,
+		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(c.Labels()), cmp.Or(d.Title, d.Verdict)), Blocks: &slackgo.Blocks{BlockSet: blocks}})
 }
 
 // diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one, and the
 // Wrong verdict? select when its record could be kept.
-func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slack.Block {
-	var els []slack.BlockElement
-	if v, ok := slacknotify.EncodeButtonValue(a.cfg.ButtonKey(), slacknotify.ActionCapture, slacknotify.ButtonValue{Labels: d.Scope}); ok && a.capture != nil && d.OfferProfile && d.Scope["pod"] != "" {
-		b := slack.NewButtonBlockElement(slacknotify.ActionCapture, v,
-			slack.NewTextBlockObject(slack.PlainTextType, "Capture profile", false, false))
-		b.Confirm = slacknotify.CaptureConfirm(d.Scope["pod"], a.silence != nil)
+func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slackgo.Block {
+	var els []slackgo.BlockElement
+	if v, ok := EncodeButtonValue(a.cfg.ButtonKey(), ActionCapture, ButtonValue{Labels: d.Scope}); ok && a.capture != nil && d.OfferProfile && d.Scope["pod"] != "" {
+		b := slackgo.NewButtonBlockElement(ActionCapture, v,
+			slackgo.NewTextBlockObject(slackgo.PlainTextType, "Capture profile", false, false))
+		b.Confirm = CaptureConfirm(d.Scope["pod"], a.silence != nil)
 		els = append(els, b)
 	}
 	if a.records != nil {
 		a.records.KeepRecord(ctx, d)
-		if sel := slacknotify.WrongVerdictSelect(d); sel != nil {
+		if sel := WrongVerdictSelect(d); sel != nil {
 			els = append(els, sel)
 		}
 	}
 	if len(els) == 0 {
 		return nil
 	}
-	return slack.NewActionBlock("", els...)
+	return slackgo.NewActionBlock("", els...)
 }
 
 // oneLine is an error for a user: its first line, shortened; never a stack trace.
@@ -370,13 +370,13 @@ func requestedBy(userID, userName string) string {
 	return "slack:" + userID
 }
 
-func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand, c Command) {
+func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c Command) {
 	reply := func(text string, inChannel bool) {
-		rt := slack.ResponseTypeEphemeral
+		rt := slackgo.ResponseTypeEphemeral
 		if inChannel {
-			rt = slack.ResponseTypeInChannel
+			rt = slackgo.ResponseTypeInChannel
 		}
-		a.respond(a.ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: rt, Text: text})
+		a.respond(a.ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: rt, Text: text})
 	}
 	if ok, why := a.auth.allowed(ctx, cmd.UserID, cmd.ChannelID); !ok {
 		a.metrics.Refusals.WithLabelValues("capture").Inc()
@@ -397,7 +397,7 @@ func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slack.Slas
 	reply(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows here.\n%s", cmd.UserID, c.Pod, cost), true)
 }
 
-func (a *App) runStatus(ctx context.Context, log zerolog.Logger, cmd slack.SlashCommand) {
+func (a *App) runStatus(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand) {
 	var b strings.Builder
 	b.WriteString("*Profile captures running*\n")
 	switch {
@@ -432,5 +432,5 @@ func (a *App) runStatus(ctx context.Context, log zerolog.Logger, cmd slack.Slash
 			fmt.Fprintf(&b, "• *%s* %s (%d alerts)\n", cmp.Or(in.Alertname, "alert"), state, in.Alerts)
 		}
 	}
-	a.respond(ctx, log, cmd.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: b.String()})
+	a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeEphemeral, Text: b.String()})
 }

@@ -1,4 +1,4 @@
-package slackapp
+package slack
 
 import (
 	"bytes"
@@ -8,9 +8,8 @@ import (
 	"slices"
 
 	"github.com/rs/zerolog"
-	"github.com/slack-go/slack"
+	slackgo "github.com/slack-go/slack"
 
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -28,7 +27,7 @@ func (a *App) correctVerdict(ctx context.Context, log zerolog.Logger, c click, v
 		a.tell(ctx, log, c, ":no_entry: Verdict corrections are not available on this responder.")
 		return
 	}
-	id, chosen, err := slacknotify.DecodeCorrection(value)
+	id, chosen, err := DecodeCorrection(value)
 	if err != nil {
 		log.Warn().Str("value", value).Msg("unreadable wrong-verdict choice")
 		a.tell(ctx, log, c, ":no_entry: "+err.Error()+".")
@@ -36,7 +35,7 @@ func (a *App) correctVerdict(ctx context.Context, log zerolog.Logger, c click, v
 	}
 	rec, err := a.records.LoadRecord(ctx, id)
 	if err != nil {
-		if !errors.Is(err, slacknotify.ErrRecordGone) && !errors.Is(err, slacknotify.ErrBadCorrection) {
+		if !errors.Is(err, ErrRecordGone) && !errors.Is(err, ErrBadCorrection) {
 			log.Error().Err(err).Msg("loading the diagnosis record")
 		}
 		a.tell(ctx, log, c, ":x: No fixture: "+oneLine(err))
@@ -58,10 +57,10 @@ func (a *App) correctVerdict(ctx context.Context, log zerolog.Logger, c click, v
 	intro := fmt.Sprintf(":memo: <@%s> says this is `%s`, not `%s`. The regression test for `responder playbooks test` "+
 		"(it fails until playbook `%s` gives `%s`):", c.userID, chosen, rec.Verdict, rec.Playbook, chosen)
 	if len(fixture) <= maxInlineFixture {
-		a.inThread(ctx, log, c, slack.MsgOptionText(intro+"\n```\n"+string(fixture)+"```", false))
+		a.inThread(ctx, log, c, slackgo.MsgOptionText(intro+"\n```\n"+string(fixture)+"```", false))
 		return
 	}
-	err = a.api.Upload(ctx, slack.UploadFileParameters{
+	err = a.api.Upload(ctx, slackgo.UploadFileParameters{
 		Reader: bytes.NewReader(fixture), FileSize: len(fixture),
 		Filename: fmt.Sprintf("%s-%s_test.yaml", rec.Playbook, chosen), Title: fmt.Sprintf("%s: %s, not %s", rec.Playbook, chosen, rec.Verdict),
 		InitialComment: intro, Channel: c.channel, ThreadTimestamp: c.threadTS,
