@@ -386,7 +386,7 @@ func (c *Config) Validate() error {
 		section interface{ Validate() error }
 	}{
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
-		{"webhook", &c.Webhook}, {"slack", slackSection{&c.Slack}}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
+		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
 		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
@@ -396,19 +396,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
 		errs = append(errs, configerr.New("traces.timeout", "must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", configerr.FormatDuration(c.Dispatch.RunTimeout)))
-	}
-	return errors.Join(errs...)
-}
-
-// slackSection reads the slack section's errors, "key: message" each, as configerr's.
-// TODO(issue 14): gone once notify/slack's Validate returns configerr's errors itself.
-type slackSection struct{ c *slacknotify.Config }
-
-func (s slackSection) Validate() error {
-	var errs []error
-	for _, e := range configerr.List(s.c.Validate()) {
-		key, msg, _ := strings.Cut(e.Error(), ": ")
-		errs = append(errs, configerr.New(key, "%s", msg))
 	}
 	return errors.Join(errs...)
 }

@@ -236,6 +236,10 @@ var badConfigs = []struct {
 		"test.yaml: slack.bot_token: is an app-level token (xapp-...); put it in app_token and use the bot token (xoxb-...) here",
 	}},
 	{"slack_unknown_key.yaml", []string{`test.yaml: line 3: unknown key "slack.chanel"`}},
+	{"slack_url_template_results.yaml", []string{
+		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type slack.linkData`,
+		`test.yaml: slack.traces_url_template: result "m" is not an absolute http(s) URL`,
+	}},
 	{"slack_url_templates.yaml", []string{
 		"test.yaml: slack.grafana_url_template: template: grafana:1: unclosed action",
 		`test.yaml: slack.traces_url_template: template: traces:1: function "service" not defined`,
@@ -326,7 +330,7 @@ func TestDurationsKeepTheFilesSyntax(t *testing.T) {
 		"dispatch.dedup_window":   {c.Dispatch.DedupWindow, 24 * time.Hour},
 		"dispatch.group_cooldown": {c.Dispatch.GroupCooldown, 0},
 		"dispatch.drain_timeout":  {c.Dispatch.DrainTimeout, 90 * time.Second},
-		"slack.thread_ttl":        {time.Duration(c.Slack.ThreadTTL), 14 * 24 * time.Hour},
+		"slack.thread_ttl":        {c.Slack.ThreadTTL, 14 * 24 * time.Hour},
 		"profile.cooldown":        {c.Profile.Cooldown, 90 * time.Minute},
 		"prometheus.cache_ttl":    {c.Prometheus.CacheTTL, 10 * time.Second},
 	} {

@@ -288,7 +288,7 @@ func TestTheJanitorOfAnotherReplicaStopsTheProfileOfAKilledResponder(t *testing.
 	go other.RunJanitor(ctx)
 	// The janitor must not act before the deadline (the owner could be alive), and must have
 	// stopped the profiler soon after it.
-	limit := rec.Deadline.Add(time.Duration(other.cfg.JanitorInterval) + 2*time.Second)
+	limit := rec.Deadline.Add(other.cfg.JanitorInterval + 2*time.Second)
 	testenv.WaitFor(t, time.Until(limit), "the janitor to stop the profiler", func() bool { return !vllm.Prof.State().Active })
 	stoppedBy := time.Now()
 	if stoppedBy.Before(rec.Deadline) {

@@ -86,7 +86,7 @@ func NewAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 		cfg:     cfg,
 		metrics: m,
 		log:     log,
-		pace:    newPacer(time.Duration(cfg.PostInterval), log),
+		pace:    newPacer(cfg.PostInterval, log),
 	}
 }
 
@@ -108,7 +108,7 @@ func (a *API) callN(ctx context.Context, method, channel string, maxRetries int,
 				return &RetryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
 			}
 		}
-		cctx, cancel := context.WithTimeoutCause(ctx, time.Duration(a.cfg.RequestTimeout), errSlackTimeout)
+		cctx, cancel := context.WithTimeoutCause(ctx, a.cfg.RequestTimeout, errSlackTimeout)
 		err := fn(cctx)
 		timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
 		cancel()
@@ -117,7 +117,7 @@ func (a *API) callN(ctx context.Context, method, channel string, maxRetries int,
 		if err == nil {
 			return nil
 		}
-		if result == ResultRateLimited && attempt < maxRetries && retryAfter <= time.Duration(a.cfg.MaxRetryAfter) {
+		if result == ResultRateLimited && attempt < maxRetries && retryAfter <= a.cfg.MaxRetryAfter {
 			a.log.Warn().Str("method", method).Dur("retry_after", retryAfter).Int("attempt", attempt+1).Msg("slack rate limited; waiting")
 			t := time.NewTimer(retryAfter)
 			select {

@@ -39,8 +39,8 @@ func testConfig(apiURL string) *Config {
 		TracesURLTemplate:  "https://jaeger.example/search?service=vllm&tags=%7B%22model_name%22%3A%22{{.Model}}%22%7D&start={{.FromUS}}&end={{.ToUS}}&minDuration=2s",
 	}
 	c.SetDefaults()
-	c.PostInterval = model.Duration(time.Millisecond)
-	c.ParentWait = model.Duration(10 * time.Second)
+	c.PostInterval = time.Millisecond
+	c.ParentWait = 10 * time.Second
 	if err := c.Validate(); err != nil {
 		panic(err)
 	}
