@@ -1,6 +1,11 @@
-// Package config loads the responder's YAML configuration: defaults first, then a strict decode
-// (unknown keys are errors), ${VAR} expansion, secrets from *_file twins, and validation of fields
-// against each other. Every error names its place: "config.yaml: prometheus.url: ...".
+// Package config loads the responder's YAML configuration. Every section goes through the same
+// steps: defaults (Default, and the SetDefaults of the sections other packages own), ${VAR}
+// expansion, a strict decode of the parsed document (an unknown key, a value of the wrong type or
+// a duration that does not parse is an error with its line and full key), secrets from their
+// *_file twins, then the section's Validate, which returns all of its errors without the
+// section's name (internal/configerr). Config.Validate adds that name once and checks sections
+// against each other. Every error names its place: "config.yaml: prometheus.url: ...", and each
+// is pinned in testdata/bad. Durations are time.Duration, written in Prometheus' syntax (90s, 1d).
 package config
 
 import (
