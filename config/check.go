@@ -99,7 +99,8 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 }
 
 // foreignKeys finds an unknown key in a part of another module's type by the yaml tags of its
-// fields (a struct with an inline map takes any key).
+// fields (a struct with an inline map takes any key), and a scalar its field refuses, each with
+// its line and full key.
 func foreignKeys(n *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -128,9 +129,28 @@ func foreignKeys(n *yaml.Node, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
+		err := n.Decode(reflect.New(t).Interface())
+		switch {
+		case err == nil:
+		case reflect.PointerTo(t).Implements(unmarshalerType):
+			return fmt.Errorf("line %d: %s: %s", n.Line, where(path), cleanErr(err))
+		case t.Kind() == reflect.Struct:
+			return fmt.Errorf("line %d: %s: want a mapping of keys, got %s", n.Line, where(path), kindName(n))
+		case t.Kind() == reflect.Map:
+			return fmt.Errorf("line %d: %s: want a mapping, got %s", n.Line, where(path), kindName(n))
+		case t.Kind() == reflect.Slice:
+			return fmt.Errorf("line %d: %s: want a list, got %s", n.Line, where(path), kindName(n))
+		default:
+			return fmt.Errorf("line %d: %s: %q is not %s", n.Line, where(path), n.Value, typeName(t))
+		}
 	}
 	return nil
 }
+
+// unmarshalerType is what a type that decodes itself implements (yaml.v3's obsolete interface,
+// which prometheus/common's types use).
+var unmarshalerType = reflect.TypeOf((*interface{ UnmarshalYAML(func(any) error) error })(nil)).Elem()
 
 // foreignField is the type key decodes into in struct type t: a field's, or the values' of an
 // inline map.
