@@ -6,7 +6,9 @@
 //
 //	errs = append(errs, configerr.Prefix("profile", c.Profile.Validate()))
 //
-// so that a nested section (profile.kinds[0]) composes and no key is ever prefixed twice.
+// so that a nested section (profile.kinds[0]) composes and no key is ever prefixed twice. A
+// keyed error keeps its key only as itself: wrapped in another error (fmt.Errorf("...: %w")) it
+// reads as an error of the section as a whole.
 package configerr
 
 import (
