@@ -1,6 +1,11 @@
-// Package config loads the responder's YAML configuration: defaults first, then a strict decode
-// (unknown keys are errors), ${VAR} expansion, secrets from *_file twins, and validation of fields
-// against each other. Every error names its place: "config.yaml: prometheus.url: ...".
+// Package config loads the responder's YAML configuration. Every section goes through the same
+// steps: defaults (Default, and the SetDefaults of the sections other packages own), ${VAR}
+// expansion, a strict decode of the parsed document (an unknown key, a value of the wrong type or
+// a duration that does not parse is an error with its line and full key), secrets from their
+// *_file twins, then the section's Validate, which returns all of its errors without the
+// section's name (internal/configerr). Config.Validate adds that name once and checks sections
+// against each other. Every error names its place: "config.yaml: prometheus.url: ...", and each
+// is pinned in testdata/bad. Durations are time.Duration, written in Prometheus' syntax (90s, 1d).
 package config
 
 import (
@@ -13,9 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
@@ -83,9 +89,9 @@ type PrometheusConfig struct {
 	// HTTP is the HTTP client configuration, inline (basic_auth, authorization, oauth2,
 	// tls_config, proxy_url, http_headers such as X-Scope-OrgID, bearer_token[_file]).
 	HTTP         HTTPClientConfig `yaml:",inline"`
-	QueryTimeout model.Duration   `yaml:"query_timeout"`
+	QueryTimeout time.Duration    `yaml:"query_timeout"`
 	// CacheTTL shares the result of an identical query for this long (alert storms).
-	CacheTTL model.Duration `yaml:"cache_ttl"`
+	CacheTTL time.Duration `yaml:"cache_ttl"`
 	// MaxConcurrentQueries bounds queries in flight to Prometheus.
 	MaxConcurrentQueries int `yaml:"max_concurrent_queries"`
 }
@@ -145,7 +151,7 @@ type PlaybooksConfig struct {
 	// Params overrides playbook params: playbook name -> param -> value.
 	Params map[string]map[string]float64 `yaml:"params"`
 	// Window, when set, replaces every playbook's window (short windows for demos and tests).
-	Window model.Duration `yaml:"window"`
+	Window time.Duration `yaml:"window"`
 	// Triage names the on-demand playbook (default "triage").
 	Triage string `yaml:"triage"`
 }
@@ -157,16 +163,16 @@ type DispatchConfig struct {
 	// GroupCooldown: a notification of a group diagnosed less than this long ago is held, merged
 	// with any newer ones of the group, until it has passed (0 disables; a group's first
 	// notification is never held).
-	GroupCooldown model.Duration `yaml:"group_cooldown"`
+	GroupCooldown time.Duration `yaml:"group_cooldown"`
 	// DedupWindow: a firing alert already diagnosed (same group, fingerprint, startsAt) is not
 	// diagnosed again within it, however often Alertmanager re-sends the group.
-	DedupWindow model.Duration `yaml:"dedup_window"`
+	DedupWindow time.Duration `yaml:"dedup_window"`
 	// RunTimeout bounds one diagnosis (all queries of a playbook).
-	RunTimeout model.Duration `yaml:"run_timeout"`
+	RunTimeout time.Duration `yaml:"run_timeout"`
 	// NotifyTimeout bounds one notification, retries included.
-	NotifyTimeout model.Duration `yaml:"notify_timeout"`
+	NotifyTimeout time.Duration `yaml:"notify_timeout"`
 	// DrainTimeout is how long shutdown waits for accepted work to finish.
-	DrainTimeout model.Duration `yaml:"drain_timeout"`
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 }
 
 // Default returns a configuration with every default set.
@@ -174,13 +180,13 @@ func Default() *Config {
 	c := &Config{
 		Listen:       ":8080",
 		Log:          LogConfig{Level: "info", Format: "json"},
-		Prometheus:   PrometheusConfig{URL: "http://localhost:9090", HTTP: DefaultHTTPClientConfig(), QueryTimeout: model.Duration(10 * time.Second), CacheTTL: model.Duration(10 * time.Second), MaxConcurrentQueries: 16},
+		Prometheus:   PrometheusConfig{URL: "http://localhost:9090", HTTP: DefaultHTTPClientConfig(), QueryTimeout: 10 * time.Second, CacheTTL: 10 * time.Second, MaxConcurrentQueries: 16},
 		Alertmanager: AlertmanagerConfig{HTTP: DefaultHTTPClientConfig()},
 		Webhook:      WebhookConfig{MaxBodyBytes: 1 << 20},
 		Redis:        RedisConfig{KeyPrefix: "vllm-responder:"},
 		Playbooks:    PlaybooksConfig{Triage: "triage"},
-		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: model.Duration(4 * time.Hour), GroupCooldown: model.Duration(time.Second),
-			RunTimeout: model.Duration(30 * time.Second), NotifyTimeout: model.Duration(60 * time.Second), DrainTimeout: model.Duration(30 * time.Second)},
+		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: 4 * time.Hour, GroupCooldown: time.Second,
+			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second},
 	}
 	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel}
 	c.Slack.SetDefaults()
@@ -219,10 +225,10 @@ func Parse(source string, data []byte) (*Config, error) {
 		}
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, inSource(source, err)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, prefixErrors(source, err)
+		return nil, inSource(source, err)
 	}
 	return c, nil
 }
@@ -242,12 +248,13 @@ func cleanErr(err error) string {
 	return strings.Join(parts, "; ")
 }
 
-func prefixErrors(source string, err error) error {
-	var parts []error
-	for _, line := range strings.Split(err.Error(), "\n") {
-		parts = append(parts, fmt.Errorf("%s: %s", source, line))
+// inSource names the file before each of err's errors.
+func inSource(source string, err error) error {
+	var errs []error
+	for _, e := range configerr.List(err) {
+		errs = append(errs, fmt.Errorf("%s: %w", source, e))
 	}
-	return errors.Join(parts...)
+	return errors.Join(errs...)
 }
 
 var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -362,7 +369,8 @@ func findField(v reflect.Value, tag string) reflect.Value {
 	return reflect.Value{}
 }
 
-// Upper bounds of the sizes (see Validate).
+// Upper bounds of the sizes (see Validate). No deployment needs to pass them: past them a typo
+// becomes memory or goroutines.
 const (
 	maxBodyBytes         = 64 << 20
 	maxWorkers           = 256
@@ -370,119 +378,137 @@ const (
 	maxConcurrentQueries = 1024
 )
 
-// Validate checks fields and their relations; each error names its key.
+// Validate checks every section, then the sections against each other. It returns every error,
+// each naming its full key ("prometheus.url: ..."); every section's own Validate returns its
+// errors without the section's name, which is added here, once (see internal/configerr).
 func (c *Config) Validate() error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Listen == "" {
-		add("listen: required")
+		errs = append(errs, configerr.New("listen", "required"))
 	}
-	if err := checkURL(c.Prometheus.URL, true); err != nil {
-		add("prometheus.url: %v", err)
-	}
-	httpErrs := func(section string, h *HTTPClientConfig) {
-		if err := ValidateHTTPClientConfig(h); err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				if k, _, ok := strings.Cut(line, ": "); ok && !strings.Contains(k, " ") {
-					add("%s.%s", section, line) // a key of ours: "basic_auth.password_file: ..."
-				} else {
-					add("%s: %s", section, line) // prometheus/common's own words
-				}
-			}
-		}
-	}
-	httpErrs("prometheus", &c.Prometheus.HTTP)
-	if err := checkURL(c.Alertmanager.URL, false); err != nil {
-		add("alertmanager.url: %v", err)
-	}
-	httpErrs("alertmanager", &c.Alertmanager.HTTP)
-	if c.Webhook.BearerToken.IsSet() && c.Webhook.BasicAuth.Username != "" {
-		add("webhook: set bearer_token or basic_auth, not both")
-	}
-	if c.Webhook.BasicAuth.Username != "" && !c.Webhook.BasicAuth.Password.IsSet() {
-		add("webhook.basic_auth.password: required with a username")
-	}
-	if c.MCP.Enabled && !c.MCP.BearerToken.IsSet() {
-		add("mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)")
-	}
-	inRange := func(key string, v, lo, hi int64) {
-		if v < lo || v > hi {
-			add("%s: must be between %d and %d, got %d", key, lo, hi, v)
-		}
-	}
-	// Bounds that no deployment needs to pass: past them a typo becomes memory or goroutines.
-	inRange("webhook.max_body_bytes", c.Webhook.MaxBodyBytes, 1, maxBodyBytes)
-	if c.Redis.URL != "" && c.Redis.Sentinel.MasterName != "" {
-		add("redis: set url or sentinel, not both")
-	}
-	if c.Redis.Sentinel.MasterName != "" && len(c.Redis.Sentinel.Addrs) == 0 {
-		add("redis.sentinel.addrs: required with master_name (host:port of each sentinel)")
-	}
-	if c.Redis.URL != "" {
-		u, err := url.Parse(c.Redis.URL.Reveal())
-		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			add("redis.url: must look like redis://host:6379/0 (the value is not shown: it may hold a password)")
-		}
-	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		add("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
-	}
-	switch c.Log.Format {
-	case "json", "console":
-	default:
-		add("log.format: %q is not one of json, console", c.Log.Format)
-	}
-	inRange("dispatch.workers", int64(c.Dispatch.Workers), 1, maxWorkers)
-	inRange("dispatch.queue_size", int64(c.Dispatch.QueueSize), 1, maxQueueSize)
-	inRange("prometheus.max_concurrent_queries", int64(c.Prometheus.MaxConcurrentQueries), 1, maxConcurrentQueries)
-	if c.Prometheus.QueryTimeout <= 0 {
-		add("prometheus.query_timeout: must be positive")
+	for _, s := range []struct {
+		name    string
+		section interface{ Validate() error }
+	}{
+		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
+		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
+		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP},
+	} {
+		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
 	}
 	if c.Dispatch.RunTimeout < c.Prometheus.QueryTimeout {
-		add("dispatch.run_timeout: must be at least prometheus.query_timeout (%s)", c.Prometheus.QueryTimeout)
+		errs = append(errs, configerr.New("dispatch.run_timeout", "must be at least prometheus.query_timeout (%s)", configerr.FormatDuration(c.Prometheus.QueryTimeout)))
 	}
-	if err := c.Slack.Validate(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			add("slack.%s", line)
-		}
-	}
-	if err := c.VLLM.Naming().Validate(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			add("vllm.%s", line)
-		}
-	}
-	if !labelNameRE.MatchString(c.VLLM.PodLabel) {
-		add("vllm.pod_label: %q is not a valid label name", c.VLLM.PodLabel)
-	}
-	if err := c.Profile.Validate(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			add("profile.%s", strings.TrimPrefix(line, "profile.")) // profile's errors name their section already
-		}
-	}
-	if err := c.Traces.Validate(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			add("traces.%s", line)
-		}
-	}
-	httpErrs("traces", &c.Traces.HTTPClientConfig)
 	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
-		add("traces.timeout: must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", c.Dispatch.RunTimeout)
+		errs = append(errs, configerr.New("traces.timeout", "must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", configerr.FormatDuration(c.Dispatch.RunTimeout)))
 	}
 	return errors.Join(errs...)
 }
 
+// Validate checks the log section.
+func (l *LogConfig) Validate() error {
+	var errs []error
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, configerr.New("level", "%q is not one of debug, info, warn, error", l.Level))
+	}
+	switch l.Format {
+	case "json", "console":
+	default:
+		errs = append(errs, configerr.New("format", "%q is not one of json, console", l.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the prometheus section, its HTTP client configuration included.
+func (p *PrometheusConfig) Validate() error {
+	errs := []error{checkURL(p.URL, true), httpconfig.Validate(&p.HTTP),
+		inRange("max_concurrent_queries", int64(p.MaxConcurrentQueries), 1, maxConcurrentQueries)}
+	if p.QueryTimeout <= 0 {
+		errs = append(errs, configerr.New("query_timeout", "must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the alertmanager section, its HTTP client configuration included.
+func (a *AlertmanagerConfig) Validate() error {
+	return errors.Join(checkURL(a.URL, false), httpconfig.Validate(&a.HTTP))
+}
+
+// Validate checks the webhook section.
+func (w *WebhookConfig) Validate() error {
+	var errs []error
+	if w.BearerToken.IsSet() && w.BasicAuth.Username != "" {
+		errs = append(errs, errors.New("set bearer_token or basic_auth, not both"))
+	}
+	if w.BasicAuth.Username != "" && !w.BasicAuth.Password.IsSet() {
+		errs = append(errs, configerr.New("basic_auth.password", "required with a username"))
+	}
+	return errors.Join(append(errs, inRange("max_body_bytes", w.MaxBodyBytes, 1, maxBodyBytes))...)
+}
+
+// Validate checks the redis section. Its errors never show the URL: it may hold a password.
+func (r *RedisConfig) Validate() error {
+	var errs []error
+	if r.URL != "" && r.Sentinel.MasterName != "" {
+		errs = append(errs, errors.New("set url or sentinel, not both"))
+	}
+	if r.Sentinel.MasterName != "" && len(r.Sentinel.Addrs) == 0 {
+		errs = append(errs, configerr.New("sentinel.addrs", "required with master_name (host:port of each sentinel)"))
+	}
+	if r.URL != "" {
+		u, err := url.Parse(r.URL.Reveal())
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			errs = append(errs, configerr.New("url", "must look like redis://host:6379/0 (the value is not shown: it may hold a password)"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the dispatch section's sizes (its timeouts are checked against other
+// sections by Config.Validate).
+func (d *DispatchConfig) Validate() error {
+	return errors.Join(
+		inRange("workers", int64(d.Workers), 1, maxWorkers),
+		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize))
+}
+
+// Validate checks the vllm section.
+func (v *VLLMConfig) Validate() error {
+	err := v.Naming().Validate()
+	if !labelNameRE.MatchString(v.PodLabel) {
+		err = errors.Join(err, configerr.New("pod_label", "%q is not a valid label name", v.PodLabel))
+	}
+	return err
+}
+
+// Validate checks the mcp section.
+func (m *MCPConfig) Validate() error {
+	if m.Enabled && !m.BearerToken.IsSet() {
+		return configerr.New("bearer_token", "required with mcp.enabled (or mcp.bearer_token_file)")
+	}
+	return nil
+}
+
+func inRange(key string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return configerr.New(key, "must be between %d and %d, got %d", lo, hi, v)
+	}
+	return nil
+}
+
+// checkURL checks a section's url key.
 func checkURL(s string, required bool) error {
 	if s == "" {
 		if required {
-			return errors.New("required")
+			return configerr.New("url", "required")
 		}
 		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("must be an http:// or https:// URL")
+		return configerr.New("url", "must be an http:// or https:// URL")
 	}
 	return nil
 }
@@ -496,7 +522,12 @@ func (c *Config) Redacted() string {
 	cp.Alertmanager.URL = secret.URL(cp.Alertmanager.URL).String()
 	cp.Traces.URL = secret.URL(cp.Traces.URL).String()
 	cp.Traces.UIURL = secret.URL(cp.Traces.UIURL).String()
-	b, err := yaml.Marshal(&cp)
+	var n yaml.Node
+	if err := n.Encode(&cp); err != nil {
+		return fmt.Sprintf("(cannot render config: %v)", err)
+	}
+	formatDurations(&n, reflect.TypeOf(cp))
+	b, err := yaml.Marshal(&n)
 	if err != nil {
 		return fmt.Sprintf("(cannot render config: %v)", err)
 	}

@@ -4,54 +4,67 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
 )
 
-var durationType = reflect.TypeOf(model.Duration(0))
+// Every duration of the configuration is a time.Duration once loaded. The file writes it in
+// Prometheus' syntax (90s, 1h30m, 1d, 1w, or 0), as it always has: parseDuration reads that and
+// formatDurations writes it back.
+var durationType = reflect.TypeOf(time.Duration(0))
 
-// badDuration finds the first duration in the document that does not parse and names its key and
-// line. yaml.v3 stops at such a value with the parser's message alone (model.Duration decodes
-// itself), which says neither where nor which key.
-func badDuration(n *yaml.Node, t reflect.Type, path string) error {
+// parseDuration reads the duration at node n, naming its key and line when it does not parse
+// (yaml.v3 alone would say neither), and rewrites the node in Go's syntax, which the decoder
+// then reads into the field.
+func parseDuration(n *yaml.Node, path string) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: %s: want a duration, got %s", n.Line, where(path), kindName(n))
+	}
+	d, err := model.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %s: %v", n.Line, where(path), err)
+	}
+	n.Value, n.Tag, n.Style = time.Duration(d).String(), "!!str", 0
+	return nil
+}
+
+// formatDurations rewrites every duration of the encoded value of type t from Go's syntax
+// (168h0m0s) back into the file's (1w), so that what `responder check` prints reads as the file
+// does and loads again.
+func formatDurations(n *yaml.Node, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	switch {
 	case n.Kind == yaml.DocumentNode:
 		for _, c := range n.Content {
-			if err := badDuration(c, t, path); err != nil {
-				return err
-			}
+			formatDurations(c, t)
 		}
 	case t == durationType && n.Kind == yaml.ScalarNode:
-		if _, err := model.ParseDuration(n.Value); err != nil {
-			return fmt.Errorf("line %d: %s: %v", n.Line, path, err)
+		if d, err := time.ParseDuration(n.Value); err == nil {
+			n.Value = configerr.FormatDuration(d)
 		}
+	case t.PkgPath() != "" && !strings.HasPrefix(t.PkgPath(), "github.com/vllm-responder/"):
+		// Another module's type writes its own durations.
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if f, ok := fieldByYAMLKey(t, k.Value); ok {
-				if err := badDuration(v, f.Type, join(path, k.Value)); err != nil {
-					return err
-				}
+			if f, ok := fieldByYAMLKey(t, n.Content[i].Value); ok {
+				formatDurations(n.Content[i+1], f.Type)
 			}
 		}
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := badDuration(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
-				return err
-			}
+			formatDurations(n.Content[i+1], t.Elem())
 		}
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-		for i, c := range n.Content {
-			if err := badDuration(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+		for _, c := range n.Content {
+			formatDurations(c, t.Elem())
 		}
 	}
-	return nil
 }
 
 // fieldByYAMLKey is the field of struct type t that YAML key decodes into.

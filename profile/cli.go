@@ -35,10 +35,10 @@ func RunCLI(ctx context.Context, svc *Service, f CLIFlags, stdout, stderr io.Wri
 	req := Request{Pod: f.Pod, Namespace: f.Namespace, Duration: f.Duration, RequestedBy: f.RequestedBy, Source: "cli"}
 	w := req.Duration
 	if w == 0 {
-		w = time.Duration(svc.cfg.DefaultDuration)
+		w = svc.cfg.DefaultDuration
 	}
 	fmt.Fprintf(stderr, "profiling pod %s for %s, then waiting for stop_profile to flush the traces (at most %s)...\n",
-		podName(req.Namespace, req.Pod), w, time.Duration(svc.cfg.StopTimeout))
+		podName(req.Namespace, req.Pod), w, svc.cfg.StopTimeout)
 	rep, err := svc.capture(ctx, req, func(n Notice) { fmt.Fprintln(stdout, n.String()) })
 	if rep == nil {
 		fmt.Fprintf(stderr, "profile: %v\n", err)

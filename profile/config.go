@@ -2,6 +2,7 @@ package profile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -9,8 +10,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/prometheus/common/model"
-
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 )
 
@@ -32,20 +32,20 @@ type Config struct {
 	BearerTokenFile string        `yaml:"bearer_token_file"`
 	// DefaultDuration is the profiling window when the request names none; MaxDuration bounds
 	// what a request may ask for.
-	DefaultDuration model.Duration `yaml:"default_duration"`
-	MaxDuration     model.Duration `yaml:"max_duration"`
+	DefaultDuration time.Duration `yaml:"default_duration"`
+	MaxDuration     time.Duration `yaml:"max_duration"`
 	// StartTimeout bounds POST /start_profile; StopTimeout bounds POST /stop_profile, which
 	// returns only once the traces are flushed (minutes on big models).
-	StartTimeout model.Duration `yaml:"start_timeout"`
-	StopTimeout  model.Duration `yaml:"stop_timeout"`
+	StartTimeout time.Duration `yaml:"start_timeout"`
+	StopTimeout  time.Duration `yaml:"stop_timeout"`
 	// Cooldown is the time after a capture during which the same pod cannot be profiled again.
-	Cooldown model.Duration `yaml:"cooldown"`
+	Cooldown time.Duration `yaml:"cooldown"`
 	// LockTTL is the TTL of a pod's lock, refreshed while the capture runs: the longest a pod
 	// stays locked after the responder holding it died.
-	LockTTL model.Duration `yaml:"lock_ttl"`
+	LockTTL time.Duration `yaml:"lock_ttl"`
 	// JanitorInterval is how often each replica looks for captures past their deadline (whose
 	// responder died) and stops their profiler.
-	JanitorInterval model.Duration `yaml:"janitor_interval"`
+	JanitorInterval time.Duration `yaml:"janitor_interval"`
 	// TraceDirHint tells the report's reader where the traces are; same template data as
 	// URLTemplate.
 	TraceDirHint string `yaml:"trace_dir_hint"`
@@ -72,10 +72,10 @@ type SilenceConfig struct {
 	Alertnames string `yaml:"alertnames"`
 	// Margin is kept after the flush ends: the alerts' rate and averaging windows still hold the
 	// stall for that long.
-	Margin model.Duration `yaml:"margin"`
+	Margin time.Duration `yaml:"margin"`
 	// ExpectedFlush is the flush assumed for a pod with no measured one (the silence is extended
 	// anyway while stop_profile runs).
-	ExpectedFlush model.Duration `yaml:"expected_flush"`
+	ExpectedFlush time.Duration `yaml:"expected_flush"`
 }
 
 // Defaults.
@@ -89,9 +89,9 @@ const (
 // SetDefaults fills the fields that are unset. Call it before decoding, so that a value set
 // explicitly (cooldown: 0s) wins.
 func (c *Config) SetDefaults() {
-	setDur := func(d *model.Duration, v time.Duration) {
+	setDur := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
-			*d = model.Duration(v)
+			*d = v
 		}
 	}
 	if c.URLTemplate == "" {
@@ -119,84 +119,102 @@ func templateData(instance, pod, namespace string) map[string]string {
 	return map[string]string{"instance": instance, "pod": pod, "namespace": namespace}
 }
 
-// Validate checks the fields against each other and compiles the templates and networks. Each
-// error names its key inside the section (the caller adds "profile.").
+// Validate checks the fields against each other and compiles the templates and networks. It
+// returns every error, each naming its key inside the section (configerr); the caller adds
+// "profile.".
 func (c *Config) Validate() error {
-	pos := func(name string, d model.Duration) error {
-		if d <= 0 {
-			return fmt.Errorf("%s: must be positive, got %s", name, d)
-		}
-		return nil
-	}
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, configerr.New(key, format, args...)) }
 	for _, f := range []struct {
-		name string
-		d    model.Duration
+		key string
+		d   time.Duration
 	}{
 		{"default_duration", c.DefaultDuration}, {"max_duration", c.MaxDuration},
 		{"start_timeout", c.StartTimeout}, {"stop_timeout", c.StopTimeout},
 		{"lock_ttl", c.LockTTL}, {"janitor_interval", c.JanitorInterval},
 	} {
-		if err := pos(f.name, f.d); err != nil {
-			return err
+		if f.d <= 0 {
+			add(f.key, "must be positive, got %s", configerr.FormatDuration(f.d))
 		}
 	}
 	if c.Cooldown < 0 {
-		return fmt.Errorf("cooldown: must not be negative, got %s", c.Cooldown)
+		add("cooldown", "must not be negative, got %s", configerr.FormatDuration(c.Cooldown))
 	}
 	if c.DefaultDuration > c.MaxDuration {
-		return fmt.Errorf("default_duration: %s exceeds max_duration %s", c.DefaultDuration, c.MaxDuration)
+		add("default_duration", "%s exceeds max_duration %s", configerr.FormatDuration(c.DefaultDuration), configerr.FormatDuration(c.MaxDuration))
 	}
-	if c.LockTTL < model.Duration(time.Second) {
-		return fmt.Errorf("lock_ttl: must be at least 1s (it is refreshed every third of it), got %s", c.LockTTL)
+	if c.LockTTL > 0 && c.LockTTL < time.Second {
+		add("lock_ttl", "must be at least 1s (it is refreshed every third of it), got %s", configerr.FormatDuration(c.LockTTL))
 	}
 
-	t, err := template.New("url_template").Option("missingkey=error").Parse(c.URLTemplate)
+	t, err := checkTemplate("url_template", c.URLTemplate, func(s string) error {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("must render an http(s) URL with a host, got %q", s)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("url_template: %w", err)
+		add("url_template", "%w", err)
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
-		return fmt.Errorf("url_template: %w", err)
-	}
-	if u, err := url.Parse(buf.String()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url_template: must render an http(s) URL with a host, got %q", buf.String())
-	}
-	th, err := template.New("trace_dir_hint").Option("missingkey=error").Parse(c.TraceDirHint)
+	th, err := checkTemplate("trace_dir_hint", c.TraceDirHint, nil)
 	if err != nil {
-		return fmt.Errorf("trace_dir_hint: %w", err)
-	}
-	if err := th.Execute(&bytes.Buffer{}, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
-		return fmt.Errorf("trace_dir_hint: %w", err)
+		add("trace_dir_hint", "%w", err)
 	}
 
 	nets := make([]netip.Prefix, 0, len(c.AllowedNetworks))
 	for i, s := range c.AllowedNetworks {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return fmt.Errorf("allowed_networks[%d]: %q is not a CIDR (10.0.0.0/8, fd00::/8)", i, s)
+			add(fmt.Sprintf("allowed_networks[%d]", i), "%q is not a CIDR (10.0.0.0/8, fd00::/8)", s)
+			continue
 		}
 		nets = append(nets, p.Masked())
 	}
 	if c.Silence.Margin < 0 {
-		return fmt.Errorf("silence.margin: must not be negative, got %s", c.Silence.Margin)
+		add("silence.margin", "must not be negative, got %s", configerr.FormatDuration(c.Silence.Margin))
 	}
 	if c.Silence.ExpectedFlush <= 0 {
-		return fmt.Errorf("silence.expected_flush: must be positive, got %s", c.Silence.ExpectedFlush)
+		add("silence.expected_flush", "must be positive, got %s", configerr.FormatDuration(c.Silence.ExpectedFlush))
 	}
+	var are *regexp.Regexp
 	if _, err := regexp.Compile(c.Silence.Alertnames); err != nil {
-		return fmt.Errorf("silence.alertnames: %w", err)
+		add("silence.alertnames", "%w", err)
+	} else {
+		are = regexp.MustCompile("^(?:" + c.Silence.Alertnames + ")$") // anchored, as in Alertmanager
 	}
-	are := regexp.MustCompile("^(?:" + c.Silence.Alertnames + ")$") // anchored, as in Alertmanager
 	kinds := make([]kind, 0, len(c.Kinds))
 	for i, kc := range c.Kinds {
 		k, err := kc.compile()
 		if err != nil {
-			return fmt.Errorf("kinds[%d].%w", i, err)
+			errs = append(errs, configerr.Prefix(fmt.Sprintf("kinds[%d]", i), err))
+			continue
 		}
 		kinds = append(kinds, k)
 	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	c.urlTmpl, c.traceTmpl, c.networks, c.kinds, c.alertRE = t, th, nets, kinds, are
 	return nil
+}
+
+// checkTemplate compiles a template of the section and executes it once on sample data, so that
+// a label it names and a pod does not have fails at load; check, when set, judges the result.
+func checkTemplate(name, text string, check func(string) error) (*template.Template, error) {
+	t, err := template.New(name).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(buf.String()); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 func (c *Config) compiled() bool { return c.urlTmpl != nil }

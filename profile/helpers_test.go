@@ -145,14 +145,14 @@ func testConfig() Config {
 	var c Config
 	c.SetDefaults()
 	c.Enabled = true
-	c.DefaultDuration = model.Duration(100 * time.Millisecond)
-	c.StartTimeout = model.Duration(2 * time.Second)
-	c.StopTimeout = model.Duration(5 * time.Second)
+	c.DefaultDuration = 100 * time.Millisecond
+	c.StartTimeout = 2 * time.Second
+	c.StopTimeout = 5 * time.Second
 	c.Cooldown = 0
-	c.LockTTL = model.Duration(time.Second)
-	c.JanitorInterval = model.Duration(50 * time.Millisecond)
+	c.LockTTL = time.Second
+	c.JanitorInterval = 50 * time.Millisecond
 	c.Silence.Margin = 0 // expired as soon as the flush ends
-	c.Silence.ExpectedFlush = model.Duration(100 * time.Millisecond)
+	c.Silence.ExpectedFlush = 100 * time.Millisecond
 	return c
 }
 

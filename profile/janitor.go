@@ -13,7 +13,7 @@ import (
 // ran them died, or its stop failed. It returns nil when ctx ends. Run it on every replica; a
 // claim in the store keeps two replicas from stopping the same capture at once.
 func (s *Service) RunJanitor(ctx context.Context) error {
-	t := time.NewTicker(time.Duration(s.cfg.JanitorInterval))
+	t := time.NewTicker(s.cfg.JanitorInterval)
 	defer t.Stop()
 	for {
 		s.sweep(ctx)
@@ -74,7 +74,7 @@ func (s *Service) reap(ctx context.Context, r Record) {
 	key := podName(r.Namespace, r.Pod)
 	log := s.log.With().Str("capture_id", r.ID).Str("pod", key).Str("requested_by", r.RequestedBy).
 		Str("owner_replica", r.Replica).Str("state", r.State).Logger()
-	stopTimeout := time.Duration(s.cfg.StopTimeout)
+	stopTimeout := s.cfg.StopTimeout
 
 	// One replica at a time per capture.
 	cctx, cancel := context.WithTimeout(ctx, storeOpTimeout)
@@ -92,7 +92,7 @@ func (s *Service) reap(ctx context.Context, r Record) {
 	// Take the pod's lock, so no new capture starts while we stop. When the dead owner's lock
 	// has not lapsed yet, its holder is this very capture: no other capture can be running on
 	// the pod, so stopping is safe without the lock.
-	ttl := time.Duration(s.cfg.LockTTL)
+	ttl := s.cfg.LockTTL
 	lctx, cancel := context.WithTimeout(ctx, storeOpTimeout)
 	lock, err := s.store.Lock(lctx, lockPrefix+key, ttl, store.LockHolder{ID: "janitor-" + r.ID, Name: "janitor on " + s.replica, Since: time.Now()})
 	cancel()
@@ -135,7 +135,7 @@ func (s *Service) reap(ctx context.Context, r Record) {
 			s.recordFlush(key, took, log) // the profiler was on: this stop was a real flush
 		}
 		// The silence the dead responder held ends a margin after this flush.
-		s.endSilence(&r, log, time.Duration(s.cfg.Silence.Margin))
+		s.endSilence(&r, log, s.cfg.Silence.Margin)
 		if derr := s.deleteRecord(context.WithoutCancel(ctx), key, r.ID); derr != nil {
 			log.Warn().Err(derr).Msg("janitor: profiler stopped, but clearing the record failed")
 		}
@@ -153,7 +153,7 @@ func (s *Service) reap(ctx context.Context, r Record) {
 		cur.State, cur.LastError = StateStopFailed, err.Error()
 		cur.Deadline = time.Now().Add(ttl)
 		cur.SilenceID, cur.SilencedUntil = r.SilenceID, r.SilencedUntil
-		s.endSilence(&cur, log, ttl+s.silenceLead()+time.Duration(s.cfg.Silence.Margin))
+		s.endSilence(&cur, log, ttl+s.silenceLead()+s.cfg.Silence.Margin)
 		_ = s.putRecord(ctx, cur)
 	}
 	log.Error().Err(err).Dur("stop_duration", took).Int("janitor_attempts", r.Attempts+1).

@@ -2,12 +2,15 @@ package profile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"text/template"
+
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
 )
 
 // Profiler kinds: what the vLLM server's --profiler-config names.
@@ -55,12 +58,16 @@ func (k kind) matches(labels map[string]string) bool {
 	return true
 }
 
-// compile checks one entry; errors name the key inside the entry.
+// compile checks one entry. It returns every error, each naming its key inside the entry
+// (configerr); the caller adds "kinds[i]".
 func (kc KindConfig) compile() (kind, error) {
 	k := kind{match: map[string]*regexp.Regexp{}, profiler: kc.Profiler}
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, configerr.New(key, format, args...)) }
 	for _, name := range sortedKeys(kc.Match) {
 		if !slices.Contains(matchLabels, name) {
-			return kind{}, fmt.Errorf("match: unknown label %q (one of %s)", name, strings.Join(matchLabels, ", "))
+			add("match", "unknown label %q (one of %s)", name, strings.Join(matchLabels, ", "))
+			continue
 		}
 		v := kc.Match[name]
 		expr := regexp.QuoteMeta(v)
@@ -68,41 +75,54 @@ func (kc KindConfig) compile() (kind, error) {
 			expr = re
 		}
 		if _, err := regexp.Compile(expr); err != nil {
-			return kind{}, fmt.Errorf("match.%s: %w", name, err)
+			add("match."+name, "%w", err)
+			continue
 		}
 		k.match[name] = regexp.MustCompile("^(?:" + expr + ")$") // anchored, as in Prometheus
 	}
 	if !slices.Contains(allKinds, kc.Profiler) {
-		return kind{}, fmt.Errorf("profiler: must be one of %s, got %q", strings.Join(allKinds, ", "), kc.Profiler)
+		add("profiler", "must be one of %s, got %q", strings.Join(allKinds, ", "), kc.Profiler)
 	}
 	if kc.TorchProfilerDir != "" {
-		if kc.Profiler != KindTorch {
-			return kind{}, fmt.Errorf("torch_profiler_dir: only for profiler: torch (with %s, vLLM writes no torch traces)", kc.Profiler)
-		}
-		t, err := template.New("torch_profiler_dir").Option("missingkey=error").Parse(kc.TorchProfilerDir)
+		t, err := kc.torchProfilerDir()
 		if err != nil {
-			return kind{}, fmt.Errorf("torch_profiler_dir: %w", err)
-		}
-		var buf bytes.Buffer
-		if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
-			return kind{}, fmt.Errorf("torch_profiler_dir: %w", err)
-		}
-		if _, err := traceLocation(buf.String()); err != nil {
-			return kind{}, fmt.Errorf("torch_profiler_dir: %w", err)
+			add("torch_profiler_dir", "%w", err)
 		}
 		k.dir = t
 	}
 	if kc.TraceHint != "" {
 		t, err := template.New("trace_hint").Option("missingkey=error").Parse(kc.TraceHint)
-		if err != nil {
-			return kind{}, fmt.Errorf("trace_hint: %w", err)
+		if err == nil {
+			err = t.Execute(&bytes.Buffer{}, templateData("10.0.0.1:8000", "vllm-0", "default"))
 		}
-		if err := t.Execute(&bytes.Buffer{}, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
-			return kind{}, fmt.Errorf("trace_hint: %w", err)
+		if err != nil {
+			add("trace_hint", "%w", err)
 		}
 		k.hint = t
 	}
+	if err := errors.Join(errs...); err != nil {
+		return kind{}, err
+	}
 	return k, nil
+}
+
+// torchProfilerDir compiles the torch_profiler_dir template and checks what it renders.
+func (kc KindConfig) torchProfilerDir() (*template.Template, error) {
+	if kc.Profiler != KindTorch {
+		return nil, fmt.Errorf("only for profiler: torch (with %s, vLLM writes no torch traces)", kc.Profiler)
+	}
+	t, err := template.New("torch_profiler_dir").Option("missingkey=error").Parse(kc.TorchProfilerDir)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
+		return nil, err
+	}
+	if _, err := traceLocation(buf.String()); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // traceLocation checks a rendered torch_profiler_dir and returns its console link for an

@@ -45,10 +45,10 @@ func TestMain(m *testing.M) {
 func helperService() (*Service, error) {
 	cfg := testConfig()
 	if d, err := time.ParseDuration(os.Getenv("PROFILE_TEST_LOCK_TTL")); err == nil {
-		cfg.LockTTL = model.Duration(d)
+		cfg.LockTTL = d
 	}
 	if d, err := time.ParseDuration(os.Getenv("PROFILE_TEST_EXPECTED_FLUSH")); err == nil {
-		cfg.Silence.ExpectedFlush = model.Duration(d)
+		cfg.Silence.ExpectedFlush = d
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func TestTheJanitorOfAnotherReplicaStopsTheProfileOfAKilledResponder(t *testing.
 	go other.RunJanitor(ctx)
 	// The janitor must not act before the deadline (the owner could be alive), and must have
 	// stopped the profiler soon after it.
-	limit := rec.Deadline.Add(time.Duration(other.cfg.JanitorInterval) + 2*time.Second)
+	limit := rec.Deadline.Add(other.cfg.JanitorInterval + 2*time.Second)
 	testenv.WaitFor(t, time.Until(limit), "the janitor to stop the profiler", func() bool { return !vllm.Prof.State().Active })
 	stoppedBy := time.Now()
 	if stoppedBy.Before(rec.Deadline) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -131,7 +132,7 @@ type Service struct {
 func New(cfg Config, d Deps) (*Service, error) {
 	if !cfg.compiled() {
 		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("profile.%w", err)
+			return nil, configerr.Prefix("profile", err)
 		}
 	}
 	if d.Prometheus == nil || d.Store == nil {
@@ -323,10 +324,10 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	}
 	window := req.Duration
 	if window == 0 {
-		window = time.Duration(s.cfg.DefaultDuration)
+		window = s.cfg.DefaultDuration
 	}
-	if window < 0 || window > time.Duration(s.cfg.MaxDuration) {
-		return nil, fmt.Errorf("%w: duration %s is outside (0, %s] (profile.max_duration)", ErrInvalidRequest, window, time.Duration(s.cfg.MaxDuration))
+	if window < 0 || window > s.cfg.MaxDuration {
+		return nil, fmt.Errorf("%w: duration %s is outside (0, %s] (profile.max_duration)", ErrInvalidRequest, window, s.cfg.MaxDuration)
 	}
 	if req.RequestedBy == "" {
 		req.RequestedBy = "unknown"
@@ -339,7 +340,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	key := t.name()
 	now := time.Now()
 	id := newID()
-	lock, err := s.store.Lock(ctx, lockPrefix+key, time.Duration(s.cfg.LockTTL), store.LockHolder{ID: id, Name: req.RequestedBy, Since: now})
+	lock, err := s.store.Lock(ctx, lockPrefix+key, s.cfg.LockTTL, store.LockHolder{ID: id, Name: req.RequestedBy, Since: now})
 	var locked *store.LockedError
 	switch {
 	case errors.As(err, &locked):
@@ -367,13 +368,13 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 			ID: id, Pod: t.Pod, Namespace: t.Namespace, Endpoint: t.Endpoint,
 			RequestedBy: req.RequestedBy, Source: req.Source, Replica: s.replica,
 			RequestedAt: now, Window: window, State: StateStarting,
-			Deadline: now.Add(time.Duration(s.cfg.StartTimeout) + window + s.grace),
+			Deadline: now.Add(s.cfg.StartTimeout + window + s.grace),
 		},
 		lock: lock, key: key, window: window, cut: make(chan struct{}),
 		traces: s.cfg.tracesFor(t),
 	}
 	c.notice = Notice{Pod: key, Window: window}
-	expected := time.Duration(s.cfg.Silence.ExpectedFlush)
+	expected := s.cfg.Silence.ExpectedFlush
 	if f, ok := s.lastFlush(ctx, key); ok {
 		c.notice.LastFlush, c.notice.LastFlushAt = f.Took, f.At
 		expected = f.Took
@@ -381,7 +382,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	log := s.log.With().Str("capture_id", id).Str("pod", key).Logger()
 	if s.silencer != nil {
 		// Window, the expected flush and the margin; extended while a longer flush runs.
-		end := now.Add(time.Duration(s.cfg.StartTimeout) + window + expected + time.Duration(s.cfg.Silence.Margin))
+		end := now.Add(s.cfg.StartTimeout + window + expected + s.cfg.Silence.Margin)
 		sid, err := s.silencer.Create(ctx, s.silenceFor(c.rec, now, end))
 		s.metrics.silenceOp(silenceCreate, err)
 		if err != nil {
@@ -449,7 +450,7 @@ func (s *Service) run(c *capture) *Report {
 	})
 
 	// Start.
-	sctx, cancel := context.WithTimeoutCause(ctx, time.Duration(s.cfg.StartTimeout), ErrStartTimeout)
+	sctx, cancel := context.WithTimeoutCause(ctx, s.cfg.StartTimeout, ErrStartTimeout)
 	err := s.client.post(sctx, c.rec.Endpoint, "/start_profile")
 	cancel()
 	if err != nil && (errors.Is(err, ErrProfilerDisabled) || errors.Is(err, ErrProfilerBusy) || notReached(err)) {
@@ -479,7 +480,7 @@ func (s *Service) run(c *capture) *Report {
 		}
 		if s.cfg.Cooldown > 0 {
 			// Set now, so a crash mid-capture still holds the pod back.
-			if s.setCooldown(ctx, c.key, c.rec.Deadline.Add(time.Duration(s.cfg.Cooldown))) != nil {
+			if s.setCooldown(ctx, c.key, c.rec.Deadline.Add(s.cfg.Cooldown)) != nil {
 				noteStore()
 			}
 		}
@@ -499,7 +500,7 @@ func (s *Service) run(c *capture) *Report {
 
 	// Stop.
 	c.rec.State = StateStopping
-	c.rec.Deadline = time.Now().Add(time.Duration(s.cfg.StopTimeout) + s.grace)
+	c.rec.Deadline = time.Now().Add(s.cfg.StopTimeout + s.grace)
 	if s.putRecord(ctx, c.rec) != nil {
 		noteStore()
 	}
@@ -509,7 +510,7 @@ func (s *Service) run(c *capture) *Report {
 			noteStore()
 		}
 	})
-	stctx, cancel := context.WithTimeoutCause(ctx, time.Duration(s.cfg.StopTimeout), ErrStopTimeout)
+	stctx, cancel := context.WithTimeoutCause(ctx, s.cfg.StopTimeout, ErrStopTimeout)
 	stopErr := s.client.post(stctx, c.rec.Endpoint, "/stop_profile")
 	cancel()
 	rep.StopTook = time.Since(stopStart)
@@ -524,17 +525,17 @@ func (s *Service) run(c *capture) *Report {
 		rep.Result = ResultError
 		if errors.Is(stopErr, ErrStopTimeout) {
 			rep.Result = ResultStopTimeout
-			rep.Err = fmt.Errorf("stop_profile did not answer within profile.stop_timeout %s: %w", time.Duration(s.cfg.StopTimeout), stopErr)
+			rep.Err = fmt.Errorf("stop_profile did not answer within profile.stop_timeout %s: %w", s.cfg.StopTimeout, stopErr)
 		}
 		c.rec.State, c.rec.LastError = StateStopFailed, stopErr.Error()
-		c.rec.Deadline = time.Now().Add(time.Duration(s.cfg.LockTTL))
+		c.rec.Deadline = time.Now().Add(s.cfg.LockTTL)
 		// The server may still be flushing: keep the pod silenced until the janitor's retry,
 		// which extends the silence while its own stop runs and then ends it.
-		s.endSilence(&c.rec, log, time.Duration(s.cfg.LockTTL)+s.silenceLead()+time.Duration(s.cfg.Silence.Margin))
+		s.endSilence(&c.rec, log, s.cfg.LockTTL+s.silenceLead()+s.cfg.Silence.Margin)
 		if s.putRecord(ctx, c.rec) != nil {
 			noteStore()
 		}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the pod stays locked until profile.lock_ttl (%s) lapses; a janitor will call stop_profile again", time.Duration(s.cfg.LockTTL)))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the pod stays locked until profile.lock_ttl (%s) lapses; a janitor will call stop_profile again", s.cfg.LockTTL))
 		log.Error().Err(stopErr).Dur("stop_duration", rep.StopTook).Str("result", rep.Result).Msg("stop_profile failed; the janitor will retry")
 		return rep
 	}
@@ -547,9 +548,9 @@ func (s *Service) run(c *capture) *Report {
 		s.recordFlush(c.key, rep.StopTook, log)
 	}
 	// The alerts' windows still hold the stall: the silence ends a margin after the flush.
-	s.endSilence(&c.rec, log, time.Duration(s.cfg.Silence.Margin))
+	s.endSilence(&c.rec, log, s.cfg.Silence.Margin)
 	if s.cfg.Cooldown > 0 && !rep.StartedAt.IsZero() {
-		if s.setCooldown(ctx, c.key, time.Now().Add(time.Duration(s.cfg.Cooldown))) != nil {
+		if s.setCooldown(ctx, c.key, time.Now().Add(s.cfg.Cooldown)) != nil {
 			noteStore()
 		}
 	}
@@ -565,7 +566,7 @@ func (s *Service) run(c *capture) *Report {
 // keepLock refreshes the lock every third of its TTL until the returned function is called
 // (which waits for the refresher to end). onErr sees each failed refresh.
 func (s *Service) keepLock(c *capture, log zerolog.Logger, onErr func(error)) func() {
-	ttl := time.Duration(s.cfg.LockTTL)
+	ttl := s.cfg.LockTTL
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/model"
 
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
@@ -141,7 +140,7 @@ func TestASecondCaptureOnThePodIsRefusedWithTheHolderAndOtherPodsRunInParallel(t
 func TestCooldownRefusesTheNextCaptureOnThePod(t *testing.T) {
 	vllm := startFake(t)
 	cfg := testConfig()
-	cfg.Cooldown = model.Duration(time.Hour)
+	cfg.Cooldown = time.Hour
 	s := newService(t, cfg, newProm(t, map[string]string{"llm/vllm-0": vllm.Addr, "llm/vllm-1": vllm.Addr}), store.NewMemory(), "r1")
 	if _, err := s.Capture(context.Background(), Request{Pod: "vllm-0", RequestedBy: "alice"}); err != nil {
 		t.Fatal(err)
@@ -167,7 +166,7 @@ func TestAServerWithoutProfilerIsReportedWithTheFlagToSet(t *testing.T) {
 	vllm := startFake(t)
 	vllm.startCode = 404
 	cfg := testConfig()
-	cfg.Cooldown = model.Duration(time.Hour)
+	cfg.Cooldown = time.Hour
 	s := newService(t, cfg, newProm(t, map[string]string{"llm/vllm-0": vllm.Addr}), store.NewMemory(), "r1")
 	rep, err := s.Capture(context.Background(), Request{Pod: "vllm-0", RequestedBy: "alice"})
 	if !errors.Is(err, ErrProfilerDisabled) || rep.Result != ResultDisabled {
@@ -317,7 +316,7 @@ func TestAStopThatTimesOutIsReportedKeepsThePodLockedAndTheJanitorRetries(t *tes
 	vllm := startFake(t)
 	vllm.stopHang = make(chan struct{})
 	cfg := testConfig()
-	cfg.StopTimeout = model.Duration(300 * time.Millisecond)
+	cfg.StopTimeout = 300 * time.Millisecond
 	st := store.NewMemory()
 	s := newService(t, cfg, newProm(t, map[string]string{"llm/vllm-0": vllm.Addr}), st, "r1")
 

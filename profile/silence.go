@@ -84,7 +84,7 @@ func (s *Service) silenceFor(rec Record, start, end time.Time) silence.Silence {
 
 // silenceLead is how long before a held silence ends it is extended while the flush runs.
 func (s *Service) silenceLead() time.Duration {
-	return max(time.Duration(s.cfg.Silence.Margin)/2, 5*time.Second)
+	return max(s.cfg.Silence.Margin/2, 5*time.Second)
 }
 
 // keepSilence extends the silence held in rec (SilenceID, SilencedUntil) while a stop_profile
@@ -106,7 +106,7 @@ func (s *Service) keepSilence(rec *Record, log zerolog.Logger, changed func()) f
 				return
 			case <-t.C:
 			}
-			end := time.Now().Add(2*lead + time.Duration(s.cfg.Silence.Margin))
+			end := time.Now().Add(2*lead + s.cfg.Silence.Margin)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			id, err := s.silencer.SetEnd(ctx, rec.SilenceID, end)
 			cancel()

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/silence"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -92,7 +90,7 @@ func TestACaptureSilencesThePodsVLLMAlertsInTheRealAlertmanagerUntilItEnds(t *te
 	amc := amClient(t, am)
 	vllm := startSim(t, 500*time.Millisecond)
 	cfg := testConfig()
-	cfg.DefaultDuration = model.Duration(2 * time.Second)
+	cfg.DefaultDuration = 2 * time.Second
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +176,8 @@ func TestAFlushThatOutlastsTheSilenceExtendsIt(t *testing.T) {
 	amc := amClient(t, am)
 	vllm := startSim(t, 8*time.Second) // far longer than the expected flush of 100ms
 	cfg := testConfig()
-	cfg.StartTimeout = model.Duration(time.Second)
-	cfg.StopTimeout = model.Duration(time.Minute)
+	cfg.StartTimeout = time.Second
+	cfg.StopTimeout = time.Minute
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 )
 
 // Operation is the span name vLLM gives every request (vllm/v1/engine/output_processor.py).
@@ -38,16 +40,16 @@ type Config struct {
 	// Limit is how many of the slowest requests a diagnosis lists (default 5).
 	Limit int `yaml:"limit"`
 	// MinDuration skips requests faster than this (Jaeger's minDuration; default 1s).
-	MinDuration model.Duration `yaml:"min_duration"`
+	MinDuration time.Duration `yaml:"min_duration"`
 	// Lookback also searches requests that started this long before the window and ended in it
 	// (default 10m).
-	Lookback model.Duration `yaml:"lookback"`
+	Lookback time.Duration `yaml:"lookback"`
 	// SearchLimit is how many matching traces are fetched to pick the slowest from (Jaeger returns
 	// the most recent ones first; default 500).
 	SearchLimit int `yaml:"search_limit"`
 	// Timeout bounds the lookup; it runs beside the Prometheus queries and must end well within
 	// dispatch.run_timeout (default 5s).
-	Timeout model.Duration `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout"`
 
 	service *template.Template
 	tags    map[string]*template.Template
@@ -58,66 +60,66 @@ func (c *Config) SetDefaults() {
 	c.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
 	c.Service = "vllm-{{ .model_name }}"
 	c.Limit = 5
-	c.MinDuration = model.Duration(time.Second)
+	c.MinDuration = time.Second
 	c.SearchLimit = 500
-	c.Lookback = model.Duration(10 * time.Minute)
-	c.Timeout = model.Duration(5 * time.Second)
+	c.Lookback = 10 * time.Minute
+	c.Timeout = 5 * time.Second
 }
 
 // Enabled reports whether traces are looked up.
 func (c *Config) Enabled() bool { return c.URL != "" }
 
-// Validate checks the section and compiles its templates. Errors carry no "traces." prefix;
-// the HTTP client settings are checked by HTTPClientConfig.Validate (their errors name their
-// keys themselves).
+// Validate checks the section, its HTTP client configuration included, and compiles its
+// templates. It returns every error, each naming its key inside the section (configerr); the
+// caller adds "traces.".
 func (c *Config) Validate() error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	for key, u := range map[string]string{"url": c.URL, "ui_url": c.UIURL} {
-		if u == "" {
+	add := func(key, format string, args ...any) { errs = append(errs, configerr.New(key, format, args...)) }
+	for _, f := range []struct{ key, url string }{{"url", c.URL}, {"ui_url", c.UIURL}} {
+		if f.url == "" {
 			continue
 		}
-		p, err := url.Parse(u)
+		p, err := url.Parse(f.url)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			add("%s: must be an http:// or https:// URL", key)
+			add(f.key, "must be an http:// or https:// URL")
 		}
 	}
 	var err error
 	if c.service, err = parseTemplate(c.Service); err != nil {
-		add("service: %v", err)
+		add("service", "%v", err)
 	} else if c.Service == "" && c.Enabled() {
-		add("service: required (the OTEL_SERVICE_NAME of the model's vLLM pods, e.g. \"vllm-{{ .model_name }}\")")
+		add("service", "required (the OTEL_SERVICE_NAME of the model's vLLM pods, e.g. \"vllm-{{ .model_name }}\")")
 	}
-	for model, s := range c.Services {
-		if strings.TrimSpace(s) == "" {
-			add("services[%q]: empty service name", model)
+	for _, model := range sortedKeys(c.Services) {
+		if strings.TrimSpace(c.Services[model]) == "" {
+			add(fmt.Sprintf("services[%q]", model), "empty service name")
 		}
 	}
 	c.tags = map[string]*template.Template{}
 	for _, k := range sortedKeys(c.Tags) {
 		t, err := parseTemplate(c.Tags[k])
 		if err != nil {
-			add("tags[%q]: %v", k, err)
+			add(fmt.Sprintf("tags[%q]", k), "%v", err)
 			continue
 		}
 		c.tags[k] = t
 	}
 	if c.Limit <= 0 || c.Limit > 50 {
-		add("limit: must be between 1 and 50")
+		add("limit", "must be between 1 and 50")
 	}
 	if c.MinDuration < 0 {
-		add("min_duration: must not be negative")
+		add("min_duration", "must not be negative")
 	}
 	if c.Lookback < 0 {
-		add("lookback: must not be negative")
+		add("lookback", "must not be negative")
 	}
 	if c.SearchLimit < c.Limit {
-		add("search_limit: must be at least limit (%d)", c.Limit)
+		add("search_limit", "must be at least limit (%d)", c.Limit)
 	}
 	if c.Timeout <= 0 {
-		add("timeout: must be positive")
+		add("timeout", "must be positive")
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, httpconfig.Validate(&c.HTTPClientConfig))...)
 }
 
 func parseTemplate(src string) (*template.Template, error) {

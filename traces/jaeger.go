@@ -71,7 +71,7 @@ type Client struct {
 
 // NewClient builds a client for a validated, enabled Config.
 func NewClient(cfg *Config) (*Client, error) {
-	if err := errors.Join(cfg.Validate(), cfg.HTTPClientConfig.Validate()); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	hc, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "traces")
@@ -90,7 +90,7 @@ func NewClient(cfg *Config) (*Client, error) {
 }
 
 // Timeout is the lookup's own deadline.
-func (c *Client) Timeout() time.Duration { return time.Duration(c.cfg.Timeout) }
+func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
 
 // Slowest returns the slowest llm_request spans of the alert's service that were in flight in
 // [start, end]: those that started in it, and those that started up to the lookback before it
@@ -98,7 +98,7 @@ func (c *Client) Timeout() time.Duration { return time.Duration(c.cfg.Timeout) }
 // the one to show). It always returns a report; on failure its Error says why (and the error is
 // returned too, for logs).
 func (c *Client) Slowest(ctx context.Context, labels map[string]string, start, end time.Time) (*Report, error) {
-	rep := &Report{Operation: Operation, Start: start, End: end, MinDuration: time.Duration(c.cfg.MinDuration), Requests: []Request{}}
+	rep := &Report{Operation: Operation, Start: start, End: end, MinDuration: c.cfg.MinDuration, Requests: []Request{}}
 	svc, err := c.cfg.ServiceFor(labels)
 	if err == nil {
 		rep.Service = svc
@@ -147,7 +147,7 @@ func (c *Client) query(rep *Report, limit int) url.Values {
 	q := url.Values{}
 	q.Set("service", rep.Service)
 	q.Set("operation", rep.Operation)
-	q.Set("start", strconv.FormatInt(rep.Start.Add(-time.Duration(c.cfg.Lookback)).UnixMicro(), 10))
+	q.Set("start", strconv.FormatInt(rep.Start.Add(-c.cfg.Lookback).UnixMicro(), 10))
 	q.Set("end", strconv.FormatInt(rep.End.UnixMicro(), 10))
 	if rep.MinDuration > 0 {
 		q.Set("minDuration", rep.MinDuration.String())

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -53,7 +54,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  vllm:       metric prefix %s; pods by label %s (else instance); %s\n", c.VLLM.MetricPrefix, c.VLLM.PodLabel, router)
 	tracesLine := "off"
 	if c.Traces.Enabled() {
-		tracesLine = fmt.Sprintf("Jaeger %s, service %q, the %d slowest over %s", secret.URL(c.Traces.URL), c.Traces.Service, c.Traces.Limit, c.Traces.MinDuration)
+		tracesLine = fmt.Sprintf("Jaeger %s, service %q, the %d slowest over %s", secret.URL(c.Traces.URL), c.Traces.Service, c.Traces.Limit, configerr.FormatDuration(c.Traces.MinDuration))
 	}
 	fmt.Fprintf(stdout, "  traces:     %s\n", tracesLine)
 	fmt.Fprintf(stdout, "playbooks (%d, in matching order):\n", len(set.All()))

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,7 +114,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	if c.Slack.Enabled() {
 		o := slack.Options{Config: &c.Slack, Store: st, Prometheus: rangeQuerier{promAPI}, Registerer: reg, Logger: log}
 		if capt != nil {
-			o.Capturer, o.MaxCapture = capturer{svc: capt}, time.Duration(c.Profile.MaxDuration)
+			o.Capturer, o.MaxCapture = capturer{svc: capt}, c.Profile.MaxDuration
 		}
 		if o.Silencer, err = newSlackSilencer(c); err != nil {
 			return err
@@ -133,9 +132,9 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	notifier := notify.RecordRecent(retrying, st, log)
 
 	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
-		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: time.Duration(c.Dispatch.DedupWindow),
-		GroupCooldown: time.Duration(c.Dispatch.GroupCooldown), StormThreshold: c.Slack.StormThreshold,
-		RunTimeout: time.Duration(c.Dispatch.RunTimeout), NotifyTimeout: time.Duration(c.Dispatch.NotifyTimeout),
+		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: c.Dispatch.DedupWindow,
+		GroupCooldown: c.Dispatch.GroupCooldown, StormThreshold: c.Slack.StormThreshold,
+		RunTimeout: c.Dispatch.RunTimeout, NotifyTimeout: c.Dispatch.NotifyTimeout,
 		Logger: log, Metrics: m,
 	})
 	d.Start()
@@ -184,7 +183,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	// Drain: new webhooks get 503 (Alertmanager retries elsewhere or later) while accepted work
 	// finishes within the drain deadline; then the HTTP server stops.
 	log.Info().Msg("shutting down: draining accepted work")
-	drain, cancel := context.WithTimeout(context.Background(), time.Duration(c.Dispatch.DrainTimeout))
+	drain, cancel := context.WithTimeout(context.Background(), c.Dispatch.DrainTimeout)
 	defer cancel()
 	derr := d.Shutdown(drain)
 	if capt != nil {

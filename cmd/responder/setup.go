@@ -56,7 +56,7 @@ func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error
 		}
 		user = append(user, pbs...)
 	}
-	if w := time.Duration(c.Playbooks.Window); w > 0 {
+	if w := c.Playbooks.Window; w > 0 {
 		for _, p := range append(builtin, user...) {
 			p.Window = w
 		}
@@ -86,8 +86,8 @@ func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
 // are configured).
 func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog.Logger) (*playbooks.Engine, error) {
 	opt := playbooks.EngineOptions{
-		QueryTimeout:  time.Duration(c.Prometheus.QueryTimeout),
-		CacheTTL:      time.Duration(c.Prometheus.CacheTTL),
+		QueryTimeout:  c.Prometheus.QueryTimeout,
+		CacheTTL:      c.Prometheus.CacheTTL,
 		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
 		Observer:      obs,
 		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},

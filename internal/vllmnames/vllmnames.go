@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
+
 	"github.com/prometheus/prometheus/model/labels"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 )
@@ -54,14 +56,15 @@ type Naming struct {
 // Default is vLLM's own names with the production-stack router excluded.
 func Default() Naming { return Naming{Prefix: DefaultPrefix, RouterLabel: DefaultRouterLabel} }
 
-// Validate checks the prefix and the router label; errors are unprefixed (the caller adds the key).
+// Validate checks the prefix and the router label; each error names its key (metric_prefix,
+// router_label) as configerr says, and the caller places them under their section.
 func (n Naming) Validate() error {
 	var errs []error
 	if !prefixRE.MatchString(n.Prefix) {
-		errs = append(errs, fmt.Errorf("metric_prefix: %q must be a metric name prefix ending in a colon, like vllm: or kserve_vllm:", n.Prefix))
+		errs = append(errs, configerr.New("metric_prefix", "%q must be a metric name prefix ending in a colon, like vllm: or kserve_vllm:", n.Prefix))
 	}
 	if n.RouterLabel != "" && !labelNameRE.MatchString(n.RouterLabel) {
-		errs = append(errs, fmt.Errorf("router_label: %q is not a valid label name", n.RouterLabel))
+		errs = append(errs, configerr.New("router_label", "%q is not a valid label name", n.RouterLabel))
 	}
 	return errors.Join(errs...)
 }

@@ -56,7 +56,7 @@ func IsRetryable(err error) bool {
 // rate-limited retries, each after Slack's Retry-After up to max_retry_after; other transient
 // failures with the loop's backoff.
 func (c *Config) RetryPolicy() notify.Policy {
-	p := notify.Policy{RateLimitRetries: c.MaxRetries, MaxRetryAfter: time.Duration(c.MaxRetryAfter)}
+	p := notify.Policy{RateLimitRetries: c.MaxRetries, MaxRetryAfter: c.MaxRetryAfter}
 	if c.MaxRetries == 0 {
 		p.RateLimitRetries = -1 // none
 	}
@@ -108,7 +108,7 @@ func newAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 		cfg:     cfg,
 		metrics: m,
 		log:     log,
-		pace:    newPacer(time.Duration(cfg.PostInterval), log),
+		pace:    newPacer(cfg.PostInterval, log),
 	}
 }
 
@@ -125,7 +125,7 @@ func (a *API) call(ctx context.Context, method, channel string, fn func(ctx cont
 			return &RetryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
 		}
 	}
-	cctx, cancel := context.WithTimeoutCause(ctx, time.Duration(a.cfg.RequestTimeout), errSlackTimeout)
+	cctx, cancel := context.WithTimeoutCause(ctx, a.cfg.RequestTimeout, errSlackTimeout)
 	err := fn(cctx)
 	timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
 	cancel()

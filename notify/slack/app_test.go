@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
@@ -105,7 +104,7 @@ func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 	fs := fakeslack.New(t, allowed...)
 	cfg := &Config{BotToken: "xoxb-test", SigningSecret: signingSecret, Channel: "#vllm", APIURL: fs.APIURL()}
 	cfg.SetDefaults()
-	cfg.PostInterval = model.Duration(time.Millisecond)
+	cfg.PostInterval = time.Millisecond
 	e := &env{slack: fs, cfg: cfg, triager: &fakeTriager{}, capturer: &fakeCapturer{}, silencer: &fakeSilencer{}}
 	o := appOptions{Config: cfg, Triager: e.triager, Capturer: e.capturer, Silencer: e.silencer, Logger: zerolog.New(zerolog.NewTestWriter(t))}
 	for _, f := range opts {

@@ -45,7 +45,7 @@ func (n *Notifier) postCharts(ctx context.Context, log zerolog.Logger, th *Threa
 }
 
 func (n *Notifier) postChart(ctx context.Context, th *Thread, it notify.Item, i int) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, time.Duration(n.cfg.ChartTimeout), errChartTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ChartTimeout, errChartTimeout)
 	defer cancel()
 	spec := it.Diagnosis.Charts[i]
 	end := it.Diagnosis.EvaluatedAt

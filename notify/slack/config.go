@@ -9,8 +9,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/prometheus/common/model"
-
+	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 )
 
@@ -45,7 +44,7 @@ type Config struct {
 	GrafanaURLTemplate string `yaml:"grafana_url_template,omitempty"`
 	TracesURLTemplate  string `yaml:"traces_url_template,omitempty"`
 	// TracesWindowBefore is how far before the alert's start the links' window opens.
-	TracesWindowBefore model.Duration `yaml:"traces_window_before,omitempty"`
+	TracesWindowBefore time.Duration `yaml:"traces_window_before,omitempty"`
 
 	// Who may silence alerts and capture profiles: Slack user ids (U.../W...), user group ids
 	// (S...) and channel ids (C.../G...). A user passes if any list admits them. All three empty
@@ -56,27 +55,27 @@ type Config struct {
 
 	// PostInterval paces posts and edits to one channel (Slack allows about one a second), across
 	// every replica sharing Redis (API.SharePacing), within the process otherwise.
-	PostInterval model.Duration `yaml:"post_interval,omitempty"`
+	PostInterval time.Duration `yaml:"post_interval,omitempty"`
 	// RequestTimeout bounds every Slack API call.
-	RequestTimeout model.Duration `yaml:"request_timeout,omitempty"`
+	RequestTimeout time.Duration `yaml:"request_timeout,omitempty"`
 	// MaxRetries bounds the retries of a rate-limited (HTTP 429) call; MaxRetryAfter caps the
 	// wait Slack asks for, beyond which the notification is handed back for a later retry.
-	MaxRetries    int            `yaml:"max_retries,omitempty"`
-	MaxRetryAfter model.Duration `yaml:"max_retry_after,omitempty"`
+	MaxRetries    int           `yaml:"max_retries,omitempty"`
+	MaxRetryAfter time.Duration `yaml:"max_retry_after,omitempty"`
 	// StormThreshold: a group notification with more items than this becomes one summary message
 	// with a compact table and a count.
 	StormThreshold int `yaml:"storm_threshold,omitempty"`
 	// ThreadTTL is how long a group's thread is remembered (in the store) for replies and resolution.
-	ThreadTTL model.Duration `yaml:"thread_ttl,omitempty"`
+	ThreadTTL time.Duration `yaml:"thread_ttl,omitempty"`
 	// ParentWait is how long a replica that lost the race to create a group's parent message waits
 	// for the winner's thread before handing the notification back for retry.
-	ParentWait model.Duration `yaml:"parent_wait,omitempty"`
+	ParentWait time.Duration `yaml:"parent_wait,omitempty"`
 	// Charts turns the chart upload on (default true); ChartTimeout bounds querying, rendering and
 	// uploading one chart.
-	Charts       *bool          `yaml:"charts,omitempty"`
-	ChartTimeout model.Duration `yaml:"chart_timeout,omitempty"`
+	Charts       *bool         `yaml:"charts,omitempty"`
+	ChartTimeout time.Duration `yaml:"chart_timeout,omitempty"`
 	// SilenceDuration is the length of the "Silence" button's silence.
-	SilenceDuration model.Duration `yaml:"silence_duration,omitempty"`
+	SilenceDuration time.Duration `yaml:"silence_duration,omitempty"`
 
 	grafanaTmpl *template.Template
 	tracesTmpl  *template.Template
@@ -84,9 +83,9 @@ type Config struct {
 
 // SetDefaults fills the zero values with defaults.
 func (c *Config) SetDefaults() {
-	def := func(d *model.Duration, v time.Duration) {
+	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
-			*d = model.Duration(v)
+			*d = v
 		}
 	}
 	def(&c.PostInterval, time.Second)
@@ -127,13 +126,12 @@ func (c *Config) Interactive() bool {
 // ChartsEnabled reports whether charts are uploaded.
 func (c *Config) ChartsEnabled() bool { return c.Charts == nil || *c.Charts }
 
-// Validate checks the fields against each other and compiles the URL templates. Each error names
-// its field. Call SetDefaults first.
+// Validate checks the fields against each other and compiles the URL templates. It returns every
+// error, each naming its key inside the section (configerr); the caller adds "slack.". Call
+// SetDefaults first.
 func (c *Config) Validate() error {
 	var errs []error
-	add := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
-	}
+	add := func(key, format string, args ...any) { errs = append(errs, configerr.New(key, format, args...)) }
 	if c.BotToken.IsSet() && strings.TrimSpace(c.Channel) == "" {
 		add("channel", "required when bot_token is set")
 	}
@@ -182,7 +180,7 @@ func (c *Config) Validate() error {
 			add(fmt.Sprintf("allowed_channels[%d]", i), "%q is not a Slack channel id (C... or G...)", ch)
 		}
 	}
-	positive := func(field string, d model.Duration) {
+	positive := func(field string, d time.Duration) {
 		if d <= 0 {
 			add(field, "must be positive")
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -77,7 +78,7 @@ allowed_users: [U012ABC]
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.PostInterval.String() != "2s" || c.SilenceDuration.String() != "1h" || !c.Interactive() {
+	if c.PostInterval != 2*time.Second || c.SilenceDuration != time.Hour || !c.Interactive() {
 		t.Errorf("%+v", c)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	slackgo "github.com/slack-go/slack"
 
@@ -42,7 +41,7 @@ func (n *Notifier) KeepRecord(ctx context.Context, d *playbooks.Diagnosis) {
 	}
 	h := sha256.Sum256(b)
 	id := hex.EncodeToString(h[:16])
-	if err := n.store.Set(ctx, recordKeyPrefix+id, b, time.Duration(n.cfg.ThreadTTL)); err != nil {
+	if err := n.store.Set(ctx, recordKeyPrefix+id, b, n.cfg.ThreadTTL); err != nil {
 		n.log.Warn().Err(err).Str("playbook", d.Playbook).Msg("diagnosis record not kept: no Wrong verdict? select")
 		return
 	}

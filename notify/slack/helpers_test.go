@@ -39,8 +39,8 @@ func testConfig(apiURL string) *Config {
 		TracesURLTemplate:  "https://jaeger.example/search?service=vllm-{{.Model}}&operation=llm_request&minDuration=1s&limit=20&start={{.FromUS}}&end={{.ToUS}}",
 	}
 	c.SetDefaults()
-	c.PostInterval = model.Duration(time.Millisecond)
-	c.ParentWait = model.Duration(10 * time.Second)
+	c.PostInterval = time.Millisecond
+	c.ParentWait = 10 * time.Second
 	if err := c.Validate(); err != nil {
 		panic(err)
 	}

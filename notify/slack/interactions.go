@@ -108,7 +108,7 @@ func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
 		a.tell(ctx, log, c, ":no_entry: You may not silence alerts: "+why)
 		return
 	}
-	d := time.Duration(a.cfg.SilenceDuration)
+	d := a.cfg.SilenceDuration
 	by := requestedBy(c.userID, c.userName)
 	id, err := a.silence.Create(ctx, silence.ForLabels(c.labels, a.now(), d, by,
 		fmt.Sprintf("Silenced from Slack by %s for %s", by, d)))

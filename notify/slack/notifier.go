@@ -92,7 +92,7 @@ func newNotifier(o notifierOptions) (*Notifier, error) {
 			Buttons:      o.Config.Interactive(),
 			Capture:      o.Capture,
 			Silence:      o.Silence,
-			SilenceLabel: "Silence " + humanDuration(time.Duration(o.Config.SilenceDuration)),
+			SilenceLabel: "Silence " + humanDuration(o.Config.SilenceDuration),
 		},
 	}, nil
 }
@@ -148,7 +148,7 @@ func (n *Notifier) saveThread(ctx context.Context, t *Thread) error {
 	if err != nil {
 		return err
 	}
-	if err := n.store.Set(ctx, ThreadKey(t.GroupKey), b, time.Duration(n.cfg.ThreadTTL)); err != nil {
+	if err := n.store.Set(ctx, ThreadKey(t.GroupKey), b, n.cfg.ThreadTTL); err != nil {
 		return err
 	}
 	n.index(ctx, t)
@@ -182,7 +182,7 @@ func (n *Notifier) index(ctx context.Context, t *Thread) {
 	}
 	b, err := json.Marshal(recent)
 	if err == nil {
-		err = n.store.Set(ctx, recentKey, b, time.Duration(n.cfg.ThreadTTL))
+		err = n.store.Set(ctx, recentKey, b, n.cfg.ThreadTTL)
 	}
 	if err != nil {
 		n.log.Warn().Err(err).Msg("updating the index of recent slack threads")
@@ -199,7 +199,7 @@ func (n *Notifier) loadRecent(ctx context.Context) []recentEntry {
 		return nil
 	}
 	// Threads not saved for thread_ttl have expired from the store: drop them here too.
-	cutoff := n.now().Add(-time.Duration(n.cfg.ThreadTTL))
+	cutoff := n.now().Add(-n.cfg.ThreadTTL)
 	return slices.DeleteFunc(recent, func(r recentEntry) bool { return r.UpdatedAt.Before(cutoff) })
 }
 
@@ -247,7 +247,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
 		return false, nil
 	}
-	claimTTL := max(2*time.Duration(n.cfg.ParentWait), time.Minute)
+	claimTTL := max(2*n.cfg.ParentWait, time.Minute)
 	won := true
 	if !storeDown {
 		won, err = n.store.Claim(ctx, ParentKey(nt.GroupKey), claimTTL)
@@ -630,7 +630,7 @@ func (n *Notifier) RecentIncidents(ctx context.Context, limit int) ([]Incident, 
 	if err := json.Unmarshal(b, &recent); err != nil {
 		return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
 	}
-	cutoff := n.now().Add(-time.Duration(n.cfg.ThreadTTL))
+	cutoff := n.now().Add(-n.cfg.ThreadTTL)
 	var out []Incident
 	for _, r := range recent {
 		if !r.UpdatedAt.Before(cutoff) {

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
@@ -429,7 +428,7 @@ func TestFallbackTextCannotPingOrLink(t *testing.T) {
 // the channel's history by its metadata and adopts it, instead of posting a second parent.
 func TestAParentPostAnsweredTooLateIsNotPostedTwice(t *testing.T) {
 	h := newHarness(t, nil, nil)
-	h.cfg.RequestTimeout = model.Duration(300 * time.Millisecond)
+	h.cfg.RequestTimeout = 300 * time.Millisecond
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var n atomic.Int32

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
@@ -47,7 +46,7 @@ func TestPacingIsSharedByReplicasThroughRedis(t *testing.T) {
 	var apis []*API
 	for range 2 {
 		cfg := testConfig(fs.APIURL())
-		cfg.PostInterval = model.Duration(interval)
+		cfg.PostInterval = interval
 		st, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +75,7 @@ func TestPacingFallsBackToTheReplicaWhenRedisIsDown(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	fs := fakeslack.New(t, "chat.postMessage")
 	cfg := testConfig(fs.APIURL())
-	cfg.PostInterval = model.Duration(interval)
+	cfg.PostInterval = interval
 	a := newAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
 	a.SharePacing(st.Client(), "x:")
 	if took := postAll(t, []*API{a}, 3); took < 2*interval {

@@ -303,7 +303,7 @@ func DiagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
 
 // alertWindow is the time range the links and the chart look at for one alert.
 func (n *Notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time.Time) {
-	from := a.StartsAt.Add(-time.Duration(n.cfg.TracesWindowBefore))
+	from := a.StartsAt.Add(-n.cfg.TracesWindowBefore)
 	to := now
 	if !a.EndsAt.IsZero() && a.EndsAt.Before(now) && a.Status == notify.StatusResolved {
 		to = a.EndsAt

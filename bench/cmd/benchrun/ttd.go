@@ -85,7 +85,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	})
 	def := config.Default().Dispatch
 	d := dispatch.New(set, engine, notifier, store.NewMemory(), dispatch.Options{Workers: def.Workers, QueueSize: def.QueueSize,
-		GroupCooldown: time.Duration(def.GroupCooldown), Logger: zerolog.Nop(), Metrics: m})
+		GroupCooldown: def.GroupCooldown, Logger: zerolog.Nop(), Metrics: m})
 	d.Start()
 	defer func() { _ = d.Shutdown(context.Background()) }()
 	srv := httptest.NewServer(&handlers.Webhook{Acceptor: d, Metrics: m, Logger: zerolog.Nop()})
