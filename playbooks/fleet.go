@@ -103,14 +103,10 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		path := "fleet.queries." + nq.Name
 		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title, Unit: nq.Query.Unit,
 			Hidden: nq.Query.Hidden}
-		switch {
-		case !identRE.MatchString(nq.Name):
-			el.add(path, "name must be lower-case letters, digits and underscores")
+		if !validName(el, path, nq.Name) {
 			continue
-		case slices.Contains(reserved, nq.Name):
-			el.add(path, "%q is reserved", nq.Name)
-			continue
-		case seen[nq.Name]:
+		}
+		if seen[nq.Name] {
 			el.add(path, "defined twice")
 			continue
 		}
@@ -118,12 +114,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		if nq.Query.Baseline != "" || nq.Query.Quantile || len(nq.Query.SaturatesAt) > 0 {
 			el.add(path, "baseline, quantile and saturates_at are not supported in fleet queries")
 		}
-		if !slices.Contains(units, q.Unit) {
-			el.add(path+".unit", "unknown unit %q (one of: %s)", q.Unit, strings.Join(units[1:], ", "))
-		}
-		if q.Title == "" {
-			q.Title = nq.Name
-		}
+		checkUnit(el, path, q)
 		for _, s := range fleetStats {
 			n := nq.Name + "_" + s
 			if kind := names[n]; kind != "" {
@@ -133,19 +124,8 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		}
 		if q.Expr == "" {
 			el.add(path+".expr", "empty query")
-		} else {
-			for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
-				if m[1] != "siblings" && m[1] != "window" && names[m[1]] != "param" {
-					el.add(path, "unknown placeholder $%s (known: $siblings, $window and the params)", m[1])
-				}
-			}
-			q.segs = splitTemplate(q.Expr, p.Params)
-			sample := expand(q.segs, `model_name="m",namespace="n"`, p.Window, p.Params)
-			if e, err := promQL.ParseExpr(sample); err != nil {
-				el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
-			} else if e.Type() != "vector" {
-				el.add(path, "must return an instant vector by %s, not a %s", fl.By, e.Type())
-			}
+		} else if e := compileExpr(el, p, q, path, "siblings", `model_name="m",namespace="n"`, names); e != nil && e.Type() != "vector" {
+			el.add(path, "must return an instant vector by %s, not a %s", fl.By, e.Type())
 		}
 		fl.index[q.Name] = len(fl.Queries)
 		fl.Queries = append(fl.Queries, q)
