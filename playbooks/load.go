@@ -431,7 +431,7 @@ var sampleTraces = &traces.Report{Service: "vllm-m", Summary: "The slowest reque
 func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	t, err := template.New("").Option("missingkey=error").Funcs(templateFuncs).Parse(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "template: :"))
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: :"))
 	}
 	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces)
 	for _, q := range p.Queries {
@@ -443,7 +443,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 		sample[n] = &v
 	}
 	if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
-		return nil, fmt.Errorf("%s", templateErr(err))
+		return nil, errors.New(templateErr(err))
 	}
 	// Also with every value missing: templates must render "n/a", not fail.
 	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil, nil)); err != nil {
