@@ -231,6 +231,12 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 			notes: []string{"rule capacity-past-knee not decidable: a missing", "1 of 3 queries could not reach Prometheus: client_error: client error: 403"},
 		},
 		{
+			name:    "an answer that is not the API's JSON (bad_response, a proxy's error page) could not reach Prometheus",
+			answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrBadResponse, Msg: "readObjectStart: expect { or n, but found <"}}},
+			query:   "a", problem: "bad_response: readObjectStart: expect { or n, but found <", verdict: VerdictInconclusive, status: QueryUnreachable,
+			notes: []string{"1 of 3 queries could not reach Prometheus: bad_response: readObjectStart: expect { or n, but found <"},
+		},
+		{
 			name:    "warnings keep the value but mark the evidence as a partial answer",
 			answers: map[string]answer{"a": {value: model.Vector{sample(5)}, warnings: []string{"store 10.0.0.7:10901 did not answer"}}},
 			query:   "a", value: ptr(5), problem: "partial answer, Prometheus warned: store 10.0.0.7:10901 did not answer",
