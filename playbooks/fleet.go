@@ -114,7 +114,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		if nq.Query.Baseline != "" || nq.Query.Quantile || len(nq.Query.SaturatesAt) > 0 {
 			el.add(path, "baseline, quantile and saturates_at are not supported in fleet queries")
 		}
-		checkUnit(el, path, q)
+		unitAndTitle(el, path, q)
 		for _, s := range fleetStats {
 			n := nq.Name + "_" + s
 			if kind := names[n]; kind != "" {

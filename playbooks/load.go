@@ -186,7 +186,7 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 		if q.Expr == "" {
 			el.add(path+".expr", "empty query")
 		}
-		checkUnit(el, path, q)
+		unitAndTitle(el, path, q)
 		if len(q.SaturatesAt) > 0 && !q.Quantile {
 			el.add(path+".saturates_at", "only for quantile queries (set quantile: true)")
 		}
@@ -220,8 +220,8 @@ func validName(el *errList, path, name string) bool {
 	return false
 }
 
-// checkUnit checks a query's unit and defaults its title to its name.
-func checkUnit(el *errList, path string, q *Query) {
+// unitAndTitle checks a query's unit and defaults its title to its name.
+func unitAndTitle(el *errList, path string, q *Query) {
 	if !slices.Contains(units, q.Unit) {
 		el.add(path+".unit", "unknown unit %q (one of: %s)", q.Unit, strings.Join(units[1:], ", "))
 	}
