@@ -177,14 +177,10 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		path := "fleet.queries." + nq.Name
 		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title, Unit: nq.Query.Unit,
 			Hidden: nq.Query.Hidden}
-		switch {
-		case !identRE.MatchString(nq.Name):
-			el.add(path, "name must be lower-case letters, digits and underscores")
+		if !validName(el, path, nq.Name) {
 			continue
-		case slices.Contains(reserved, nq.Name):
-			el.add(path, "%q is reserved", nq.Name)
-			continue
-		case seen[nq.Name]:
+		}
+		if seen[nq.Name] {
 			el.add(path, "defined twice")
 			continue
 		}
@@ -193,12 +189,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		if nq.Query.Baseline != "" || nq.Query.Quantile || len(nq.Query.SaturatesAt) > 0 {
 			el.add(path, "baseline, quantile and saturates_at are not supported in fleet queries")
 		}
-		if !slices.Contains(units, q.Unit) {
-			el.add(path+".unit", "unknown unit %q (one of: %s)", q.Unit, strings.Join(units[1:], ", "))
-		}
-		if q.Title == "" {
-			q.Title = nq.Name
-		}
+		unitAndTitle(el, path, q)
 		for _, s := range fleetStats {
 			n := nq.Name + "_" + s
 			if kind := names[n]; kind != "" {

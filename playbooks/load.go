@@ -74,98 +74,119 @@ func Parse(source string, data []byte) (*Playbook, error) {
 	return compile(source, &f)
 }
 
+// compile checks and compiles a decoded playbook, section by section, and reports every error
+// of the file at once. The order matters: params before queries (placeholders name them),
+// queries before the fleet (name clashes) and the fleet before the verdicts (which read its
+// values).
 func compile(source string, f *File) (*Playbook, error) {
 	el := &errList{source: source}
 	p := &Playbook{
 		Name: f.Name, Description: f.Description, Source: source, OnDemand: f.OnDemand,
-		Params: map[string]float64{}, byName: map[string]*Query{}, index: map[string]int{}, Labels: f.Labels,
+		Params: map[string]float64{}, byName: map[string]*Query{}, index: map[string]int{},
 	}
-
 	if !playbookNameRE.MatchString(f.Name) {
 		el.add("name", "%q must be lower-case letters, digits and dashes", f.Name)
 	}
+	if !f.Labels.IsZero() {
+		el.add("labels", "a playbook has no labels: to pick the alerts it diagnoses by their labels use match, "+
+			"to narrow its queries by the alert's labels use scope (templates read the alert's labels as .labels)")
+	}
+	compileMatch(el, p, f.Match, f.OnDemand)
+	compileScope(el, p, f.Scope)
+	compileWindow(el, p, f.Window)
+	names := map[string]string{} // name -> kind (param, query, fleet value), to find collisions
+	compileParams(el, p, f.Params, names)
+	compileQueries(el, p, f.Queries, names)
+	if f.Fleet != nil {
+		compileFleet(el, p, f.Fleet, names)
+	}
+	compileVerdicts(el, p, f.Verdicts)
+	compileCharts(el, p, f.Charts)
+	if err := el.err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
-	// match
-	keys := sortedKeys(f.Match)
-	for _, k := range keys {
-		m, err := parseMatcher(k, f.Match[k])
+// compileMatch parses the label matchers, in name order.
+func compileMatch(el *errList, p *Playbook, match map[string]string, onDemand bool) {
+	for _, k := range sortedKeys(match) {
+		m, err := parseMatcher(k, match[k])
 		if err != nil {
 			el.add("match."+k, "%v", err)
 			continue
 		}
 		p.Matchers = append(p.Matchers, m)
 	}
-	if len(p.Matchers) == 0 && !f.OnDemand {
+	if len(p.Matchers) == 0 && !onDemand {
 		el.add("match", "required unless on_demand is true (which alerts does this playbook diagnose?)")
 	}
+}
 
-	// scope
-	for i, l := range f.Scope {
+// compileScope checks the scope's label names.
+func compileScope(el *errList, p *Playbook, scope []string) {
+	for i, l := range scope {
 		if !labelNameRE.MatchString(l) {
 			el.add(fmt.Sprintf("scope[%d]", i), "%q is not a valid label name", l)
 		}
 	}
-	p.Scope = f.Scope
+	p.Scope = scope
+}
 
-	// window
+// compileWindow parses the window (default 5m).
+func compileWindow(el *errList, p *Playbook, window string) {
 	p.Window = 5 * time.Minute
-	if f.Window != "" {
-		d, err := model.ParseDuration(f.Window)
-		if err != nil || d <= 0 {
-			el.add("window", "%q is not a duration like 5m", f.Window)
-		} else {
-			p.Window = time.Duration(d)
-		}
+	if window == "" {
+		return
 	}
+	d, err := model.ParseDuration(window)
+	if err != nil || d <= 0 {
+		el.add("window", "%q is not a duration like 5m", window)
+		return
+	}
+	p.Window = time.Duration(d)
+}
 
-	// params
-	names := map[string]string{} // name -> kind, to find collisions
-	for _, prm := range f.Params {
+// compileParams keeps the params in the order written and records their names.
+func compileParams(el *errList, p *Playbook, params orderedFloats, names map[string]string) {
+	for _, prm := range params {
 		path := "params." + prm.Name
-		switch {
-		case !identRE.MatchString(prm.Name):
-			el.add(path, "name must be lower-case letters, digits and underscores")
-		case slices.Contains(reserved, prm.Name):
-			el.add(path, "%q is reserved", prm.Name)
-		case names[prm.Name] != "":
-			el.add(path, "defined twice")
-		default:
-			names[prm.Name] = "param"
-			p.Params[prm.Name] = prm.Value
-			p.ParamOrder = append(p.ParamOrder, prm.Name)
+		if !validName(el, path, prm.Name) {
+			continue
 		}
+		if names[prm.Name] != "" {
+			el.add(path, "defined twice")
+			continue
+		}
+		names[prm.Name] = "param"
+		p.Params[prm.Name] = prm.Value
+		p.ParamOrder = append(p.ParamOrder, prm.Name)
 	}
+}
 
-	// queries
-	if len(f.Queries) == 0 {
+// compileQueries compiles the named queries: first every name (a baseline may name a query
+// written after it), then each query's baseline, placeholders and PromQL.
+func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[string]string) {
+	if len(queries) == 0 {
 		el.add("queries", "at least one query is required")
 	}
-	for _, nq := range f.Queries {
+	for _, nq := range queries {
 		path := "queries." + nq.Name
-		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
-			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, Hidden: nq.Query.Hidden, Quantile: nq.Query.Quantile,
-			SaturatesAt: nq.Query.SaturatesAt}
-		switch {
-		case !identRE.MatchString(nq.Name):
-			el.add(path, "name must be lower-case letters, digits and underscores")
+		if !validName(el, path, nq.Name) {
 			continue
-		case slices.Contains(reserved, nq.Name):
-			el.add(path, "%q is reserved", nq.Name)
-			continue
-		case names[nq.Name] != "":
-			el.add(path, "name already used by a %s", names[nq.Name])
+		}
+		if kind := names[nq.Name]; kind != "" {
+			el.add(path, "name already used by a %s", kind)
 			continue
 		}
 		names[nq.Name] = "query"
+		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
+			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, Hidden: nq.Query.Hidden, Quantile: nq.Query.Quantile,
+			SaturatesAt: nq.Query.SaturatesAt}
 		if q.Expr == "" {
 			el.add(path+".expr", "empty query")
 		}
-		if !slices.Contains(units, q.Unit) {
-			el.add(path+".unit", "unknown unit %q (one of: %s)", q.Unit, strings.Join(units[1:], ", "))
-		}
-		if q.Title == "" {
-			q.Title = nq.Name
-		}
+		unitAndTitle(el, path, q)
 		if len(q.SaturatesAt) > 0 && !q.Quantile {
 			el.add(path+".saturates_at", "only for quantile queries (set quantile: true)")
 		}
@@ -180,50 +201,67 @@ func compile(source string, f *File) (*Playbook, error) {
 				el.add(path+".baseline", "unknown query %q", q.Baseline)
 			}
 		}
-		if q.Expr == "" {
-			continue
-		}
-		// Every placeholder must be known, and the query must parse once expanded.
-		for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
-			if m[1] != "scope" && m[1] != "window" && names[m[1]] != "param" {
-				el.add(path, "unknown placeholder $%s (known: $scope, $window and the params)", m[1])
-			}
-		}
-		q.segs = splitTemplate(q.Expr, p.Params)
-		sample := expand(q.segs, `model_name="m",pod="p"`, p.Window, p.Params)
-		if _, err := promQL.ParseExpr(sample); err != nil {
-			el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
+		if q.Expr != "" {
+			compileExpr(el, p, q, path, "scope", `model_name="m",pod="p"`, names)
 		}
 	}
+}
 
-	// fleet: after the params (placeholders) and queries (name clashes), before the verdicts
-	// (which read its values)
-	if f.Fleet != nil {
-		compileFleet(el, p, f.Fleet, names)
+// validName reports whether name can name a param or a query, and adds the error when not.
+func validName(el *errList, path, name string) bool {
+	switch {
+	case !identRE.MatchString(name):
+		el.add(path, "name must be lower-case letters, digits and underscores")
+	case slices.Contains(reserved, name):
+		el.add(path, "%q is reserved", name)
+	default:
+		return true
 	}
+	return false
+}
 
-	// verdicts
+// unitAndTitle checks a query's unit and defaults its title to its name.
+func unitAndTitle(el *errList, path string, q *Query) {
+	if !slices.Contains(units, q.Unit) {
+		el.add(path+".unit", "unknown unit %q (one of: %s)", q.Unit, strings.Join(units[1:], ", "))
+	}
+	if q.Title == "" {
+		q.Title = q.Name
+	}
+}
+
+// compileExpr checks that every placeholder of q's PromQL is known ($window, the params and
+// $<scope>: "scope" for a query, "siblings" for a fleet query), splits the query at them, and
+// parses it expanded with sampleScope. It returns the parsed sample, nil when it does not parse.
+func compileExpr(el *errList, p *Playbook, q *Query, path, scope, sampleScope string, names map[string]string) promparser.Expr {
+	for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
+		if m[1] != scope && m[1] != "window" && names[m[1]] != "param" {
+			el.add(path, "unknown placeholder $%s (known: $%s, $window and the params)", m[1], scope)
+		}
+	}
+	q.segs = splitTemplate(q.Expr, p.Params)
+	e, err := promQL.ParseExpr(expand(q.segs, sampleScope, p.Window, p.Params))
+	if err != nil {
+		el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
+		return nil
+	}
+	return e
+}
+
+// compileVerdicts compiles each verdict's condition (over the queries, params and fleet values)
+// and its templates.
+func compileVerdicts(el *errList, p *Playbook, verdicts []VerdictFile) {
 	env := exprEnv(p)
-	if len(f.Verdicts) == 0 {
+	if len(verdicts) == 0 {
 		el.add("verdicts", "at least one verdict is required")
 	}
-	for i, vf := range f.Verdicts {
+	for i, vf := range verdicts {
 		path := fmt.Sprintf("verdicts[%d]", i)
 		v := &Verdict{ID: vf.ID, When: strings.TrimSpace(vf.When), OfferProfile: vf.OfferProfile}
 		if !slices.Contains(KnownVerdicts, vf.ID) {
 			el.add(path+".id", "unknown verdict %q (one of: %s)", vf.ID, strings.Join(KnownVerdicts, ", "))
 		}
-		if v.When == "" {
-			el.add(path+".when", "a condition is required (use \"true\" for a catch-all)")
-		} else {
-			prog, err := expr.Compile(v.When, expr.Env(env), expr.AsBool())
-			if err != nil {
-				el.add(path+".when", "%s", exprError(err))
-			} else {
-				v.program = prog
-				v.needs = identifiers(v.When, p)
-			}
-		}
+		compileCondition(el, p, v, path, env)
 		var err error
 		if v.Title, err = compileTemplate(vf.Title, p); err != nil {
 			el.add(path+".title", "%v", err)
@@ -243,9 +281,26 @@ func compile(source string, f *File) (*Playbook, error) {
 		}
 		p.Verdicts = append(p.Verdicts, v)
 	}
+}
 
-	// charts
-	for i, cf := range f.Charts {
+// compileCondition compiles v.When to a boolean expr program and notes the values it reads.
+func compileCondition(el *errList, p *Playbook, v *Verdict, path string, env map[string]any) {
+	if v.When == "" {
+		el.add(path+".when", "a condition is required (use \"true\" for a catch-all)")
+		return
+	}
+	prog, err := expr.Compile(v.When, expr.Env(env), expr.AsBool())
+	if err != nil {
+		el.add(path+".when", "%s", exprError(err))
+		return
+	}
+	v.program = prog
+	v.needs = identifiers(v.When, p)
+}
+
+// compileCharts checks each chart's range (default 1h) and queries.
+func compileCharts(el *errList, p *Playbook, charts []ChartFile) {
+	for i, cf := range charts {
 		path := fmt.Sprintf("charts[%d]", i)
 		c := Chart{Title: cf.Title, Queries: cf.Queries, Range: time.Hour}
 		if cf.Range != "" {
@@ -266,11 +321,6 @@ func compile(source string, f *File) (*Playbook, error) {
 		}
 		p.Charts = append(p.Charts, c)
 	}
-
-	if err := el.err(); err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 func parseMatcher(name, v string) (Matcher, error) {
@@ -381,7 +431,7 @@ var sampleTraces = &traces.Report{Service: "vllm-m", Summary: "The slowest reque
 func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	t, err := template.New("").Option("missingkey=error").Funcs(templateFuncs).Parse(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "template: :"))
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: :"))
 	}
 	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces)
 	for _, q := range p.Queries {
@@ -393,7 +443,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 		sample[n] = &v
 	}
 	if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
-		return nil, fmt.Errorf("%s", templateErr(err))
+		return nil, errors.New(templateErr(err))
 	}
 	// Also with every value missing: templates must render "n/a", not fail.
 	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil, nil)); err != nil {

@@ -24,6 +24,8 @@ func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 		"fleet-bad-focus.yaml":         `testdata/bad/fleet-bad-focus.yaml: fleet.focus[0]: unknown fleet query "queue"`,
 		"traces-typo.yaml":             `testdata/bad/traces-typo.yaml: verdicts[0].summary: unknown name "sumary"`,
 		"traces-reserved.yaml":         `testdata/bad/traces-reserved.yaml: queries.traces: "traces" is reserved`,
+		"labels.yaml": `testdata/bad/labels.yaml: labels: a playbook has no labels: to pick the alerts it diagnoses by their labels use match, ` +
+			`to narrow its queries by the alert's labels use scope (templates read the alert's labels as .labels)`,
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {
@@ -38,6 +40,19 @@ func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("error\n  %s\nwant it to contain\n  %s", err, want)
+			}
+		})
+	}
+}
+
+// A labels key, even an empty one, is an error of its own: it was once decoded and ignored.
+func TestALabelsKeyIsRejectedEvenWhenEmpty(t *testing.T) {
+	for _, labels := range []string{"labels:", "labels: {}", "labels: {team: ml}"} {
+		t.Run(labels, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte("name: x\nmatch: {alertname: X}\n"+labels+"\nqueries: {w: 'sum(w{$scope})'}\n"+
+				"verdicts: [{id: healthy, when: 'true', title: ok}]\n"))
+			if err == nil || !strings.HasPrefix(err.Error(), "x.yaml: labels: a playbook has no labels: ") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("want the one labels error, got %v", err)
 			}
 		})
 	}

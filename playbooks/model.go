@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/vm"
+	"gopkg.in/yaml.v3"
 )
 
 // File is a playbook as written in YAML. Load compiles it into a Playbook.
@@ -15,14 +16,16 @@ type File struct {
 	Description string            `yaml:"description"`
 	Match       map[string]string `yaml:"match"`
 	// OnDemand marks the playbook run by `/vllm triage` and `responder triage` without --alert.
-	OnDemand bool              `yaml:"on_demand"`
-	Scope    []string          `yaml:"scope"`
-	Window   string            `yaml:"window"`
-	Params   orderedFloats     `yaml:"params"`
-	Queries  orderedQueries    `yaml:"queries"`
-	Verdicts []VerdictFile     `yaml:"verdicts"`
-	Charts   []ChartFile       `yaml:"charts"`
-	Labels   map[string]string `yaml:"labels"`
+	OnDemand bool           `yaml:"on_demand"`
+	Scope    []string       `yaml:"scope"`
+	Window   string         `yaml:"window"`
+	Params   orderedFloats  `yaml:"params"`
+	Queries  orderedQueries `yaml:"queries"`
+	Verdicts []VerdictFile  `yaml:"verdicts"`
+	Charts   []ChartFile    `yaml:"charts"`
+	// Labels is not a playbook key: it is decoded only to be rejected with a message that says
+	// what to write instead (match, scope), where a plain unknown key would not.
+	Labels yaml.Node `yaml:"labels"`
 	// Fleet compares the alerting pod with its siblings (same model and namespace).
 	Fleet *FleetFile `yaml:"fleet"`
 }
@@ -76,7 +79,6 @@ type Playbook struct {
 	Queries     []*Query
 	Verdicts    []*Verdict
 	Charts      []Chart
-	Labels      map[string]string
 	// Fleet is the sibling comparison; nil when the playbook declares none.
 	Fleet *Fleet
 

@@ -54,9 +54,19 @@ func (p PrometheusQuerier) QueryWithWarnings(ctx context.Context, q string, ts t
 	return v, warnings, err
 }
 
-// ErrPrometheusUnavailable is returned (wrapped) by Run when no query could reach Prometheus.
-// The diagnosis is still returned, degraded.
+// ErrPrometheusUnavailable is what Run's error matches (errors.Is) when no query could reach
+// Prometheus. The diagnosis is still returned, degraded.
 var ErrPrometheusUnavailable = errors.New("prometheus unavailable")
+
+// UnavailableError is Run's error when no query could reach Prometheus: Reason is the last
+// query's failure ("dial tcp 127.0.0.1:9090: connect: connection refused"), for callers that
+// say it in their own words. It matches ErrPrometheusUnavailable.
+type UnavailableError struct{ Reason string }
+
+func (e *UnavailableError) Error() string { return ErrPrometheusUnavailable.Error() + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrPrometheusUnavailable) hold.
+func (e *UnavailableError) Unwrap() error { return ErrPrometheusUnavailable }
 
 // Observer receives one observation per query sent to Prometheus (for the service's metrics).
 type Observer interface {
@@ -162,8 +172,8 @@ type result struct {
 }
 
 // Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
-// current time. It always returns a diagnosis; the error is non-nil (ErrPrometheusUnavailable)
-// only when no evidence could be gathered at all.
+// current time. It always returns a diagnosis; the error is non-nil (an *UnavailableError,
+// matching ErrPrometheusUnavailable) only when no evidence could be gathered at all.
 func (e *Engine) Run(ctx context.Context, p *Playbook, labels map[string]string) (*Diagnosis, error) {
 	return e.RunAt(ctx, p, labels, time.Time{})
 }
@@ -295,7 +305,7 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 	var runErr error
 	if reached == 0 && unreachable > 0 {
 		d.Error = "Prometheus could not be reached: " + lastErr
-		runErr = fmt.Errorf("%w: %s", ErrPrometheusUnavailable, lastErr)
+		runErr = &UnavailableError{Reason: lastErr}
 		d.Verdict = VerdictInconclusive
 		d.Title = "Prometheus unreachable: no evidence gathered"
 		d.Summary = "The alert is real, but the responder could not query Prometheus, so it cannot say why. Check Prometheus, then re-run triage."

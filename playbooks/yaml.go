@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -90,7 +91,7 @@ func shiftLines(err error, by int) error {
 		fmt.Sscanf(s, "line %d", &n)
 		return fmt.Sprintf("line %d", n+by)
 	})
-	return fmt.Errorf("%s", msg)
+	return errors.New(msg)
 }
 
 var (
@@ -109,5 +110,5 @@ func cleanYAMLError(err error) error {
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
 	}
-	return fmt.Errorf("%s", strings.Join(lines, "; "))
+	return errors.New(strings.Join(lines, "; "))
 }

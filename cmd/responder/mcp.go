@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,8 +34,8 @@ func newMCPServer(c *cfgpkg.Config, set *playbooks.Set, engine *playbooks.Engine
 			ctx, cancel := context.WithTimeout(ctx, mcpTriageTimeout)
 			defer cancel()
 			d, err := dispatch.TriageAt(ctx, set, engine, labels, at)
-			if errors.Is(err, playbooks.ErrPrometheusUnavailable) {
-				return nil, fmt.Errorf("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), strings.TrimPrefix(d.Error, "Prometheus could not be reached: "))
+			if unavailable, ok := errors.AsType[*playbooks.UnavailableError](err); ok {
+				return nil, fmt.Errorf("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), unavailable.Reason)
 			}
 			if err != nil {
 				return nil, errors.New(oneLine(err))

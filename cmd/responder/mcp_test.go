@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
+	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // bearerTransport adds the MCP bearer token to every request.
@@ -186,5 +189,49 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// MCP triage with Prometheus unreachable is a tool error of one line naming the server and the
+// reason the engine gave, as `responder triage` prints it.
+func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing.T) {
+	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	c, err := cfgpkg.Load(writeConfig(t, url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := loadPlaybooks(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := newPrometheusAPI(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := newEngine(c, api, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newMCPServer(c, set, engine, store.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	text, isErr := callText(t, cs, "triage", map[string]any{"pod": "vllm-0"})
+	want := "Prometheus at " + url + " unreachable: "
+	if !isErr || !strings.Contains(text, want) || !strings.Contains(text, "connection refused") || strings.Contains(text, "\n") {
+		t.Fatalf("error=%v %q; want one line with %q and the reason", isErr, text, want)
 	}
 }

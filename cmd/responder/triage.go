@@ -107,8 +107,8 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	d, err := dispatch.TriageAt(ctx, set, engine, labels, at)
-	if errors.Is(err, playbooks.ErrPrometheusUnavailable) {
-		return fail("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), strings.TrimPrefix(d.Error, "Prometheus could not be reached: "))
+	if unavailable, ok := errors.AsType[*playbooks.UnavailableError](err); ok {
+		return fail("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), unavailable.Reason)
 	}
 	if err != nil {
 		return fail("%s", oneLine(err))

@@ -265,13 +265,17 @@ func TestTriageLabelValuesCannotBreakOutOfTheirString(t *testing.T) {
 }
 
 func TestTriageFailsWithOneLineWhenPrometheusIsUnreachable(t *testing.T) {
-	cfg := writeConfig(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "")
+	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	cfg := writeConfig(t, url, "")
 	_, stderr, code := triage(t, "--config", cfg)
 	if code == 0 {
 		t.Fatal("exit 0 with Prometheus unreachable")
 	}
-	if strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "unreachable") {
-		t.Fatalf("want one line naming the problem, got %q", stderr)
+	// The line names the server and the reason the engine gave (its UnavailableError), once.
+	want := "Prometheus at " + url + " unreachable: "
+	if strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, want) ||
+		!strings.Contains(stderr, "connection refused") || strings.Contains(stderr, "could not be reached") {
+		t.Fatalf("want one line %q followed by the reason, got %q", want, stderr)
 	}
 }
 

@@ -1,0 +1,364 @@
+package playbooks
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// answer is what the fake Prometheus gives for one query: the data, its warnings, or an error.
+// block makes it wait until the query's context ends, as a Prometheus that never answers.
+type answer struct {
+	value    model.Value
+	warnings []string
+	err      error
+	block    bool
+}
+
+// fakePrometheus is a WarningQuerier that answers each query by the metric it selects (the
+// first name followed by "{"), as pint's tests mock Prometheus per query. A query it has no
+// answer for fails the test.
+type fakePrometheus struct {
+	t       *testing.T
+	answers map[string]answer
+}
+
+var selectedMetricRE = regexp.MustCompile(`([a-z_:]+)\{`)
+
+func (f *fakePrometheus) Query(ctx context.Context, q string, ts time.Time) (model.Value, error) {
+	v, _, err := f.QueryWithWarnings(ctx, q, ts)
+	return v, err
+}
+
+func (f *fakePrometheus) QueryWithWarnings(ctx context.Context, q string, _ time.Time) (model.Value, []string, error) {
+	m := selectedMetricRE.FindStringSubmatch(q)
+	if m == nil {
+		f.t.Errorf("query selects no metric: %s", q)
+		return nil, nil, errors.New("unexpected query")
+	}
+	a, ok := f.answers[m[1]]
+	if !ok {
+		f.t.Errorf("nobody expected the query %s", q)
+		return nil, nil, errors.New("unexpected query")
+	}
+	if a.block {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	}
+	return a.value, a.warnings, a.err
+}
+
+// statuses records the result of every query the engine observed.
+type statuses struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *statuses) ObserveQuery(_ time.Duration, result string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, result)
+}
+
+func sample(v float64) *model.Sample {
+	return &model.Sample{Metric: model.Metric{}, Value: model.SampleValue(v)}
+}
+
+func one(v float64) answer { return answer{value: model.Vector{sample(v)}} }
+
+// fakePlaybook diagnoses from `a`; `b` and the quantile `p99` are further evidence.
+const fakePlaybook = `
+name: fake
+match: {alertname: X}
+scope: [pod]
+queries:
+  a: {expr: 'sum(a{$scope})', unit: count, title: A}
+  b: {expr: 'sum(b{$scope})', unit: count}
+  p99:
+    expr: histogram_quantile(0.99, sum by (le) (rate(ttft_bucket{$scope}[$window])))
+    unit: s
+    quantile: true
+    saturates_at: [2560]
+verdicts:
+  - {id: capacity-past-knee, when: a > 1, title: a is high, summary: "a is {{ count .a }}"}
+  - {id: healthy, when: a != nil && a <= 1, title: a is low}
+  - {id: inconclusive, when: "true", title: fallback}
+`
+
+func evidence(d *Diagnosis, name string) Evidence {
+	for _, e := range d.Evidence {
+		if e.Name == name {
+			return e
+		}
+	}
+	return Evidence{}
+}
+
+// Each kind of answer Prometheus' API can give, for one query or for all of them, becomes
+// what the diagnosis says: a value, or a missing value with its reason named, and a verdict
+// that degrades (inconclusive, with notes) rather than a crash or a made-up number.
+func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
+	p, err := Parse("fake.yaml", []byte(fakePlaybook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := &v1.Error{Type: v1.ErrBadData, Msg: `invalid parameter "query": 1:6: parse error: unexpected "}"`}
+	server := &v1.Error{Type: v1.ErrServer, Msg: "server error: 503", Detail: "query queue full"}
+	refused := &url.Error{Op: "Post", URL: "http://127.0.0.1:9/api/v1/query?query=sum(a)&token=s3cret", Err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}
+	cases := []struct {
+		name string
+		// answers replace the default (every query answers 1) for the metrics they name.
+		answers map[string]answer
+		// query is the evidence checked; value its expected value (nil: missing).
+		query   string
+		value   *float64
+		problem string // the evidence's problem, exactly
+		verdict string
+		notes   []string      // each must be one of the diagnosis' notes, exactly
+		status  string        // what the checked query is counted as (the Query* results)
+		timeout time.Duration // EngineOptions.QueryTimeout; 0: a minute
+		// unavailable: Run returns an *UnavailableError with this reason, and the diagnosis says so.
+		unavailable string
+	}{
+		{
+			name: "one sample is the value", answers: map[string]answer{"a": one(5)},
+			query: "a", value: ptr(5), verdict: VerdictCapacityPastKnee, status: QueryOK,
+		},
+		{
+			name: "a scalar answer is the value", answers: map[string]answer{"a": {value: &model.Scalar{Value: 0.5}}},
+			query: "a", value: ptr(0.5), verdict: VerdictHealthy, status: QueryOK,
+		},
+		{
+			name:    "NaN (0/0 over a window without traffic) is missing, and so is the rule that needs it",
+			answers: map[string]answer{"a": one(math.NaN())},
+			query:   "a", problem: "no traffic in the window (0/0)", verdict: VerdictInconclusive, status: QueryEmpty,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "+Inf is missing, not a huge number", answers: map[string]answer{"a": one(math.Inf(1))},
+			query: "a", problem: "value is +Inf", verdict: VerdictInconclusive, status: QueryOK,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "-Inf is missing", answers: map[string]answer{"a": one(math.Inf(-1))},
+			query: "a", problem: "value is -Inf", verdict: VerdictInconclusive, status: QueryEmpty,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "a quantile at +Inf is saturated: above the top bucket, missing", answers: map[string]answer{"ttft_bucket": one(math.Inf(1))},
+			query: "p99", problem: "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), " +
+				"so the real value is higher than any bucket can show",
+			verdict: VerdictHealthy, status: QueryOK,
+		},
+		{
+			name: "a quantile pinned at a top bucket bound is kept but not trusted", answers: map[string]answer{"ttft_bucket": one(2560)},
+			query: "p99", value: ptr(2560), problem: "pinned at the histogram's top bucket bound (42m40s): the real value is at least this high " +
+				"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement",
+			verdict: VerdictHealthy, status: QueryOK,
+		},
+		{
+			name:    "several series where one is expected: the largest, and the query named as not aggregated",
+			answers: map[string]answer{"a": {value: model.Vector{sample(2), sample(7), sample(0.5)}}},
+			query:   "a", value: ptr(7), problem: "3 series; showing the largest (aggregate the query to one series)",
+			verdict: VerdictCapacityPastKnee, status: QueryOK,
+		},
+		{
+			name: "several series, one of them NaN: the largest number", answers: map[string]answer{"a": {value: model.Vector{sample(math.NaN()), sample(2)}}},
+			query: "a", value: ptr(2), problem: "2 series; showing the largest (aggregate the query to one series)",
+			verdict: VerdictCapacityPastKnee, status: QueryOK,
+		},
+		{
+			name: "a matrix answer is a query error, missing",
+			answers: map[string]answer{"a": {value: model.Matrix{&model.SampleStream{Metric: model.Metric{},
+				Values: []model.SamplePair{{Timestamp: 0, Value: 5}}}}}},
+			query: "a", problem: "query returns a range vector; a playbook query must return one number",
+			verdict: VerdictInconclusive, status: QueryError,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "an empty answer (no series) is missing", answers: map[string]answer{"a": {value: model.Vector{}}},
+			query: "a", problem: "no series", verdict: VerdictInconclusive, status: QueryEmpty,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "a query Prometheus rejects (bad_data) is missing with Prometheus' reason", answers: map[string]answer{"a": {err: rejected}},
+			query: "a", problem: `query rejected by Prometheus: invalid parameter "query": 1:6: parse error: unexpected "}"`,
+			verdict: VerdictInconclusive, status: QueryError,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "a query that fails to execute (execution) is rejected too", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrExec, Msg: "expanding series: too many samples"}}},
+			query: "a", problem: "query rejected by Prometheus: expanding series: too many samples",
+			verdict: VerdictInconclusive, status: QueryError,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "Prometheus' own timeout (timeout) is a timeout", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrTimeout, Msg: "query timed out in expression evaluation"}}},
+			query: "a", problem: "Prometheus timed out: query timed out in expression evaluation",
+			verdict: VerdictInconclusive, status: QueryTimeout,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "a query Prometheus cancelled (canceled) is a timeout", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrCanceled, Msg: "context canceled"}}},
+			query: "a", problem: "Prometheus timed out: context canceled",
+			verdict: VerdictInconclusive, status: QueryTimeout,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "a query past the engine's deadline is a timeout naming the deadline", answers: map[string]answer{"a": {block: true}},
+			timeout: 20 * time.Millisecond, query: "a", problem: "query deadline of 20ms exceeded",
+			verdict: VerdictInconclusive, status: QueryTimeout,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+		},
+		{
+			name: "a 5xx (server_error) on one query: that query could not reach Prometheus, the rest decide", answers: map[string]answer{"a": {err: server}},
+			query: "a", problem: "server_error: server error: 503", verdict: VerdictInconclusive, status: QueryUnreachable,
+			notes: []string{"rule capacity-past-knee not decidable: a missing", "1 of 3 queries could not reach Prometheus: server_error: server error: 503"},
+		},
+		{
+			name:    "a 4xx other than a rejected query (client_error) could not reach Prometheus either",
+			answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrClient, Msg: "client error: 403"}}},
+			query:   "a", problem: "client_error: client error: 403", verdict: VerdictInconclusive, status: QueryUnreachable,
+			notes: []string{"rule capacity-past-knee not decidable: a missing", "1 of 3 queries could not reach Prometheus: client_error: client error: 403"},
+		},
+		{
+			name:    "an answer that is not the API's JSON (bad_response, a proxy's error page) could not reach Prometheus",
+			answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrBadResponse, Msg: "readObjectStart: expect { or n, but found <"}}},
+			query:   "a", problem: "bad_response: readObjectStart: expect { or n, but found <", verdict: VerdictInconclusive, status: QueryUnreachable,
+			notes: []string{"1 of 3 queries could not reach Prometheus: bad_response: readObjectStart: expect { or n, but found <"},
+		},
+		{
+			name:    "warnings keep the value but mark the evidence as a partial answer",
+			answers: map[string]answer{"a": {value: model.Vector{sample(5)}, warnings: []string{"store 10.0.0.7:10901 did not answer"}}},
+			query:   "a", value: ptr(5), problem: "partial answer, Prometheus warned: store 10.0.0.7:10901 did not answer",
+			verdict: VerdictCapacityPastKnee, status: QueryOK,
+			notes: []string{"1 of 3 queries came back with warnings: the answer may be partial (a Thanos store or a Mimir/Cortex querier " +
+				"that did not answer); the verdict rests on what did"},
+		},
+		{
+			name:    "warnings beside several series: both problems are named",
+			answers: map[string]answer{"a": {value: model.Vector{sample(5), sample(6)}, warnings: []string{"partial_response"}}},
+			query:   "a", value: ptr(6), problem: "2 series; showing the largest (aggregate the query to one series); partial answer, Prometheus warned: partial_response",
+			verdict: VerdictCapacityPastKnee, status: QueryOK,
+		},
+		{
+			name:    "a 5xx on every query: no evidence, a degraded diagnosis and an UnavailableError",
+			answers: map[string]answer{"a": {err: server}, "b": {err: server}, "ttft_bucket": {err: server}},
+			query:   "a", problem: "server_error: server error: 503", verdict: VerdictInconclusive, status: QueryUnreachable,
+			unavailable: "server_error: server error: 503",
+		},
+		{
+			name:    "Prometheus refusing connections: the reason without the query string of the URL",
+			answers: map[string]answer{"a": {err: refused}, "b": {err: refused}, "ttft_bucket": {err: refused}},
+			query:   "a", problem: `Post "http://127.0.0.1:9/api/v1/query": dial tcp 127.0.0.1:9: connect: connection refused`,
+			verdict: VerdictInconclusive, status: QueryUnreachable,
+			unavailable: `Post "http://127.0.0.1:9/api/v1/query": dial tcp 127.0.0.1:9: connect: connection refused`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			answers := map[string]answer{"a": one(1), "b": one(1), "ttft_bucket": one(0.2)}
+			for k, v := range tc.answers {
+				answers[k] = v
+			}
+			obs := &statuses{}
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = time.Minute // never reached: an answer that came late would be counted as a timeout
+			}
+			e := NewEngine(&fakePrometheus{t: t, answers: answers}, EngineOptions{CacheTTL: -1, QueryTimeout: timeout, Observer: obs})
+			d, err := e.Run(context.Background(), p, map[string]string{"alertname": "X", "pod": "vllm-0"})
+			if d == nil {
+				t.Fatalf("no diagnosis (error %v)", err)
+			}
+			if tc.unavailable != "" {
+				ue, ok := errors.AsType[*UnavailableError](err)
+				if !ok || ue.Reason != tc.unavailable || !errors.Is(err, ErrPrometheusUnavailable) {
+					t.Fatalf("error %v; want an UnavailableError with reason %q", err, tc.unavailable)
+				}
+				if d.Error != "Prometheus could not be reached: "+tc.unavailable || d.Title != "Prometheus unreachable: no evidence gathered" {
+					t.Errorf("error %q, title %q: the diagnosis must say Prometheus could not be reached", d.Error, d.Title)
+				}
+				if !slices.Equal(d.Missing, []string{"a", "b", "p99"}) {
+					t.Errorf("missing %q; want every query", d.Missing)
+				}
+			} else if err != nil {
+				t.Fatalf("Run: %v (only an unreachable Prometheus is an error)", err)
+			}
+			if d.Verdict != tc.verdict {
+				t.Errorf("verdict %s; want %s (title %q, notes %q)", d.Verdict, tc.verdict, d.Title, d.Notes)
+			}
+			ev := evidence(d, tc.query)
+			switch {
+			case ev.Name == "":
+				t.Fatalf("no evidence %s in %+v", tc.query, d.Evidence)
+			case tc.value == nil && ev.Value != nil:
+				t.Errorf("%s = %v; want missing", tc.query, *ev.Value)
+			case tc.value != nil && (ev.Value == nil || *ev.Value != *tc.value):
+				t.Errorf("%s = %s; want %v", tc.query, ev.Text, *tc.value)
+			}
+			if tc.value == nil {
+				if ev.Text != NA || !slices.Contains(d.Missing, tc.query) {
+					t.Errorf("%s shows %q, missing %q; want n/a and named as missing", tc.query, ev.Text, d.Missing)
+				}
+				if !d.Degraded() {
+					t.Error("a diagnosis with missing evidence must be degraded")
+				}
+			}
+			if ev.Problem != tc.problem {
+				t.Errorf("%s's problem\n  %q\nwant\n  %q", tc.query, ev.Problem, tc.problem)
+			}
+			for _, n := range tc.notes {
+				if !slices.Contains(d.Notes, n) {
+					t.Errorf("notes %q\nwant among them %q", d.Notes, n)
+				}
+			}
+			// The checked query is counted as tc.status, the others (answering 1) as ok.
+			want := []string{tc.status, QueryOK, QueryOK}
+			if len(tc.answers) == 3 {
+				want = []string{tc.status, tc.status, tc.status}
+			}
+			obs.mu.Lock()
+			got := slices.Sorted(slices.Values(obs.got))
+			obs.mu.Unlock()
+			if slices.Sort(want); !slices.Equal(got, want) {
+				t.Errorf("queries counted as %q; want %q", got, want)
+			}
+		})
+	}
+}
+
+// The chosen verdict's templates render with the values the answers gave, and evidence keeps the
+// query as sent, with the alert's label quoted in it.
+func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
+	p, err := Parse("fake.yaml", []byte(fakePlaybook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]answer{"a": one(140), "b": one(1), "ttft_bucket": one(0.2)}
+	d, err := NewEngine(&fakePrometheus{t: t, answers: answers}, EngineOptions{CacheTTL: -1}).
+		Run(context.Background(), p, map[string]string{"alertname": "X", "pod": `vllm-0"} or vector(1)`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != VerdictCapacityPastKnee || d.Title != "a is high" || d.Summary != "a is 140" {
+		t.Fatalf("verdict %s, title %q, summary %q", d.Verdict, d.Title, d.Summary)
+	}
+	if q := evidence(d, "a").Query; q != `sum(a{pod="vllm-0\"} or vector(1)"})` {
+		t.Fatalf("query sent %s; want the label value quoted", q)
+	}
+	if len(d.Missing) != 0 || len(d.Notes) != 0 || d.Degraded() {
+		t.Fatalf("missing %q, notes %q: nothing should be", d.Missing, d.Notes)
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
