@@ -24,7 +24,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
-	slacknotify "github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -37,7 +37,7 @@ type Config struct {
 	Prometheus   PrometheusConfig   `yaml:"prometheus"`
 	Alertmanager AlertmanagerConfig `yaml:"alertmanager"`
 	Webhook      WebhookConfig      `yaml:"webhook"`
-	Slack        slacknotify.Config `yaml:"slack"`
+	Slack        slack.Config       `yaml:"slack"`
 	Redis        RedisConfig        `yaml:"redis"`
 	Playbooks    PlaybooksConfig    `yaml:"playbooks"`
 	Dispatch     DispatchConfig     `yaml:"dispatch"`
