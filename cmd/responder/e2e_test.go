@@ -259,15 +259,32 @@ receivers:
 	if ov := strings.Join(consoleBlock(out.String(), "VLLMTimeToFirstTokenP99High", "overload"), "\n"); !strings.Contains(ov, "slowest requests from traces: none found") {
 		t.Errorf("the overload pod exports no traces, yet its diagnosis does not say so:\n%s", ov)
 	}
-	// The healthy pod fired nothing, neither in Prometheus nor at the responder.
-	for k := range got {
-		if strings.HasSuffix(k, "/healthy") {
-			t.Errorf("the healthy pod was diagnosed: %s %v", k, got[k])
+	// The healthy pod serves a steady load that is never queued, KV-bound or aborted: no alert
+	// but a latency one ever fires for it. Its latency alerts fire only when the machine starves
+	// the simulator (a loaded 2-core machine has taken its TTFT p99 from 0.06 s to 1.4 s, with
+	// an empty queue, idle KV and unchanged prompts): then nothing in vLLM's metrics explains
+	// the slowness, and the only right diagnosis is inconclusive, never a confident cause.
+	latencyAlert := func(name string) bool {
+		return name == "VLLMTimeToFirstTokenP99High" || name == "VLLMInterTokenLatencyP99High"
+	}
+	for k, vs := range got {
+		name, pod, _ := strings.Cut(k, "/")
+		if pod != "healthy" {
+			continue
+		}
+		if !latencyAlert(name) {
+			t.Errorf("the healthy pod was diagnosed for %s: %v", name, vs)
+		}
+		for _, v := range vs {
+			if v != "inconclusive" {
+				t.Errorf("the healthy pod, slowed only by the machine, was diagnosed %s (%s %v): nothing in its metrics explains a slowdown", v, k, vs)
+			}
 		}
 	}
 	for _, a := range promAlerts(prom.URL) {
-		if strings.Contains(a, "/healthy ") {
-			t.Errorf("the healthy pod has an alert in Prometheus: %s", a)
+		name, rest, _ := strings.Cut(a, "/")
+		if strings.HasPrefix(rest, "healthy ") && !latencyAlert(name) {
+			t.Errorf("the healthy pod has a non-latency alert in Prometheus: %s", a)
 		}
 	}
 	// The siblings of the wedged and of the favoured pod serve a healthy load: none is called
