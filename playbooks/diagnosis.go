@@ -1,6 +1,7 @@
 package playbooks
 
 import (
+	"strings"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -110,4 +111,13 @@ func (d *Diagnosis) Degraded() bool {
 		}
 	}
 	return false
+}
+
+// SummaryCitesTraces reports whether the summary already says what the slowest traced requests
+// show (an inconclusive diagnosis leads with it, and a verdict's summary template may cite
+// .traces.summary), so that a renderer does not say it twice. An empty traces summary has
+// nothing to add and counts as said.
+func (d *Diagnosis) SummaryCitesTraces() bool {
+	tr := d.SlowestRequests
+	return tr != nil && strings.Contains(d.Summary, tr.Summary)
 }

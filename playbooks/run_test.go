@@ -3,6 +3,7 @@ package playbooks
 import (
 	"context"
 	"errors"
+	"github.com/vllm-responder/vllm-responder/traces"
 	"math"
 	"net/url"
 	"regexp"
@@ -362,3 +363,20 @@ func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+func TestSummaryCitesTraces(t *testing.T) {
+	tr := &traces.Report{Summary: "the 5 slowest requests spent 92% of their time queued"}
+	for _, c := range []struct {
+		name string
+		d    Diagnosis
+		want bool
+	}{
+		{"no traces", Diagnosis{Summary: "x"}, false},
+		{"an inconclusive summary leading with the traces", Diagnosis{Summary: "Traces: " + tr.Summary + " None matched.", SlowestRequests: tr}, true},
+		{"a summary that does not cite them", Diagnosis{Summary: "Capacity, past the knee.", SlowestRequests: tr}, false},
+	} {
+		if got := c.d.SummaryCitesTraces(); got != c.want {
+			t.Errorf("%s: SummaryCitesTraces() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

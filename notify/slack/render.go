@@ -268,7 +268,7 @@ func DiagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
 	if d.Summary != "" {
 		head += "\n" + escape(d.Summary)
 	}
-	if l := slowestLine(d.SlowestRequests); l != "" && !strings.Contains(d.Summary, d.SlowestRequests.Summary) {
+	if l := slowestLine(d.SlowestRequests); l != "" && !d.SummaryCitesTraces() {
 		head += "\n" + l
 	}
 	blocks = append(blocks, section(truncate(head, maxSectionChars)))
