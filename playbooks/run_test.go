@@ -3,7 +3,6 @@ package playbooks
 import (
 	"context"
 	"errors"
-	"github.com/vllm-responder/vllm-responder/traces"
 	"math"
 	"net/url"
 	"regexp"
@@ -14,6 +13,8 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // answer is what the fake Prometheus gives for one query: the data, its warnings, or an error.
