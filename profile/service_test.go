@@ -317,6 +317,10 @@ func TestAStopThatTimesOutIsReportedKeepsThePodLockedAndTheJanitorRetries(t *tes
 	vllm.stopHang = make(chan struct{})
 	cfg := testConfig()
 	cfg.StopTimeout = 300 * time.Millisecond
+	// The pod stays locked for lock_ttl after the failed stop: 3 s, so that the checks right
+	// after the timeout still see it locked on a loaded machine (testConfig's 1 s once lapsed
+	// between them), and the janitor retries only once it lapses.
+	cfg.LockTTL = 3 * time.Second
 	st := store.NewMemory()
 	s := newService(t, cfg, newProm(t, map[string]string{"llm/vllm-0": vllm.Addr}), st, "r1")
 
@@ -339,7 +343,7 @@ func TestAStopThatTimesOutIsReportedKeepsThePodLockedAndTheJanitorRetries(t *tes
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.RunJanitor(ctx)
-	testenv.WaitFor(t, 10*time.Second, "the janitor to stop the profiler again and clear the record", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the janitor to stop the profiler again and clear the record", func() bool {
 		recs, err := s.Running(context.Background())
 		_, _, stops := vllm.state()
 		return err == nil && len(recs) == 0 && stops == 2
