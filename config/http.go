@@ -1,10 +1,7 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
-	"os"
 
 	promconfig "github.com/prometheus/common/config"
 )
@@ -20,47 +17,6 @@ type HTTPClientConfig = promconfig.HTTPClientConfig
 
 // DefaultHTTPClientConfig is prometheus/common's default: follow redirects, HTTP/2 on.
 func DefaultHTTPClientConfig() HTTPClientConfig { return promconfig.DefaultHTTPClientConfig }
-
-// ValidateHTTPClientConfig checks a section's HTTP client configuration with prometheus/common's
-// own rules (one authentication method, well-formed proxy and headers; bearer_token becomes
-// authorization) and that every file it names can be read now, so a missing Secret fails at
-// load, not at the first incident. Errors are unprefixed.
-func ValidateHTTPClientConfig(h *HTTPClientConfig) error {
-	if err := h.Validate(); err != nil {
-		return err
-	}
-	var errs []error
-	check := func(key, path string) {
-		if path == "" {
-			return
-		}
-		if _, err := os.ReadFile(path); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", key, err))
-		}
-	}
-	if a := h.BasicAuth; a != nil {
-		check("basic_auth.username_file", a.UsernameFile)
-		check("basic_auth.password_file", a.PasswordFile)
-	}
-	if a := h.Authorization; a != nil {
-		check("authorization.credentials_file", a.CredentialsFile)
-	}
-	if o := h.OAuth2; o != nil {
-		check("oauth2.client_secret_file", o.ClientSecretFile)
-		check("oauth2.client_certificate_key_file", o.ClientCertificateKeyFile)
-	}
-	check("tls_config.ca_file", h.TLSConfig.CAFile)
-	check("tls_config.cert_file", h.TLSConfig.CertFile)
-	check("tls_config.key_file", h.TLSConfig.KeyFile)
-	if h.HTTPHeaders != nil {
-		for name, hd := range h.HTTPHeaders.Headers {
-			for _, f := range hd.Files {
-				check("http_headers."+name+".files", f)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // NewHTTPRoundTripper returns the round tripper for a section's HTTP client configuration:
 // prometheus/common's, which adds the credentials and headers, reloads TLS files when they

@@ -302,16 +302,13 @@ func (fl *Fleet) withNaming(p *Playbook, n vllmnames.Naming) (*Fleet, []error) {
 	cp.Queries = make([]*Query, len(fl.Queries))
 	var errs []error
 	for i, q := range fl.Queries {
-		qc := *q
-		tmpl, sample := sameLengthSample(q.segs)
-		out, err := n.RewriteTemplate(tmpl, strings.ReplaceAll(sample, "$by", "_by"))
+		qc, err := renamedQuery(p, q, n, "fleet.queries."+q.Name, func(sample string) string {
+			return strings.ReplaceAll(sample, "$by", "_by")
+		})
 		if err != nil {
-			errs = append(errs, &Error{Source: p.Source, Path: "fleet.queries." + q.Name, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
-		} else if out != tmpl {
-			qc.Expr = out
-			qc.segs = splitTemplate(out, p.Params)
+			errs = append(errs, err)
 		}
-		cp.Queries[i] = &qc
+		cp.Queries[i] = qc
 	}
 	return &cp, errs
 }

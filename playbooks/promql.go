@@ -254,17 +254,12 @@ func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
 	cp.byName = make(map[string]*Query, len(p.Queries))
 	var errs []error
 	for i, q := range p.Queries {
-		qc := *q
-		tmpl, sample := sameLengthSample(q.segs)
-		out, err := n.RewriteTemplate(tmpl, sample)
+		qc, err := renamedQuery(p, q, n, "queries."+q.Name, nil)
 		if err != nil {
-			errs = append(errs, &Error{Source: p.Source, Path: "queries." + q.Name, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
-		} else if out != tmpl {
-			qc.Expr = out
-			qc.segs = splitTemplate(out, p.Params)
+			errs = append(errs, err)
 		}
-		cp.Queries[i] = &qc
-		cp.byName[qc.Name] = &qc
+		cp.Queries[i] = qc
+		cp.byName[qc.Name] = qc
 	}
 	if p.Fleet != nil {
 		var ferrs []error
@@ -272,4 +267,24 @@ func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
 		errs = append(errs, ferrs...)
 	}
 	return &cp, errors.Join(errs...)
+}
+
+// renamedQuery is a copy of q with vllm.metric_prefix's names (the PromQL parser rewrites its
+// template); fixSample, when set, adjusts the sample the template is parsed with. On an error
+// the copy keeps q's expression, and the error names path.
+func renamedQuery(p *Playbook, q *Query, n vllmnames.Naming, path string, fixSample func(string) string) (*Query, error) {
+	qc := *q
+	tmpl, sample := sameLengthSample(q.segs)
+	if fixSample != nil {
+		sample = fixSample(sample)
+	}
+	out, err := n.RewriteTemplate(tmpl, sample)
+	if err != nil {
+		return &qc, &Error{Source: p.Source, Path: path, Msg: "vllm.metric_prefix: " + firstLine(err.Error())}
+	}
+	if out != tmpl {
+		qc.Expr = out
+		qc.segs = splitTemplate(out, p.Params)
+	}
+	return &qc, nil
 }

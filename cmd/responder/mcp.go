@@ -74,15 +74,9 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *cfgPath == "" {
 		return fail("--config is required")
 	}
-	c, err := cfgpkg.Load(*cfgPath)
+	c, err := loadConfigFor(*cfgPath, *promURL)
 	if err != nil {
 		return fail("%s", oneLine(err))
-	}
-	if *promURL != "" {
-		c.Prometheus.URL = *promURL
-		if err := c.Validate(); err != nil {
-			return fail("%s", oneLine(err))
-		}
 	}
 	log := newLogger(c.Log, stderr)
 	set, err := loadPlaybooks(c)

@@ -79,15 +79,9 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return fail("--at: %v", err)
 		}
 	}
-	c, err := cfgpkg.Load(*cfgPath)
+	c, err := loadConfigFor(*cfgPath, *promURL)
 	if err != nil {
 		return fail("%s", oneLine(err))
-	}
-	if *promURL != "" {
-		c.Prometheus.URL = *promURL
-		if err := c.Validate(); err != nil {
-			return fail("%s", oneLine(err))
-		}
 	}
 	set, err := loadPlaybooks(c)
 	if err != nil {
@@ -215,3 +209,17 @@ func parseAt(s string, now time.Time) (time.Time, error) {
 
 // oneLine joins a multi-error into one line for the CLI contract.
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// loadConfigFor loads the config file of a one-shot subcommand (triage, mcp), with --prometheus
+// (promURL, when set) in place of prometheus.url, validated again.
+func loadConfigFor(path, promURL string) (*cfgpkg.Config, error) {
+	c, err := cfgpkg.Load(path)
+	if err != nil || promURL == "" {
+		return c, err
+	}
+	c.Prometheus.URL = promURL
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
