@@ -58,8 +58,8 @@ type Config struct {
 	PostInterval time.Duration `yaml:"post_interval,omitempty"`
 	// RequestTimeout bounds every Slack API call.
 	RequestTimeout time.Duration `yaml:"request_timeout,omitempty"`
-	// MaxRetries bounds the retries of a rate-limited (HTTP 429) call; MaxRetryAfter caps the
-	// wait Slack asks for, beyond which the notification is handed back for a later retry.
+	// MaxRetries bounds the retries of a rate-limited (HTTP 429) notification or reply, each
+	// after Slack's Retry-After (notify.Retry waits); a Retry-After above MaxRetryAfter ends them.
 	MaxRetries    int           `yaml:"max_retries,omitempty"`
 	MaxRetryAfter time.Duration `yaml:"max_retry_after,omitempty"`
 	// StormThreshold: a group notification with more items than this becomes one summary message
@@ -67,8 +67,9 @@ type Config struct {
 	StormThreshold int `yaml:"storm_threshold,omitempty"`
 	// ThreadTTL is how long a group's thread is remembered (in the store) for replies and resolution.
 	ThreadTTL time.Duration `yaml:"thread_ttl,omitempty"`
-	// ParentWait is how long a replica that lost the race to create a group's parent message waits
-	// for the winner's thread before handing the notification back for retry.
+	// ParentWait sets the lifetime of a replica's claim to create a group's parent message (twice
+	// this, at least a minute); meanwhile the other replicas' notifications of the group are
+	// retried by notify.Retry until the thread exists.
 	ParentWait time.Duration `yaml:"parent_wait,omitempty"`
 	// Charts turns the chart upload on (default true); ChartTimeout bounds querying, rendering and
 	// uploading one chart.
