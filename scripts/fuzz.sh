@@ -19,3 +19,4 @@ fuzz FuzzDecodeMessage ./handlers
 fuzz FuzzParseCommand ./notify/slack
 fuzz FuzzScopeMatchers ./playbooks
 fuzz FuzzParse ./playbooks
+fuzz FuzzSampleDecoder ./playbooks
