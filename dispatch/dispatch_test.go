@@ -612,14 +612,10 @@ func (q *countingQuerier) Query(ctx context.Context, _ string, _ time.Time) (mod
 	return model.Vector{&model.Sample{Value: 1}}, nil
 }
 
-// queriesPerRun is how many queries one run of pb sends: its queries and the one request that
-// carries its fleet queries.
+// queriesPerRun is how many requests one run of pb sends: its queries a few to a request, and
+// the one request that carries its fleet queries.
 func queriesPerRun(pb *playbooks.Playbook) int64 {
-	n := len(pb.Queries)
-	if pb.Fleet != nil {
-		n++
-	}
-	return int64(n)
+	return int64(len(pb.Requests(nil, 0)))
 }
 
 func stormMessage(group string, n int) *Message {

@@ -51,7 +51,7 @@ func New(reg prometheus.Registerer) *Responder {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
 		QueryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "vllm_responder_prometheus_query_duration_seconds", Help: "Prometheus query latency by result.",
+			Name: "vllm_responder_prometheus_query_duration_seconds", Help: "Prometheus request latency by result (a request carries up to 10 of a playbook's queries, or all of its fleet queries).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}, []string{"result"}),
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -83,10 +83,6 @@ func FleetGroupBy(podLabel string) string {
 	return "namespace, " + podLabel + ", instance, engine"
 }
 
-// fleetSignalLabel names each query's answer in the one request that carries all of a fleet's
-// queries.
-const fleetSignalLabel = "vllm_responder_signal"
-
 // FleetKey names one series of a fleet answer: its pod (within its namespace, when the answer
 // has one) and its data-parallel engine (empty without the label). It is written
 // "[namespace/]pod[#engine]" in recorded fleet values: neither character occurs in Kubernetes
@@ -374,51 +370,39 @@ func interpretVector(x model.Vector, podLabel, agg string) map[string]float64 {
 }
 
 // fleetRequest is what one run asks of the fleet: every fleet query in one PromQL request,
-// each query's answer labelled with its name (label_replace ... or ...). Prometheus evaluates
-// them in one pass; the number of requests stays one whatever the pods and the signals.
+// each query's answer labelled with its name (foldQueries, as a run's own queries travel).
+// Prometheus evaluates them in one pass; the number of requests stays one whatever the pods and
+// the signals.
 type fleetRequest struct {
 	names, exprs, aggs []string
 	podLabel           string
 }
 
-func (fr *fleetRequest) promQL() string {
-	if len(fr.exprs) == 1 {
-		return fr.exprs[0]
-	}
-	var b strings.Builder
-	for i, e := range fr.exprs {
-		if i > 0 {
-			b.WriteString(" or ")
-		}
-		fmt.Fprintf(&b, "label_replace(%s, %q, %q, \"\", \"\")", e, fleetSignalLabel, fr.names[i])
-	}
-	return b.String()
-}
+func (fr *fleetRequest) promQL() string { return foldQueries(fr.names, fr.exprs) }
+
+func (fr *fleetRequest) key() string { return "fleet by " + fr.podLabel + "\x00" }
 
 // interpret splits the answer by query; a query without series is absent.
-func (fr *fleetRequest) interpret(v model.Value) (FleetValues, string) {
+func (fr *fleetRequest) interpret(v model.Value) result {
 	x, ok := v.(model.Vector)
 	if !ok {
-		return nil, "a fleet query must return an instant vector"
+		return result{status: QueryError, problem: "a fleet query must return an instant vector"}
 	}
 	out := FleetValues{}
-	if len(fr.names) == 1 {
-		if vec := interpretVector(x, fr.podLabel, fr.aggs[0]); len(vec) > 0 {
-			out[fr.names[0]] = vec
-		}
-		return out, ""
-	}
-	bySignal := make(map[string]model.Vector, len(fr.names))
-	for _, s := range x {
-		sig := string(s.Metric[fleetSignalLabel])
-		bySignal[sig] = append(bySignal[sig], s)
+	bySignal := map[string]model.Vector{fr.names[0]: x}
+	if len(fr.names) > 1 {
+		bySignal = splitBySignal(x)
 	}
 	for i, n := range fr.names {
 		if vec := interpretVector(bySignal[n], fr.podLabel, fr.aggs[i]); len(vec) > 0 {
 			out[n] = vec
 		}
 	}
-	return out, ""
+	r := result{status: QueryOK, fleet: out}
+	if len(out) == 0 {
+		r.status = QueryEmpty
+	}
+	return r
 }
 
 // fleetExprs expands the fleet's queries for an alert: the scope without the pod, grouped by

@@ -202,7 +202,9 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 			}
 		}
 		if q.Expr != "" {
-			compileExpr(el, p, q, path, "scope", `model_name="m",pod="p"`, names)
+			if e := compileExpr(el, p, q, path, "scope", `model_name="m",pod="p"`, names); e != nil {
+				q.vector = e.Type() == promparser.ValueTypeVector
+			}
 		}
 	}
 }

@@ -97,6 +97,7 @@ type Query struct {
 	Quantile    bool
 	SaturatesAt []float64
 	segs        []segment // Expr split at its placeholders
+	vector      bool      // Expr is an instant vector: it can share a request (batch.go)
 }
 
 // Verdict is a compiled verdict rule.

@@ -89,9 +89,12 @@ type EngineOptions struct {
 	// CacheTTL keeps a result for identical queries arriving shortly after (default 10s; 0 uses
 	// the default, negative disables). In-flight identical queries are always shared.
 	CacheTTL time.Duration
-	// MaxConcurrent bounds queries in flight to Prometheus across all runs (default 16).
+	// MaxConcurrent bounds requests in flight to Prometheus across all runs (default 16).
 	MaxConcurrent int
-	Observer      Observer
+	// QueriesPerRequest is how many of a run's queries one request to Prometheus carries at most
+	// (default 10; 1 sends each query alone). See batch.go.
+	QueriesPerRequest int
+	Observer          Observer
 	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
 	PodScope PodScope
 	// MetricPrefix is the prefix the queries were renamed to (vllm.metric_prefix), named in the
@@ -154,6 +157,12 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 	if opt.MaxConcurrent <= 0 {
 		opt.MaxConcurrent = defaultMaxConcurrent
 	}
+	switch {
+	case opt.QueriesPerRequest == 0:
+		opt.QueriesPerRequest = defaultQueriesPerRequest
+	case opt.QueriesPerRequest < 0:
+		opt.QueriesPerRequest = 1
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -163,12 +172,16 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 
 // result is one query's outcome.
 type result struct {
-	value    *float64
-	problem  string
-	status   string // one of the Query* results
-	series   int
-	fleet    FleetValues // a fleet request's values by query and series (shared read-only between runs)
-	warnings []string    // the answer's warnings: it may be partial
+	value   *float64
+	problem string
+	status  string // one of the Query* results
+	series  int
+	fleet   FleetValues // a fleet request's values by query and series (shared read-only between runs)
+	parts   []result    // a request carrying several queries: each one's result (queryBatch)
+	// transport: the request failed before Prometheus (or a proxy) answered: refused, reset,
+	// DNS, TLS. Sending its queries again alone would fail alike.
+	transport bool
+	warnings  []string // the answer's warnings: it may be partial
 }
 
 // Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
@@ -213,7 +226,6 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 
 	tracesDone := e.lookupTraces(ctx, p, labels, evalAt)
 	exprs := make([]string, len(p.Queries))
-	results := make([]result, len(p.Queries))
 	var wg sync.WaitGroup
 	var fleetExprs, fleetNotes []string
 	var fleetVals FleetValues
@@ -227,22 +239,20 @@ func (e *Engine) RunAt(ctx context.Context, p *Playbook, labels map[string]strin
 	}
 	for i, q := range p.Queries {
 		exprs[i] = expand(q.segs, scope, p.Window, p.Params)
-		wg.Add(1)
-		go func(i int, q *Query) {
-			defer wg.Done()
-			results[i] = e.query(ctx, exprs[i], cacheSuffix, evalAt, nil)
-			if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
-				results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
-					"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", FormatValue(r.value, q.Unit))
+	}
+	results := e.queryAll(ctx, p, exprs, cacheSuffix, evalAt)
+	for i, q := range p.Queries {
+		if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
+			results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
+				"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", FormatValue(r.value, q.Unit))
+		}
+		if r := results[i]; r.value != nil && math.IsInf(*r.value, 1) {
+			problem := "value is +Inf"
+			if q.Quantile {
+				problem = "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), so the real value is higher than any bucket can show"
 			}
-			if r := results[i]; r.value != nil && math.IsInf(*r.value, 1) {
-				problem := "value is +Inf"
-				if q.Quantile {
-					problem = "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), so the real value is higher than any bucket can show"
-				}
-				results[i] = result{status: QueryOK, problem: problem}
-			}
-		}(i, q)
+			results[i] = result{status: QueryOK, problem: problem, warnings: r.warnings}
+		}
 	}
 	wg.Wait()
 	d.SlowestRequests = e.waitTraces(ctx, tracesDone, d)
@@ -503,23 +513,19 @@ func render(t *template.Template, data map[string]any) string {
 	return strings.TrimSpace(b.String())
 }
 
-// query runs one query with deduplication: an identical query (at the same evaluation time: key
-// is q plus keySuffix) in flight is shared, and a result younger than CacheTTL is reused.
+// query runs one request with deduplication: an identical request in flight (at the same
+// evaluation time: key is q plus keySuffix) is shared, and a result younger than CacheTTL is
+// reused.
 //
-// fr, when set, keeps the answer as the fleet's values by query and series (a fleet request)
-// instead of one number.
-func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, fr *fleetRequest) result {
+// kind, when set, reads the answer of a request carrying several queries (a queryBatch or a
+// fleetRequest) instead of as one number.
+func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, kind answerKind) result {
 	key := q + keySuffix
-	if fr != nil {
-		key = "fleet by " + fr.podLabel + "\x00" + key
+	if kind != nil {
+		key = kind.key() + key
 	}
-	if e.opt.CacheTTL > 0 {
-		e.mu.Lock()
-		c, ok := e.cache[key]
-		e.mu.Unlock()
-		if ok && e.opt.Now().Sub(c.fetched) < e.opt.CacheTTL {
-			return c.res
-		}
+	if r, ok := e.cached(key); ok {
+		return r
 	}
 	ch := e.sf.DoChan(key, func() (any, error) {
 		// Detached from the first caller's cancellation: others may be waiting on it too.
@@ -540,15 +546,11 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, f
 		} else {
 			v, err = e.q.Query(qctx, q, at)
 		}
-		r := interpret(v, err, qctx)
-		if fr != nil && err == nil {
-			r = result{status: QueryOK}
-			r.fleet, r.problem = fr.interpret(v)
-			if r.fleet == nil {
-				r.status = QueryError
-			} else if len(r.fleet) == 0 {
-				r.status = QueryEmpty
-			}
+		var r result
+		if kind != nil && err == nil {
+			r = kind.interpret(v)
+		} else {
+			r = interpret(v, err, qctx)
 		}
 		if err == nil && len(warnings) > 0 {
 			r.warnings = warnings
@@ -557,10 +559,7 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, f
 			e.opt.Observer.ObserveQuery(time.Since(t0), r.status)
 		}
 		if (r.status == QueryOK || r.status == QueryEmpty) && len(r.warnings) == 0 {
-			e.mu.Lock()
-			e.cache[key] = cached{res: r, fetched: e.opt.Now()}
-			e.pruneLocked()
-			e.mu.Unlock()
+			e.store(key, r)
 		}
 		e.opt.Logger.Debug().Str("query", q).Str("result", r.status).Dur("duration", time.Since(t0)).Msg("prometheus query")
 		return r, nil
@@ -571,6 +570,31 @@ func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, f
 	case <-ctx.Done():
 		return result{status: QueryTimeout, problem: "the diagnosis deadline passed before this query returned"}
 	}
+}
+
+// cached is the result kept for key, when CacheTTL has not passed since it came.
+func (e *Engine) cached(key string) (result, bool) {
+	if e.opt.CacheTTL <= 0 {
+		return result{}, false
+	}
+	e.mu.Lock()
+	c, ok := e.cache[key]
+	e.mu.Unlock()
+	if !ok || e.opt.Now().Sub(c.fetched) >= e.opt.CacheTTL {
+		return result{}, false
+	}
+	return c.res, true
+}
+
+// store keeps r for key (when the cache is on).
+func (e *Engine) store(key string, r result) {
+	if e.opt.CacheTTL <= 0 {
+		return
+	}
+	e.mu.Lock()
+	e.cache[key] = cached{res: r, fetched: e.opt.Now()}
+	e.pruneLocked()
+	e.mu.Unlock()
 }
 
 func (e *Engine) pruneLocked() {
@@ -597,7 +621,8 @@ func interpret(v model.Value, err error, ctx context.Context) result {
 		case ctx.Err() != nil:
 			return result{status: QueryTimeout, problem: context.Cause(ctx).Error()}
 		default:
-			return result{status: QueryUnreachable, problem: redactURL(err.Error())}
+			// Not even an API error: the request did not reach Prometheus (or a proxy) at all.
+			return result{status: QueryUnreachable, problem: redactURL(err.Error()), transport: apiErr == nil}
 		}
 	}
 	var samples []float64

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	promparser "github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -29,6 +30,11 @@ type answer struct {
 // fakePrometheus is a WarningQuerier that answers each query by the metric it selects (the
 // first name followed by "{"), as pint's tests mock Prometheus per query. A query it has no
 // answer for fails the test.
+//
+// A request carrying several queries (foldQueries: label_replace(q, signal, name) or ...) is
+// answered as Prometheus would: each query's samples labelled with its name; the first error
+// of any of them fails the whole request, a scalar or matrix answer inside it is rejected (as
+// label_replace rejects them), and the warnings are the request's.
 type fakePrometheus struct {
 	t       *testing.T
 	answers map[string]answer
@@ -42,21 +48,85 @@ func (f *fakePrometheus) Query(ctx context.Context, q string, ts time.Time) (mod
 }
 
 func (f *fakePrometheus) QueryWithWarnings(ctx context.Context, q string, _ time.Time) (model.Value, []string, error) {
+	legs := foldedLegs(f.t, q)
+	if legs == nil {
+		a := f.answer(q)
+		if a.block {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		}
+		return a.value, a.warnings, a.err
+	}
+	var out model.Vector
+	var warnings []string
+	for _, l := range legs {
+		a := f.answer(l.expr)
+		if a.block {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		}
+		if a.err != nil {
+			return nil, nil, a.err
+		}
+		x, ok := a.value.(model.Vector)
+		if !ok {
+			return nil, nil, &v1.Error{Type: v1.ErrBadData, Msg: "expected type instant vector in call to function \"label_replace\""}
+		}
+		for _, s := range x {
+			m := s.Metric.Clone()
+			m[signalLabel] = model.LabelValue(l.name)
+			out = append(out, &model.Sample{Metric: m, Value: s.Value, Timestamp: s.Timestamp})
+		}
+		warnings = append(warnings, a.warnings...)
+	}
+	return out, warnings, nil
+}
+
+func (f *fakePrometheus) answer(q string) answer {
 	m := selectedMetricRE.FindStringSubmatch(q)
 	if m == nil {
 		f.t.Errorf("query selects no metric: %s", q)
-		return nil, nil, errors.New("unexpected query")
+		return answer{err: errors.New("unexpected query")}
 	}
 	a, ok := f.answers[m[1]]
 	if !ok {
 		f.t.Errorf("nobody expected the query %s", q)
-		return nil, nil, errors.New("unexpected query")
+		return answer{err: errors.New("unexpected query")}
 	}
-	if a.block {
-		<-ctx.Done()
-		return nil, nil, ctx.Err()
+	return a
+}
+
+// foldedLeg is one query of a request that carries several.
+type foldedLeg struct{ name, expr string }
+
+// foldedLegs parses a request of foldQueries back into its queries; nil for a lone query.
+func foldedLegs(t testing.TB, q string) []foldedLeg {
+	e, err := promQL.ParseExpr(q)
+	if err != nil {
+		if t != nil {
+			t.Errorf("unparsable request %s: %v", q, err)
+		}
+		return nil
 	}
-	return a.value, a.warnings, a.err
+	var legs []foldedLeg
+	var walk func(e promparser.Expr) bool
+	walk = func(e promparser.Expr) bool {
+		switch x := e.(type) {
+		case *promparser.BinaryExpr:
+			return x.Op == promparser.LOR && walk(x.LHS) && walk(x.RHS)
+		case *promparser.Call:
+			if x.Func.Name != "label_replace" || x.Args[1].(*promparser.StringLiteral).Val != signalLabel {
+				return false
+			}
+			legs = append(legs, foldedLeg{name: x.Args[2].(*promparser.StringLiteral).Val, expr: x.Args[0].String()})
+			return true
+		}
+		return false
+	}
+	if !walk(e) || len(legs) < 2 {
+		return nil
+	}
+	return legs
 }
 
 // statuses records the result of every query the engine observed.
@@ -130,6 +200,8 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 		timeout time.Duration // EngineOptions.QueryTimeout; 0: a minute
 		// unavailable: Run returns an *UnavailableError with this reason, and the diagnosis says so.
 		unavailable string
+		// batchedNotes replace notes when the queries share a request (they share its warnings).
+		batchedNotes []string
 	}{
 		{
 			name: "one sample is the value", answers: map[string]answer{"a": one(5)},
@@ -245,6 +317,8 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 			verdict: VerdictCapacityPastKnee, status: QueryOK,
 			notes: []string{"1 of 3 queries came back with warnings: the answer may be partial (a Thanos store or a Mimir/Cortex querier " +
 				"that did not answer); the verdict rests on what did"},
+			batchedNotes: []string{"3 of 3 queries came back with warnings: the answer may be partial (a Thanos store or a Mimir/Cortex querier " +
+				"that did not answer); the verdict rests on what did"},
 		},
 		{
 			name:    "warnings beside several series: both problems are named",
@@ -266,76 +340,91 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 			unavailable: `Post "http://127.0.0.1:9/api/v1/query": dial tcp 127.0.0.1:9: connect: connection refused`,
 		},
 	}
+	// Each case twice: every query in a request of its own, and the three in one request (the
+	// default), which must say the same but for the warnings they share.
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			answers := map[string]answer{"a": one(1), "b": one(1), "ttft_bucket": one(0.2)}
-			for k, v := range tc.answers {
-				answers[k] = v
+		for _, perRequest := range []int{1, 0} {
+			name := tc.name + " (alone)"
+			if perRequest == 0 {
+				name = tc.name + " (one request)"
 			}
-			obs := &statuses{}
-			timeout := tc.timeout
-			if timeout == 0 {
-				timeout = time.Minute // never reached: an answer that came late would be counted as a timeout
-			}
-			e := NewEngine(&fakePrometheus{t: t, answers: answers}, EngineOptions{CacheTTL: -1, QueryTimeout: timeout, Observer: obs})
-			d, err := e.Run(context.Background(), p, map[string]string{"alertname": "X", "pod": "vllm-0"})
-			if d == nil {
-				t.Fatalf("no diagnosis (error %v)", err)
-			}
-			if tc.unavailable != "" {
-				ue, ok := errors.AsType[*UnavailableError](err)
-				if !ok || ue.Reason != tc.unavailable || !errors.Is(err, ErrPrometheusUnavailable) {
-					t.Fatalf("error %v; want an UnavailableError with reason %q", err, tc.unavailable)
+			t.Run(name, func(t *testing.T) {
+				answers := map[string]answer{"a": one(1), "b": one(1), "ttft_bucket": one(0.2)}
+				for k, v := range tc.answers {
+					answers[k] = v
 				}
-				if d.Error != "Prometheus could not be reached: "+tc.unavailable || d.Title != "Prometheus unreachable: no evidence gathered" {
-					t.Errorf("error %q, title %q: the diagnosis must say Prometheus could not be reached", d.Error, d.Title)
+				obs := &statuses{}
+				timeout := tc.timeout
+				if timeout == 0 {
+					timeout = time.Minute // never reached: an answer that came late would be counted as a timeout
 				}
-				if !slices.Equal(d.Missing, []string{"a", "b", "p99"}) {
-					t.Errorf("missing %q; want every query", d.Missing)
+				e := NewEngine(&fakePrometheus{t: t, answers: answers}, EngineOptions{CacheTTL: -1, QueryTimeout: timeout, Observer: obs, QueriesPerRequest: perRequest})
+				d, err := e.Run(context.Background(), p, map[string]string{"alertname": "X", "pod": "vllm-0"})
+				if d == nil {
+					t.Fatalf("no diagnosis (error %v)", err)
 				}
-			} else if err != nil {
-				t.Fatalf("Run: %v (only an unreachable Prometheus is an error)", err)
-			}
-			if d.Verdict != tc.verdict {
-				t.Errorf("verdict %s; want %s (title %q, notes %q)", d.Verdict, tc.verdict, d.Title, d.Notes)
-			}
-			ev := evidence(d, tc.query)
-			switch {
-			case ev.Name == "":
-				t.Fatalf("no evidence %s in %+v", tc.query, d.Evidence)
-			case tc.value == nil && ev.Value != nil:
-				t.Errorf("%s = %v; want missing", tc.query, *ev.Value)
-			case tc.value != nil && (ev.Value == nil || *ev.Value != *tc.value):
-				t.Errorf("%s = %s; want %v", tc.query, ev.Text, *tc.value)
-			}
-			if tc.value == nil {
-				if ev.Text != NA || !slices.Contains(d.Missing, tc.query) {
-					t.Errorf("%s shows %q, missing %q; want n/a and named as missing", tc.query, ev.Text, d.Missing)
+				if tc.unavailable != "" {
+					ue, ok := errors.AsType[*UnavailableError](err)
+					if !ok || ue.Reason != tc.unavailable || !errors.Is(err, ErrPrometheusUnavailable) {
+						t.Fatalf("error %v; want an UnavailableError with reason %q", err, tc.unavailable)
+					}
+					if d.Error != "Prometheus could not be reached: "+tc.unavailable || d.Title != "Prometheus unreachable: no evidence gathered" {
+						t.Errorf("error %q, title %q: the diagnosis must say Prometheus could not be reached", d.Error, d.Title)
+					}
+					if !slices.Equal(d.Missing, []string{"a", "b", "p99"}) {
+						t.Errorf("missing %q; want every query", d.Missing)
+					}
+				} else if err != nil {
+					t.Fatalf("Run: %v (only an unreachable Prometheus is an error)", err)
 				}
-				if !d.Degraded() {
-					t.Error("a diagnosis with missing evidence must be degraded")
+				if d.Verdict != tc.verdict {
+					t.Errorf("verdict %s; want %s (title %q, notes %q)", d.Verdict, tc.verdict, d.Title, d.Notes)
 				}
-			}
-			if ev.Problem != tc.problem {
-				t.Errorf("%s's problem\n  %q\nwant\n  %q", tc.query, ev.Problem, tc.problem)
-			}
-			for _, n := range tc.notes {
-				if !slices.Contains(d.Notes, n) {
-					t.Errorf("notes %q\nwant among them %q", d.Notes, n)
+				ev := evidence(d, tc.query)
+				switch {
+				case ev.Name == "":
+					t.Fatalf("no evidence %s in %+v", tc.query, d.Evidence)
+				case tc.value == nil && ev.Value != nil:
+					t.Errorf("%s = %v; want missing", tc.query, *ev.Value)
+				case tc.value != nil && (ev.Value == nil || *ev.Value != *tc.value):
+					t.Errorf("%s = %s; want %v", tc.query, ev.Text, *tc.value)
 				}
-			}
-			// The checked query is counted as tc.status, the others (answering 1) as ok.
-			want := []string{tc.status, QueryOK, QueryOK}
-			if len(tc.answers) == 3 {
-				want = []string{tc.status, tc.status, tc.status}
-			}
-			obs.mu.Lock()
-			got := slices.Sorted(slices.Values(obs.got))
-			obs.mu.Unlock()
-			if slices.Sort(want); !slices.Equal(got, want) {
-				t.Errorf("queries counted as %q; want %q", got, want)
-			}
-		})
+				if tc.value == nil {
+					if ev.Text != NA || !slices.Contains(d.Missing, tc.query) {
+						t.Errorf("%s shows %q, missing %q; want n/a and named as missing", tc.query, ev.Text, d.Missing)
+					}
+					if !d.Degraded() {
+						t.Error("a diagnosis with missing evidence must be degraded")
+					}
+				}
+				if ev.Problem != tc.problem {
+					t.Errorf("%s's problem\n  %q\nwant\n  %q", tc.query, ev.Problem, tc.problem)
+				}
+				notes := tc.notes
+				if perRequest == 0 && tc.batchedNotes != nil {
+					notes = tc.batchedNotes
+				}
+				for _, n := range notes {
+					if !slices.Contains(d.Notes, n) {
+						t.Errorf("notes %q\nwant among them %q", d.Notes, n)
+					}
+				}
+				if perRequest == 0 {
+					return // requests are counted, not queries: TestARequestOfSeveralQueries... count them
+				}
+				// The checked query is counted as tc.status, the others (answering 1) as ok.
+				want := []string{tc.status, QueryOK, QueryOK}
+				if len(tc.answers) == 3 {
+					want = []string{tc.status, tc.status, tc.status}
+				}
+				obs.mu.Lock()
+				got := slices.Sorted(slices.Values(obs.got))
+				obs.mu.Unlock()
+				if slices.Sort(want); !slices.Equal(got, want) {
+					t.Errorf("queries counted as %q; want %q", got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -204,8 +204,8 @@ func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *te
 	}
 }
 
-// splitQueries counts the distinct queries of the playbook that labels match: those containing
-// match, and the others.
+// splitQueries counts the distinct requests a run of the playbook that labels match sends:
+// those containing match, and the others.
 func splitQueries(t *testing.T, labels map[string]string, match string) (matching, others int) {
 	t.Helper()
 	b, err := playbooks.Builtin()
@@ -228,14 +228,11 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 			out[e] = true
 		}
 	}
-	for _, q := range pb.Queries {
-		add(pb.Expand(q, labels))
-	}
-	if pb.Fleet != nil { // the sibling comparison's one request runs beside them
-		add(pb.FleetRequest(labels))
+	for _, r := range pb.Requests(labels, 0) { // its queries a few to a request, and the fleet request
+		add(r)
 	}
 	if len(in) == 0 || len(out) == 0 {
-		t.Fatalf("playbook %s: %d queries with %q, %d without: the test needs both", pb.Name, len(in), match, len(out))
+		t.Fatalf("playbook %s: %d requests with %q, %d without: the test needs both", pb.Name, len(in), match, len(out))
 	}
 	return len(in), len(out)
 }

@@ -189,20 +189,20 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 				r.name, r.queries, ms(percentile(r.sum, .5)), ms(percentile(r.concurrent, .5)), ms(percentile(r.fleetReq, .5)), r.fleetQueries, ms(percentile(r.fleetSep, .5)),
 				float64(t50)/float64(max(percentile(r.concurrent, .5), 1)), float64(t50)/float64(max(percentile(r.slowest, .5), 1)))
 		}
-		w("| time to diagnosis, %s (%d requests: %d queries and one fleet request carrying %d; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest request alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
-			ttd.name, ttd.queries, ttd.queries-1, ttd.fleetQueries, len(ttd.ttd), ttd.verdict, ms(t50), ms(percentile(ttd.ttd, .9)), ttd.slowestName,
+		w("| time to diagnosis, %s (%d requests: its %d queries in %d, and one fleet request carrying %d; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest request alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
+			ttd.name, ttd.queries, ttd.playbookQueries, ttd.queries-1, ttd.fleetQueries, len(ttd.ttd), ttd.verdict, ms(t50), ms(percentile(ttd.ttd, .9)), ttd.slowestName,
 			ms(percentile(ttd.slowest, .5)), ms(percentile(ttd.slowest, .9)), ms(ttd.p50Target), passFail(t50 <= ttd.p50Target && ttd.errors == 0))
 		refs(ttd, t50)
 		f50 := percentile(fleet.ttd, .5)
-		w("| time to diagnosis, %s (%d requests per diagnosis whatever the pod count: the fleet's %d queries in one request, one vector by pod and engine each; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest request alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
-			fleet.name, fleet.queries, fleet.fleetQueries, len(fleet.ttd), fleet.verdict, ms(f50), ms(percentile(fleet.ttd, .9)), fleet.slowestName,
+		w("| time to diagnosis, %s (%d requests per diagnosis whatever the pod count: its %d queries in %d, the fleet's %d in one, one vector by pod and engine each; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest request alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
+			fleet.name, fleet.queries, fleet.playbookQueries, fleet.queries-1, fleet.fleetQueries, len(fleet.ttd), fleet.verdict, ms(f50), ms(percentile(fleet.ttd, .9)), fleet.slowestName,
 			ms(percentile(fleet.slowest, .5)), ms(percentile(fleet.slowest, .9)), ms(fleet.p50Target), passFail(f50 <= fleet.p50Target && fleet.errors == 0 && len(fleet.ttd) > 0))
 		refs(fleet, f50)
 	}
 	if o.runs("storm") {
 		w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",
 			st.accepted, st.refused, st.alerts, st.groups, st.posts, st.sendSpan.Round(10*time.Millisecond), passFail(st.accepted == st.alerts))
-		w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct (scope, query) pairs (%d without any sharing) | ≤ distinct pairs (cache_ttl %s) | %s |\n",
+		w("| storm: Prometheus queries issued | %d at the proxy (%d distinct), %d in the responder's metric | %d distinct requests (%d without any sharing) | ≤ distinct pairs (cache_ttl %s) | %s |\n",
 			st.queries, st.distinctSent, st.queriesMetric, st.distinctPairs, st.unshared, st.cacheTTL, passFail(st.queries <= st.distinctPairs && st.queries > 0))
 		w("| storm: Slack parent posts | %d parents, %d thread replies | 50 groups | exactly 50 | %s |\n",
 			st.parents, st.replies, passFail(st.parents == st.groups))

@@ -102,7 +102,7 @@ slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: 
 	time.Sleep(time.Second)
 	rep.idleG, _ = metric(resp.URL, "go_goroutines")
 
-	// The alerts, and the distinct (scope, query) pairs their playbooks need.
+	// The alerts, and the distinct requests their playbooks need.
 	builtin, err := playbooks.Builtin()
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -125,14 +125,13 @@ slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: 
 				if !ok {
 					t.Fatalf("no playbook for %s", an)
 				}
-				for _, q := range pb.Queries {
-					pairs[pb.Expand(q, l)] = true
+				// Its queries a few to a request, and one request for every fleet signal (shared
+				// by the pods of a model).
+				reqs := pb.Requests(l, 0)
+				for _, r := range reqs {
+					pairs[r] = true
 				}
-				rep.unshared += len(pb.Queries)
-				if pb.Fleet != nil { // one request for every fleet signal: shared by the pods of a model
-					pairs[pb.FleetRequest(l)] = true
-					rep.unshared++
-				}
+				rep.unshared += len(reqs)
 			}
 			groups = append(groups, g)
 		}

@@ -24,12 +24,13 @@ import (
 )
 
 type ttdReport struct {
-	name         string // what was diagnosed
-	pods         int    // pods of the model
-	reps         int
-	queries      int             // requests to Prometheus per diagnosis
-	fleetQueries int             // fleet queries carried by one of them
-	ttd, slowest []time.Duration // sorted
+	name            string // what was diagnosed
+	pods            int    // pods of the model
+	reps            int
+	queries         int             // requests to Prometheus per diagnosis
+	playbookQueries int             // the playbook's own queries, carried by all but the last
+	fleetQueries    int             // fleet queries carried by the last
+	ttd, slowest    []time.Duration // sorted
 	// sum: all queries alone one after the other; concurrent: all at once from bare goroutines.
 	sum, concurrent []time.Duration
 	// fleetReq: the fleet request alone; fleetSep: its queries alone one after the other.
@@ -93,11 +94,14 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 
 	var exprs, names []string
 	rep := ttdReport{name: name, pods: pods, reps: reps}
-	for _, q := range pb.Queries {
-		exprs, names = append(exprs, pb.Expand(q, labels)), append(names, q.Name)
+	// The requests the engine sends: its queries a few to a request, then the fleet's in one.
+	exprs = pb.Requests(labels, 0)
+	for i := range exprs {
+		names = append(names, fmt.Sprintf("request %d of the playbook's queries", i+1))
 	}
-	if pb.Fleet != nil { // the fleet's queries travel as one request
-		exprs, names = append(exprs, pb.FleetRequest(labels)), append(names, "fleet request")
+	rep.playbookQueries = len(pb.Queries)
+	if pb.Fleet != nil {
+		names[len(names)-1] = "fleet request"
 		rep.fleetQueries = len(pb.Fleet.Queries)
 	}
 	var fleetParts []string // the fleet's queries one by one: what the request replaced

@@ -1,0 +1,198 @@
+package playbooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// A run sends its queries to Prometheus a few to a request: each query's answer is labelled with
+// its name (label_replace(q, "vllm_responder_signal", "<name>", "", "")) and the labelled
+// answers are joined with `or`; the engine splits the one answer apart again by that label.
+//
+// Why: every request costs Prometheus its HTTP and query setup and its JSON, and the responder
+// its decoding, on top of the query's own work, and Prometheus runs at most
+// --query.max-concurrency (20 by default) queries at once for everyone. A diagnosis of
+// ttft-p99-high is 18 queries; sent alone they were 18 requests in flight during an incident,
+// when Prometheus is busiest, and on the 2-core bench machine they took longer at once than two
+// requests of 9 do (BENCHMARKS.md, time to diagnosis). The fleet's queries travel the same way
+// (fleetRequest).
+//
+// What a query keeps: its own answer, interpreted as if it had been sent alone (one number, NaN,
+// ±Inf, several series, none). What it shares with the others of its request: the request's
+// warnings (Prometheus gives them per request) and the request's failure. When Prometheus (or
+// a proxy in front of it) answers the request with an error, or it times out, each of its
+// queries is sent again alone, so that one query cannot cost the others their answer; when the
+// request cannot reach Prometheus at all (refused, DNS, TLS), every query of it is unreachable.
+
+// defaultQueriesPerRequest is EngineOptions.QueriesPerRequest's default.
+const defaultQueriesPerRequest = 10
+
+// signalLabel names each query's answer in a request that carries several queries.
+const signalLabel = "vllm_responder_signal"
+
+// foldQueries is the PromQL of one request carrying exprs, each answer labelled with its name.
+func foldQueries(names, exprs []string) string {
+	if len(exprs) == 1 {
+		return exprs[0]
+	}
+	var b strings.Builder
+	for i, e := range exprs {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		fmt.Fprintf(&b, "label_replace(%s, %q, %q, \"\", \"\")", e, signalLabel, names[i])
+	}
+	return b.String()
+}
+
+// splitBySignal is foldQueries' answer apart again, by name.
+func splitBySignal(x model.Vector) map[string]model.Vector {
+	out := map[string]model.Vector{}
+	for _, s := range x {
+		sig := string(s.Metric[signalLabel])
+		out[sig] = append(out[sig], s)
+	}
+	return out
+}
+
+// answerKind is how a request that carries several queries keys its cached answer and reads it.
+type answerKind interface {
+	// key sets the cached answer apart from an answer of the same PromQL read another way.
+	key() string
+	// interpret reads Prometheus' answer (err nil).
+	interpret(v model.Value) result
+}
+
+// queryBatch is one request carrying several of a run's queries (their names and expressions).
+type queryBatch struct {
+	names, exprs []string
+}
+
+func (b *queryBatch) key() string { return "batch\x00" }
+
+// interpret splits the answer into each query's own result, as interpret would have read its
+// answer alone. The request's status is QueryOK whatever its queries' are.
+func (b *queryBatch) interpret(v model.Value) result {
+	x, ok := v.(model.Vector)
+	if !ok {
+		return result{status: QueryError, problem: fmt.Sprintf("a request of %d queries came back as a %s, not an instant vector", len(b.names), v.Type())}
+	}
+	by := splitBySignal(x)
+	r := result{status: QueryOK, parts: make([]result, len(b.names))}
+	for i, n := range b.names {
+		r.parts[i] = interpret(by[n], nil, context.Background())
+	}
+	return r
+}
+
+// groups splits p's queries (but those skip takes) into requests: the instant-vector queries
+// at most perRequest to a request, as evenly as can be (18 by 10 are two requests of 9), and
+// every other query alone (a scalar cannot be labelled).
+func (p *Playbook) groups(perRequest int, skip func(i int) bool) [][]int {
+	var folded []int
+	var out [][]int
+	for i, q := range p.Queries {
+		switch {
+		case skip != nil && skip(i):
+		case q.vector && perRequest > 1:
+			folded = append(folded, i)
+		default:
+			out = append(out, []int{i})
+		}
+	}
+	if n := (len(folded) + perRequest - 1) / max(perRequest, 1); len(folded) > 0 {
+		for k := range n {
+			out = append(out, folded[k*len(folded)/n:(k+1)*len(folded)/n])
+		}
+	}
+	return out
+}
+
+// queryAll runs a playbook's queries (expressions exprs, keySuffix as for query), a few to a
+// request, and returns each query's result. A query whose result is cached is not sent.
+func (e *Engine) queryAll(ctx context.Context, p *Playbook, exprs []string, keySuffix string, at time.Time) []result {
+	results := make([]result, len(exprs))
+	groups := p.groups(e.opt.QueriesPerRequest, func(i int) bool {
+		r, ok := e.cached(exprs[i] + keySuffix)
+		results[i] = r
+		return ok
+	})
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.queryGroup(ctx, p, g, exprs, keySuffix, at, results)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// queryGroup runs the queries g (indexes into p.Queries and exprs) as one request and writes
+// each one's result into results[i].
+func (e *Engine) queryGroup(ctx context.Context, p *Playbook, g []int, exprs []string, keySuffix string, at time.Time, results []result) {
+	if len(g) == 1 {
+		results[g[0]] = e.query(ctx, exprs[g[0]], keySuffix, at, nil)
+		return
+	}
+	b := &queryBatch{names: make([]string, len(g)), exprs: make([]string, len(g))}
+	for k, i := range g {
+		b.names[k], b.exprs[k] = p.Queries[i].Name, exprs[i]
+	}
+	r := e.query(ctx, foldQueries(b.names, b.exprs), keySuffix, at, b)
+	switch {
+	case r.status == QueryOK:
+		for k, i := range g {
+			part := r.parts[k]
+			part.warnings = r.warnings
+			results[i] = part
+			if len(r.warnings) == 0 && (part.status == QueryOK || part.status == QueryEmpty) {
+				e.store(exprs[i]+keySuffix, part) // for another playbook's same query
+			}
+		}
+	case !r.transport && ctx.Err() == nil:
+		// Rejected, too slow or refused (a 5xx) as a whole: each alone, so that one query costs
+		// only itself its answer.
+		var wg sync.WaitGroup
+		for _, i := range g {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = e.query(ctx, exprs[i], keySuffix, at, nil)
+			}()
+		}
+		wg.Wait()
+	default:
+		for _, i := range g {
+			results[i] = result{status: r.status, problem: r.problem}
+		}
+	}
+}
+
+// Requests is the PromQL of every request a run of p for an alert with these labels sends to
+// Prometheus, with the default pod label and nothing cached: its queries queriesPerRequest to a
+// request (0: the engine's default), then the fleet request. The number of requests does not
+// grow with the number of pods.
+func (p *Playbook) Requests(labels map[string]string, queriesPerRequest int) []string {
+	if queriesPerRequest == 0 {
+		queriesPerRequest = defaultQueriesPerRequest
+	}
+	var out []string
+	for _, g := range p.groups(queriesPerRequest, nil) {
+		names, exprs := make([]string, len(g)), make([]string, len(g))
+		for k, i := range g {
+			names[k], exprs[k] = p.Queries[i].Name, p.Expand(p.Queries[i], labels)
+		}
+		out = append(out, foldQueries(names, exprs))
+	}
+	if p.Fleet != nil {
+		out = append(out, p.FleetRequest(labels))
+	}
+	return out
+}
