@@ -654,6 +654,14 @@ func evalFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs []
 		engines = append(engines, FleetKey{Engine: e})
 	}
 	slices.SortStableFunc(engines, rankBy(engineCell, func(a, b FleetKey) int { return compareEngines(a.Engine, b.Engine) }))
+	// An alert about one engine (VLLMEngineStalled keeps vLLM's engine label) is about that one,
+	// whatever the ranking puts first: with two wedged engines in a pod, each alert names its own.
+	if want := labels["engine"]; want != "" && !chosen {
+		if i := slices.IndexFunc(engines, func(e FleetKey) bool { return e.Engine == want }); i > 0 {
+			e := engines[i]
+			engines = slices.Insert(slices.Delete(engines, i, i+1), 0, e)
+		}
+	}
 	if len(engines) > 1 {
 		view.Engine = engines[0].Engine
 		for _, e := range engines {

@@ -252,6 +252,31 @@ func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
 	}
 }
 
+// An alert about one data-parallel engine (VLLMEngineStalled keeps the engine label) names that
+// engine, even when another engine of the pod ranks worse; without the label, the worst is named.
+func TestTheAlertsEngineLabelNamesTheEngine(t *testing.T) {
+	p, _ := builtinSet(t).Get("engine-stalled")
+	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
+		"waiting": {"vllm-0#0": 2, "vllm-0#1": 30, "vllm-0#2": 50},
+		"stall":   {"vllm-0#1": 30, "vllm-0#2": 50},
+		"tokens":  {"vllm-0#0": 900, "vllm-0#1": 0, "vllm-0#2": 0},
+		"running": {"vllm-0#0": 8, "vllm-0#1": 0, "vllm-0#2": 0},
+	}}
+	for _, tc := range []struct{ label, want string }{{"1", "1"}, {"2", "2"}, {"", "2"}, {"7", "2"}} {
+		labels := map[string]string{"alertname": "VLLMEngineStalled", "model_name": "llama", "namespace": "prod", "pod": "vllm-0"}
+		if tc.label != "" {
+			labels["engine"] = tc.label
+		}
+		d, err := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}).Run(context.Background(), p, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Fleet == nil || d.Fleet.Engine != tc.want || d.Verdict != VerdictEngineStalled || !strings.Contains(d.Title, "engine "+tc.want) {
+			t.Errorf("engine label %q: verdict %s, title %q, engine %q; want engine-stalled naming engine %s", tc.label, d.Verdict, d.Title, d.Fleet.Engine, tc.want)
+		}
+	}
+}
+
 // rejectingFolded rejects the fleet's one request as Prometheus rejects a bad query, and answers
 // each fleet query alone with one sample per pod.
 type rejectingFolded struct {
