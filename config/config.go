@@ -94,6 +94,9 @@ type PrometheusConfig struct {
 	CacheTTL time.Duration `yaml:"cache_ttl"`
 	// MaxConcurrentQueries bounds queries in flight to Prometheus.
 	MaxConcurrentQueries int `yaml:"max_concurrent_queries"`
+	// QueriesPerRequest is how many of a playbook's queries one request carries at most (the
+	// answers labelled by label_replace and joined with or); 1 sends each alone.
+	QueriesPerRequest int `yaml:"queries_per_request"`
 }
 
 // AlertmanagerConfig is used for silences.
@@ -178,9 +181,10 @@ type DispatchConfig struct {
 // Default returns a configuration with every default set.
 func Default() *Config {
 	c := &Config{
-		Listen:       ":8080",
-		Log:          LogConfig{Level: "info", Format: "json"},
-		Prometheus:   PrometheusConfig{URL: "http://localhost:9090", HTTP: DefaultHTTPClientConfig(), QueryTimeout: 10 * time.Second, CacheTTL: 10 * time.Second, MaxConcurrentQueries: 16},
+		Listen: ":8080",
+		Log:    LogConfig{Level: "info", Format: "json"},
+		Prometheus: PrometheusConfig{URL: "http://localhost:9090", HTTP: DefaultHTTPClientConfig(), QueryTimeout: 10 * time.Second, CacheTTL: 10 * time.Second, MaxConcurrentQueries: 16,
+			QueriesPerRequest: 10},
 		Alertmanager: AlertmanagerConfig{HTTP: DefaultHTTPClientConfig()},
 		Webhook:      WebhookConfig{MaxBodyBytes: 1 << 20},
 		Redis:        RedisConfig{KeyPrefix: "vllm-responder:"},
@@ -376,6 +380,7 @@ const (
 	maxWorkers           = 256
 	maxQueueSize         = 100_000
 	maxConcurrentQueries = 1024
+	maxQueriesPerRequest = 100
 )
 
 // Validate checks every section, then the sections against each other. It returns every error,
@@ -424,7 +429,8 @@ func (l *LogConfig) Validate() error {
 // Validate checks the prometheus section, its HTTP client configuration included.
 func (p *PrometheusConfig) Validate() error {
 	errs := []error{checkURL(p.URL, true), httpconfig.Validate(&p.HTTP),
-		inRange("max_concurrent_queries", int64(p.MaxConcurrentQueries), 1, maxConcurrentQueries)}
+		inRange("max_concurrent_queries", int64(p.MaxConcurrentQueries), 1, maxConcurrentQueries),
+		inRange("queries_per_request", int64(p.QueriesPerRequest), 1, maxQueriesPerRequest)}
 	if p.QueryTimeout <= 0 {
 		errs = append(errs, configerr.New("query_timeout", "must be positive"))
 	}

@@ -196,6 +196,7 @@ var badConfigs = []struct {
 	{"prometheus_password_file_missing.yaml", []string{"test.yaml: prometheus.basic_auth.password_file: open /nonexistent/pw: no such file or directory"}},
 	{"prometheus_sizes_and_timeout.yaml", []string{
 		"test.yaml: prometheus.max_concurrent_queries: must be between 1 and 1024, got 0",
+		"test.yaml: prometheus.queries_per_request: must be between 1 and 100, got 0",
 		"test.yaml: prometheus.query_timeout: must be positive",
 	}},
 	{"prometheus_two_auth_methods.yaml", []string{"test.yaml: prometheus: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured"}},

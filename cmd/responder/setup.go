@@ -86,13 +86,14 @@ func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
 // are configured).
 func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog.Logger) (*playbooks.Engine, error) {
 	opt := playbooks.EngineOptions{
-		QueryTimeout:  c.Prometheus.QueryTimeout,
-		CacheTTL:      c.Prometheus.CacheTTL,
-		MaxConcurrent: c.Prometheus.MaxConcurrentQueries,
-		Observer:      obs,
-		PodScope:      playbooks.PodScope{Label: c.VLLM.PodLabel},
-		MetricPrefix:  c.VLLM.MetricPrefix,
-		Logger:        log,
+		QueryTimeout:      c.Prometheus.QueryTimeout,
+		CacheTTL:          c.Prometheus.CacheTTL,
+		MaxConcurrent:     c.Prometheus.MaxConcurrentQueries,
+		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
+		Observer:          obs,
+		PodScope:          playbooks.PodScope{Label: c.VLLM.PodLabel},
+		MetricPrefix:      c.VLLM.MetricPrefix,
+		Logger:            log,
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // startRecordedPrometheus starts a real Prometheus holding 20 minutes of every scenario pod of
@@ -311,5 +312,41 @@ func TestTriageWithJaegerDownStillDiagnosesAndSaysSo(t *testing.T) {
 	if res.Verdict != "capacity-past-knee" || res.Slowest.Service != "vllm-llama" || !strings.HasPrefix(res.Slowest.Error, "Jaeger lookup failed: ") ||
 		!strings.Contains(strings.Join(res.Notes, "\n"), "slowest requests from traces: not available, Jaeger lookup failed") {
 		t.Fatalf("diagnosis with Jaeger down: %s", out.String())
+	}
+}
+
+// prometheus.queries_per_request sets how many of a playbook's queries share a request: the
+// same diagnosis from 19 requests when each query travels alone, from 3 by default.
+func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
+	prom := startRecordedPrometheus(t)
+	labels := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-capacity"}
+	b, err := playbooks.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := playbooks.NewSet(b, nil, playbooks.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := set.Match(labels)
+	var verdicts []string
+	for _, n := range []int{1, 10} {
+		proxy := startSlowProm(t, prom.URL, "never matches: nothing is held", 0)
+		p := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("prometheus: {url: %q, queries_per_request: %d}\nlog: {level: error}\n", proxy.URL, n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, stderr, code := triage(t, "--config", p, "--alert", labels["alertname"], "--label", "pod="+labels["pod"])
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		want := len(pb.Requests(map[string]string{"pod": labels["pod"]}, n))
+		if got := proxy.answered(); got != want || (n == 1 && want != len(pb.Queries)+1) || (n == 10 && want > 4) {
+			t.Errorf("queries_per_request %d: %d distinct requests; want %d", n, got, want)
+		}
+		verdicts = append(verdicts, res.Verdict)
+	}
+	if verdicts[0] != verdicts[1] || verdicts[0] != "capacity-past-knee" {
+		t.Errorf("verdicts %q; want capacity-past-knee both ways", verdicts)
 	}
 }
