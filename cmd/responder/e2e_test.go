@@ -156,10 +156,21 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	var targets []testenv.Target
 	var siblings []string // the healthy siblings of the wedged and the favoured pod
 	for i, c := range append([]e2eCase{{scenario: "healthy"}}, e2eCases...) {
-		var addrs []string
-		for p := range max(c.pods, 1) {
-			addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-			addrs = append(addrs, addr)
+		var env, extra []string
+		if c.pods <= 1 && c.scenario == "long-prompts" {
+			// One OTel resource per process: only a one-pod process can name its pod in its spans.
+			// Only the long-prompts pod exports traces: the others' spans (overload's 70/s) would
+			// only add load to a machine whose slowness the healthy pod's alerts must not feel, and
+			// their diagnoses show the no-traces path.
+			env = []string{"OTEL_SERVICE_NAME=vllm-llama-8b", "OTEL_RESOURCE_ATTRIBUTES=k8s.pod.name=" + c.scenario, "OTEL_BSP_SCHEDULE_DELAY=500"}
+			extra = []string{"--otlp-traces-endpoint", "http://" + jaeger.OTLPGRPC}
+		}
+		profDir := t.TempDir()
+		_, addrs := testenv.StartSim(t, "vllm-sim "+c.scenario, simBin, env, max(c.pods, 1), func(addrs []string) []string {
+			return append(append([]string{"--listen", strings.Join(addrs, ","), "--scenario", c.scenario, "--seed", fmt.Sprint(10*i + 1)}, extra...),
+				"--profiler-dir", profDir, "--log-level", "warn")
+		})
+		for p, addr := range addrs {
 			pod := c.scenario
 			if c.pods > 1 {
 				pod = fmt.Sprintf("%s-%d", c.scenario, p)
@@ -169,18 +180,6 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 			}
 			targets = append(targets, testenv.Target{Addr: addr, Labels: map[string]string{"pod": pod, "namespace": "e2e-" + c.scenario}})
 		}
-		args := []string{"--listen", strings.Join(addrs, ","), "--scenario", c.scenario, "--seed", fmt.Sprint(10*i + 1)}
-		var env []string
-		if c.pods <= 1 && c.scenario == "long-prompts" {
-			// One OTel resource per process: only a one-pod process can name its pod in its spans.
-			// Only the long-prompts pod exports traces: the others' spans (overload's 70/s) would
-			// only add load to a machine whose slowness the healthy pod's alerts must not feel, and
-			// their diagnoses show the no-traces path.
-			env = []string{"OTEL_SERVICE_NAME=vllm-llama-8b", "OTEL_RESOURCE_ATTRIBUTES=k8s.pod.name=" + c.scenario, "OTEL_BSP_SCHEDULE_DELAY=500"}
-			args = append(args, "--otlp-traces-endpoint", "http://"+jaeger.OTLPGRPC)
-		}
-		testenv.StartEnv(t, "vllm-sim "+c.scenario, simBin, env, append(args,
-			"--profiler-dir", t.TempDir(), "--log-level", "warn")...)
 	}
 
 	// Alertmanager needs the responder's address and the responder Prometheus's: pick the

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -130,6 +131,65 @@ func (p *Process) start(t testing.TB, bin string, args ...string) {
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// StartSim starts a vllm-sim binary like StartEnv, serving n pods on n fresh loopback addresses
+// (args builds its arguments from them), and returns once every address serves vLLM metrics.
+// FreePort's port is free when it is picked, not when the sim binds it: another process (a
+// parallel test package) can take it in between, and the sim then exits. StartSim then starts it
+// again on new addresses, up to three times.
+func StartSim(t testing.TB, name, bin string, env []string, n int, args func(addrs []string) []string) (*Process, []string) {
+	t.Helper()
+	for range 3 {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		}
+		p := StartEnv(t, name, bin, env, args(addrs)...)
+		serving := func() bool { // the sim's own metrics, not whatever took the port
+			for _, a := range addrs {
+				if !servesVLLMMetrics("http://" + a + "/metrics") {
+					return false
+				}
+			}
+			return true
+		}
+		var ok bool
+		WaitFor(t, 60*time.Second, name+" to listen or exit", func() bool {
+			ok = serving()
+			return ok || p.Exited()
+		})
+		if ok && !p.Exited() {
+			return p, addrs
+		}
+		t.Logf("%s exited before listening on %v (a port taken meanwhile?); starting it again on new ports", name, addrs)
+	}
+	t.Fatalf("%s did not listen on fresh ports in three tries (its output follows)", name)
+	return nil, nil
+}
+
+func servesVLLMMetrics(url string) bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return err == nil && resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte("vllm:num_requests_waiting"))
 }
 
 // Stop terminates the process and waits for it.
