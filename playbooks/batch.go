@@ -68,9 +68,9 @@ type answerKind interface {
 	interpret(v model.Value) result
 }
 
-// queryBatch is one request carrying several of a run's queries (their names and expressions).
+// queryBatch is one request carrying several of a run's queries, by name.
 type queryBatch struct {
-	names, exprs []string
+	names []string
 }
 
 func (b *queryBatch) key() string { return "batch\x00" }
@@ -105,12 +105,23 @@ func (p *Playbook) groups(perRequest int, skip func(i int) bool) [][]int {
 			out = append(out, []int{i})
 		}
 	}
-	if n := (len(folded) + perRequest - 1) / max(perRequest, 1); len(folded) > 0 {
+	if len(folded) > 0 {
+		n := (len(folded) + perRequest - 1) / perRequest
 		for k := range n {
 			out = append(out, folded[k*len(folded)/n:(k+1)*len(folded)/n])
 		}
 	}
 	return out
+}
+
+// fold is the request that carries the queries g of p (indexes into p.Queries and exprs, their
+// expansions): their names, and its PromQL.
+func (p *Playbook) fold(g []int, exprs []string) (names []string, promQL string) {
+	names, folded := make([]string, len(g)), make([]string, len(g))
+	for k, i := range g {
+		names[k], folded[k] = p.Queries[i].Name, exprs[i]
+	}
+	return names, foldQueries(names, folded)
 }
 
 // queryAll runs a playbook's queries (expressions exprs, keySuffix as for query), a few to a
@@ -119,7 +130,9 @@ func (e *Engine) queryAll(ctx context.Context, p *Playbook, exprs []string, keyS
 	results := make([]result, len(exprs))
 	groups := p.groups(e.opt.QueriesPerRequest, func(i int) bool {
 		r, ok := e.cached(exprs[i] + keySuffix)
-		results[i] = r
+		if ok {
+			results[i] = r
+		}
 		return ok
 	})
 	var wg sync.WaitGroup
@@ -141,11 +154,8 @@ func (e *Engine) queryGroup(ctx context.Context, p *Playbook, g []int, exprs []s
 		results[g[0]] = e.query(ctx, exprs[g[0]], keySuffix, at, nil)
 		return
 	}
-	b := &queryBatch{names: make([]string, len(g)), exprs: make([]string, len(g))}
-	for k, i := range g {
-		b.names[k], b.exprs[k] = p.Queries[i].Name, exprs[i]
-	}
-	r := e.query(ctx, foldQueries(b.names, b.exprs), keySuffix, at, b)
+	names, promQL := p.fold(g, exprs)
+	r := e.query(ctx, promQL, keySuffix, at, &queryBatch{names: names})
 	switch {
 	case r.status == QueryOK:
 		for k, i := range g {
@@ -183,13 +193,14 @@ func (p *Playbook) Requests(labels map[string]string, queriesPerRequest int) []s
 	if queriesPerRequest == 0 {
 		queriesPerRequest = defaultQueriesPerRequest
 	}
+	exprs := make([]string, len(p.Queries))
+	for i, q := range p.Queries {
+		exprs[i] = p.Expand(q, labels)
+	}
 	var out []string
 	for _, g := range p.groups(queriesPerRequest, nil) {
-		names, exprs := make([]string, len(g)), make([]string, len(g))
-		for k, i := range g {
-			names[k], exprs[k] = p.Queries[i].Name, p.Expand(p.Queries[i], labels)
-		}
-		out = append(out, foldQueries(names, exprs))
+		_, promQL := p.fold(g, exprs)
+		out = append(out, promQL)
 	}
 	if p.Fleet != nil {
 		out = append(out, p.FleetRequest(labels))

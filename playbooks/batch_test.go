@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -67,7 +68,8 @@ func TestARunSendsItsQueriesAFewToARequest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			answers := withAnswers(base, tc.answers)
+			answers := maps.Clone(base)
+			maps.Copy(answers, tc.answers)
 			q := countingQuerier{WarningQuerier: &fakePrometheus{t: t, answers: answers}, asked: make(chan string, 100)}
 			obs := &statuses{}
 			d, err := NewEngine(q, EngineOptions{CacheTTL: -1, Observer: obs, QueriesPerRequest: tc.perRequest}).
@@ -103,17 +105,6 @@ func TestARunSendsItsQueriesAFewToARequest(t *testing.T) {
 			}
 		})
 	}
-}
-
-func withAnswers(base, over map[string]answer) map[string]answer {
-	out := map[string]answer{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range over {
-		out[k] = v
-	}
-	return out
 }
 
 // On a real Prometheus holding the recorded vLLM pods, every builtin playbook says exactly the

@@ -204,9 +204,8 @@ func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *te
 	}
 }
 
-// splitQueries counts the distinct requests a run of the playbook that labels match sends:
-// those containing match, and the others.
-func splitQueries(t *testing.T, labels map[string]string, match string) (matching, others int) {
+// builtinPlaybookFor is the builtin playbook that labels match.
+func builtinPlaybookFor(t *testing.T, labels map[string]string) *playbooks.Playbook {
 	t.Helper()
 	b, err := playbooks.Builtin()
 	if err != nil {
@@ -220,6 +219,14 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 	if !ok {
 		t.Fatalf("no playbook matches %v", labels)
 	}
+	return pb
+}
+
+// splitQueries counts the distinct requests a run of the playbook that labels match sends:
+// those containing match, and the others.
+func splitQueries(t *testing.T, labels map[string]string, match string) (matching, others int) {
+	t.Helper()
+	pb := builtinPlaybookFor(t, labels)
 	in, out := map[string]bool{}, map[string]bool{}
 	add := func(e string) {
 		if strings.Contains(e, match) {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
-	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // startRecordedPrometheus starts a real Prometheus holding 20 minutes of every scenario pod of
@@ -320,15 +319,7 @@ func TestTriageWithJaegerDownStillDiagnosesAndSaysSo(t *testing.T) {
 func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 	prom := startRecordedPrometheus(t)
 	labels := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-capacity"}
-	b, err := playbooks.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := playbooks.NewSet(b, nil, playbooks.SetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, _ := set.Match(labels)
+	pb := builtinPlaybookFor(t, labels)
 	var verdicts []string
 	for _, n := range []int{1, 10} {
 		proxy := startSlowProm(t, prom.URL, "never matches: nothing is held", 0)
