@@ -229,20 +229,10 @@ alerts_of_pod() {
     sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p'
 }
 no_alerts() { [ "$(alerts_of_pod)" = 0 ]; }
-# verdict_after LINE ALERT prints the verdict of the first diagnosis of ALERT on pod 0 after line
-# LINE of the console output.
-verdict_after() {
-  tail -n +"$(($1 + 1))" "$tmp/responder.out" |
-    awk -v a="$2" -v p="pod=\"$POD\"" '$1 ~ /^VLLM/ { hit = ($1 == a && index($0, p) > 0); next } hit && $1 == "resolved" { hit = 0 }
-      hit && $1 == "verdict:" { print $2; exit }'
-}
-# resolved_since LINE: every alert that fired after line LINE of the console output was resolved.
-resolved_since() {
-  local f r
-  f=$(tail -n +"$(($1 + 1))" "$tmp/responder.out" | grep -c '^\[FIRING\]' || true)
-  r=$(tail -n +"$(($1 + 1))" "$tmp/responder.out" | grep -c '^\[RESOLVED\]' || true)
-  [ "$r" -ge "$f" ]
-}
+# verdict_after, resolved_since: reading the console output (scripts/demo-console.sh).
+CONSOLE="$tmp/responder.out"
+# shellcheck source=scripts/demo-console.sh
+source scripts/demo-console.sh
 all_clear() { no_alerts && resolved_since "$1"; }
 has_verdict() { [ -n "$(verdict_after "$1" "$2")" ]; }
 

@@ -14,6 +14,7 @@
 # serve reads (defaults in brackets):
 #   REAL_VLLM_PORT [8019]            REAL_VLLM_MAX_NUM_SEQS [8]      REAL_VLLM_MAX_MODEL_LEN [1024]
 #   REAL_VLLM_BLOCK_SIZE [32]        REAL_VLLM_NUM_BLOCKS [64]       (the KV pool: blocks x block size tokens)
+#   REAL_VLLM_KV_CACHE_BYTES [268435456]                             (--kv-cache-memory-bytes: 256 MiB)
 #   REAL_VLLM_PROFILE_DIR [$REAL_VLLM_HOME/profiles]                 (--profiler-config torch)
 #   REAL_VLLM_OTLP [http://127.0.0.1:4317]                           (--otlp-traces-endpoint, gRPC)
 #   OTEL_SERVICE_NAME [vllm-server]
@@ -90,15 +91,26 @@ serve() {
 	export VLLM_HOST_IP=127.0.0.1 VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-1}
 	export OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME:-vllm-server}
 	log=/dev/null
-	say "starting vLLM $version on 127.0.0.1:${REAL_VLLM_PORT:-8019}"
+	# The KV cache is sized explicitly, never as a share of the machine: on the CPU backend
+	# --gpu-memory-utilization is a share of the NUMA node's memory (not what `free` shows), and a
+	# small share of a small node is less than the worker's own resident memory, which leaves a
+	# negative KV budget ("... is less than requested memory for kv (-0.09/0.84 GiB)"). With
+	# --kv-cache-memory-bytes the start no longer depends on the host; --num-gpu-blocks-override
+	# then sets the pool the tests reason about (64 blocks x 32 tokens of the tiny model are 4 MiB).
+	local kv=${REAL_VLLM_KV_CACHE_BYTES:-268435456}
+	local avail
+	avail=$(awk '/MemFree/ {print $4 * 1024}' /sys/devices/system/node/node0/meminfo 2>/dev/null || true)
+	if [ -n "$avail" ] && [ "$avail" -lt "$kv" ]; then
+		fail "NUMA node 0 has $((avail / 1048576)) MiB free, less than the KV cache asked for ($((kv / 1048576)) MiB): lower REAL_VLLM_KV_CACHE_BYTES (--kv-cache-memory-bytes) or free memory"
+	fi
+	say "starting vLLM $version on 127.0.0.1:${REAL_VLLM_PORT:-8019} (KV cache $((kv / 1048576)) MiB: REAL_VLLM_KV_CACHE_BYTES)"
 	# `python -m ...api_server` rather than `vllm serve`: the vllm-cpu 0.32.0 CLI asks for the version
 	# of a package named "vllm" (importlib.metadata) and dies, its distribution being "vllm-cpu".
 	# float32 and eager mode: see scripts/real-vllm-model.py; eager starts faster on 2 cores.
-	# --gpu-memory-utilization is the share of host memory the CPU backend reserves.
 	exec "$py" -m vllm.entrypoints.openai.api_server \
 		--model "$home/model" --served-model-name tiny-llama \
 		--host 127.0.0.1 --port "${REAL_VLLM_PORT:-8019}" \
-		--dtype float32 --enforce-eager --gpu-memory-utilization 0.05 \
+		--dtype float32 --enforce-eager --kv-cache-memory-bytes "$kv" \
 		--max-num-seqs "${REAL_VLLM_MAX_NUM_SEQS:-8}" --max-model-len "${REAL_VLLM_MAX_MODEL_LEN:-1024}" \
 		--block-size "${REAL_VLLM_BLOCK_SIZE:-32}" --num-gpu-blocks-override "${REAL_VLLM_NUM_BLOCKS:-64}" \
 		--profiler-config "{\"profiler\": \"torch\", \"torch_profiler_dir\": \"$profiles\"}" \

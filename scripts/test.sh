@@ -15,7 +15,7 @@ scripts/deps.sh
 if [ "${PROMETHEUS3:-}" = 1 ]; then
 	p3=$(scripts/prometheus3.sh)
 	export PROMETHEUS_BIN="$p3/prometheus" PROMTOOL_BIN="$p3/promtool" PATH="$p3:$PATH"
-	echo "== Prometheus 3: $("$PROMETHEUS_BIN" --version 2>&1 | head -1)"
+	echo "== Prometheus 3: $("$PROMETHEUS_BIN" --version 2>&1 | awk "NR == 1")"
 fi
 
 tmp=$(mktemp -d)

@@ -27,7 +27,7 @@ echo "== chartcheck: helm lint and template in-process, strict decoding into k8s
 helm=""
 if [ -n "${HELM:-}" ]; then
 	helm=$HELM
-elif command -v helm >/dev/null 2>&1 && helm version --short 2>/dev/null | grep -q '^v3\.'; then
+elif command -v helm >/dev/null 2>&1 && [[ "$(helm version --short 2>/dev/null)" == v3.* ]]; then
 	helm=$(command -v helm)
 elif [ -x "$cache/helm" ]; then
 	helm=$cache/helm

@@ -136,7 +136,7 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 	for {
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("vLLM exited during start-up (%s):\n%s", cmd.ProcessState, tail(s.out.String(), 6000))
+			return nil, fmt.Errorf("vLLM exited during start-up (%s)%s:\n%s", cmd.ProcessState, startHint(s.out.String()), tail(s.out.String(), 6000))
 		default:
 		}
 		if s.get("/health") == nil {
@@ -158,6 +158,17 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 	}
 	s.Version = v.Version
 	return s, nil
+}
+
+// startHint names the setting to change when vLLM's start failed for a reason this package's
+// settings decide: on the CPU backend the KV cache must fit the NUMA node's free memory.
+func startHint(out string) string {
+	if strings.Contains(out, "on kv cache allocation is less than requested memory for kv") ||
+		strings.Contains(out, "is less than desired CPU memory utilization") {
+		return " (the KV cache does not fit the NUMA node's free memory: lower REAL_VLLM_KV_CACHE_BYTES, " +
+			"scripts/real-vllm.sh's --kv-cache-memory-bytes, default 256 MiB)"
+	}
+	return ""
 }
 
 // Output is what vLLM printed so far.

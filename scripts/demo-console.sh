@@ -1,0 +1,20 @@
+# Reading the responder's console output in the demo (sourced by scripts/demo.sh; tested by
+# scripts/demo_console_test.go). CONSOLE names the file, POD the pod whose diagnoses count.
+#
+# Every reader here takes the file itself: never `tail ... | awk '... exit'`. Under `set -o
+# pipefail` a producer killed by a pipe its reader closed (SIGPIPE, status 141) fails the caller,
+# and the larger the output the likelier: that ended `make demo` half-way once.
+
+# verdict_after LINE ALERT prints the verdict of the first diagnosis of ALERT on $POD after line
+# LINE of the console output (nothing when there is none yet).
+verdict_after() {
+  awk -v from="$1" -v a="$2" -v p="pod=\"$POD\"" 'NR <= from { next }
+      $1 ~ /^VLLM/ { hit = ($1 == a && index($0, p) > 0); next } hit && $1 == "resolved" { hit = 0 }
+      hit && $1 == "verdict:" { print $2; exit }' "$CONSOLE"
+}
+
+# resolved_since LINE: every alert that fired after line LINE of the console output was resolved.
+resolved_since() {
+  awk -v from="$1" 'NR > from && /^\[FIRING\]/ { f++ } NR > from && /^\[RESOLVED\]/ { r++ }
+      END { exit !(r + 0 >= f + 0) }' "$CONSOLE"
+}

@@ -1,0 +1,65 @@
+// Package scripts holds tests of the shell scripts' own logic (the scripts are not Go).
+package scripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// console writes a console output in which the first diagnosis of VLLMQueueDepthHigh on pod
+// vllm-demo-0 comes early and many more follow, as a long demo prints them.
+func console(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("[FIRING] VLLMQueueDepthHigh  (1 alert(s))\n")
+	b.WriteString("VLLMQueueDepthHigh namespace=\"demo\" pod=\"vllm-demo-0\"\n  verdict:  capacity-past-knee\n")
+	for i := 0; i < n; i++ {
+		b.WriteString("[FIRING] VLLMTimeToFirstTokenP99High  (1 alert(s))\n")
+		b.WriteString("VLLMTimeToFirstTokenP99High namespace=\"demo\" pod=\"vllm-demo-0\"\n  verdict:  prefill-bound\n")
+		b.WriteString("    evidence line that makes the output long, as the console notifier's evidence tables do\n")
+		b.WriteString("[RESOLVED] VLLMTimeToFirstTokenP99High  (1 alert(s))\n")
+	}
+	f := filepath.Join(t.TempDir(), "responder.out")
+	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// run sources demo-console.sh under the demo's own shell options and runs script.
+func run(t *testing.T, consoleFile, script string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\nsource ./demo-console.sh\n"+script)
+	cmd.Env = append(os.Environ(), "CONSOLE="+consoleFile, "POD=vllm-demo-0")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestTheDemoReadsAVerdictEarlyInALongConsoleOutput(t *testing.T) {
+	// 40,000 diagnoses: megabytes after the match, far more than a pipe holds. A reader that
+	// stops at the first match must not fail the demo (it did: tail | awk exit, SIGPIPE, 141).
+	f := console(t, 40000)
+	out, err := run(t, f, `got=$(verdict_after 0 VLLMQueueDepthHigh); echo "got=$got"`)
+	if err != nil || strings.TrimSpace(out) != "got=capacity-past-knee" {
+		t.Fatalf("verdict_after: %v\n%s", err, out)
+	}
+	out, err = run(t, f, `got=$(verdict_after 3 VLLMQueueDepthHigh); echo "got=$got"`)
+	if err != nil || strings.TrimSpace(out) != "got=" {
+		t.Fatalf("verdict_after past the match: want nothing, got %v\n%s", err, out)
+	}
+}
+
+func TestTheDemoCountsResolvedAlertsWhateverTheOutputSize(t *testing.T) {
+	f := console(t, 40000)
+	// The first alert (line 1) never resolved: not all clear from line 0; from line 3 every
+	// alert that fired has resolved.
+	if out, err := run(t, f, `resolved_since 0`); err == nil {
+		t.Fatalf("resolved_since 0: want failure (an alert never resolved)\n%s", out)
+	}
+	if out, err := run(t, f, `resolved_since 3`); err != nil {
+		t.Fatalf("resolved_since 3: %v\n%s", err, out)
+	}
+}
