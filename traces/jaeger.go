@@ -112,7 +112,7 @@ func (c *Client) Slowest(ctx context.Context, labels map[string]string, start, e
 	defer cancel()
 	q := c.query(rep, c.cfg.SearchLimit)
 	rep.SearchLink = c.ui + "/search?" + c.query(rep, 20).Encode()
-	reqs, err := c.find(ctx, q)
+	reqs, traces, err := c.find(ctx, q, rep.Service, rep.Tags)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
@@ -120,10 +120,12 @@ func (c *Client) Slowest(ctx context.Context, labels map[string]string, start, e
 		rep.Error = "Jaeger lookup failed: " + redact(err.Error())
 		return rep, errors.New(rep.Error)
 	}
-	rep.Capped = len(reqs) >= c.cfg.SearchLimit
+	rep.Capped = traces >= c.cfg.SearchLimit
 	kept := reqs[:0]
 	for _, r := range reqs {
-		if !r.Start.Add(r.Duration).Before(start) { // ended in the window (or later)
+		// Ended in the window (or later), and as slow as asked: Jaeger's minDuration holds for
+		// some span of a trace, which may be another service's.
+		if !r.Start.Add(r.Duration).Before(start) && r.Duration >= rep.MinDuration {
 			kept = append(kept, r)
 		}
 	}
@@ -165,16 +167,19 @@ type jaegerResponse struct {
 	Data []struct {
 		TraceID string `json:"traceID"`
 		Spans   []struct {
-			TraceID       string `json:"traceID"`
-			SpanID        string `json:"spanID"`
-			OperationName string `json:"operationName"`
-			StartTime     int64  `json:"startTime"` // microseconds
-			Duration      int64  `json:"duration"`  // microseconds
-			Tags          []struct {
-				Key   string          `json:"key"`
-				Value json.RawMessage `json:"value"`
-			} `json:"tags"`
+			TraceID       string     `json:"traceID"`
+			SpanID        string     `json:"spanID"`
+			OperationName string     `json:"operationName"`
+			ProcessID     string     `json:"processID"`
+			StartTime     int64      `json:"startTime"` // microseconds
+			Duration      int64      `json:"duration"`  // microseconds
+			Tags          []jaegerKV `json:"tags"`
 		} `json:"spans"`
+		// Processes are the trace's resources by processID: the service and its attributes.
+		Processes map[string]struct {
+			ServiceName string     `json:"serviceName"`
+			Tags        []jaegerKV `json:"tags"`
+		} `json:"processes"`
 	} `json:"data"`
 	Errors []struct {
 		Code int    `json:"code"`
@@ -182,26 +187,63 @@ type jaegerResponse struct {
 	} `json:"errors"`
 }
 
+type jaegerKV struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// hasTags reports whether every wanted tag is among the span's or its process's tags, with that
+// value (Jaeger's search matches either; values compare as Jaeger shows them, as text).
+func hasTags(want map[string]string, lists ...[]jaegerKV) bool {
+	for k, v := range want {
+		found := false
+		for _, l := range lists {
+			for _, kv := range l {
+				if kv.Key == k && tagText(kv.Value) == v {
+					found = true
+				}
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// tagText is a tag's value as text: strings as they are, numbers and booleans as JSON has them.
+func tagText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
 // maxBody bounds an answer: search_limit traces of one span each are well under it.
 const maxBody = 64 << 20
 
-func (c *Client) find(ctx context.Context, q url.Values) ([]Request, error) {
+// find runs the search and returns the llm_request spans of service (and, with tags, of the
+// processes or spans that carry them), and how many traces Jaeger returned. Jaeger returns whole
+// traces: one trace may also hold the llm_request spans of another model's service (an agent
+// calling two models) or of a sibling pod, which are not this search's.
+func (c *Client) find(ctx context.Context, q url.Values, service string, tags map[string]string) ([]Request, int, error) {
 	u := *c.base
 	u.Path = strings.TrimRight(u.Path, "/") + "/api/traces"
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var jr jaegerResponse
 	jerr := json.Unmarshal(body, &jr)
@@ -213,16 +255,20 @@ func (c *Client) find(ctx context.Context, q url.Values) ([]Request, error) {
 		if len(msg) > 200 {
 			msg = msg[:200] + "..."
 		}
-		return nil, fmt.Errorf("HTTP %d from /api/traces: %s", resp.StatusCode, msg)
+		return nil, 0, fmt.Errorf("HTTP %d from /api/traces: %s", resp.StatusCode, msg)
 	}
 	if jerr != nil {
-		return nil, fmt.Errorf("/api/traces answer is not Jaeger's JSON: %w", jerr)
+		return nil, 0, fmt.Errorf("/api/traces answer is not Jaeger's JSON: %w", jerr)
 	}
 	var out []Request
 	for _, t := range jr.Data {
 		for _, s := range t.Spans {
 			if s.OperationName != Operation {
 				continue // other spans of the same trace (a gateway's, a client's)
+			}
+			proc, known := t.Processes[s.ProcessID]
+			if known && proc.ServiceName != service || !hasTags(tags, s.Tags, proc.Tags) {
+				continue // another model's or another pod's request in a shared trace
 			}
 			r := Request{TraceID: s.TraceID, Start: time.UnixMicro(s.StartTime), Duration: time.Duration(s.Duration) * time.Microsecond}
 			if r.TraceID == "" {
@@ -249,7 +295,7 @@ func (c *Client) find(ctx context.Context, q url.Values) ([]Request, error) {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, len(jr.Data), nil
 }
 
 // number reads a tag value: Jaeger sends float64 and int64 tags as JSON numbers (and some

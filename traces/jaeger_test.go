@@ -203,3 +203,72 @@ func TestSlowestSendsTheConfiguredCredentials(t *testing.T) {
 		t.Errorf("request %q, want %q", got, want)
 	}
 }
+
+// TestSlowestKeepsOnlyTheSearchedServicesSpansOfASharedTrace: Jaeger returns whole traces, so a
+// trace of an agent that called two models (two vLLM services) or that reached two pods of one
+// model holds llm_request spans that are not the search's. They are neither listed nor counted.
+func TestSlowestKeepsOnlyTheSearchedServicesSpansOfASharedTrace(t *testing.T) {
+	j := testenv.Jaeger(t)
+	ctx := context.Background()
+	now := time.Now()
+	// One agent trace: a slow request to pod a-0 and a fast one to pod a-1 of vllm-alpha, and a
+	// slower still request to vllm-beta (another model).
+	agent := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0xa9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+		SpanID:  trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}, TraceFlags: trace.FlagsSampled, Remote: true})
+	parent := trace.ContextWithRemoteSpanContext(ctx, agent)
+	type call struct {
+		service, pod string
+		dur          time.Duration
+		id           string
+	}
+	for _, c := range []call{
+		{"vllm-alpha", "a-0", 3 * time.Second, "alpha-slow"},
+		{"vllm-alpha", "a-1", 2 * time.Second, "alpha-sibling"},
+		{"vllm-beta", "b-0", 9 * time.Second, "beta-slowest"},
+	} {
+		exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(j.OTLPGRPC), otlptracegrpc.WithInsecure())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := resource.NewSchemaless(attribute.String("service.name", c.service), attribute.String("k8s.pod.name", c.pod))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(res))
+		start := now.Add(-time.Minute)
+		_, sp := tp.Tracer("vllm.llm_engine").Start(parent, Operation, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start))
+		sp.SetAttributes(attribute.Float64("gen_ai.latency.time_in_model_decode", c.dur.Seconds()), attribute.String("gen_ai.request.id", c.id))
+		sp.End(trace.WithTimestamp(start.Add(c.dur)))
+		if err := tp.Shutdown(ctx); err != nil {
+			t.Fatalf("export to jaeger: %v", err)
+		}
+	}
+	ids := func(rep *Report) string {
+		var out []string
+		for _, r := range rep.Requests {
+			out = append(out, r.RequestID)
+		}
+		return strings.Join(out, ",")
+	}
+	labels := map[string]string{"model_name": "alpha", "pod": "a-0"}
+
+	cfg := config(j.URL)
+	c := newClient(t, cfg)
+	var rep *Report
+	testenv.WaitFor(t, 60*time.Second, "jaeger to return the shared trace with alpha's spans", func() bool {
+		var err error
+		rep, err = c.Slowest(ctx, labels, now.Add(-10*time.Minute), now)
+		return err == nil && len(rep.Requests) > 0
+	})
+	if got := ids(rep); got != "alpha-slow,alpha-sibling" || rep.Searched != 2 {
+		t.Errorf("model alpha: requests %s (searched %d), want alpha-slow,alpha-sibling (2): vllm-beta's span is another model's", got, rep.Searched)
+	}
+
+	cfg.Tags = map[string]string{"k8s.pod.name": "{{ .pod }}"}
+	c = newClient(t, cfg)
+	rep, err := c.Slowest(ctx, labels, now.Add(-10*time.Minute), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(rep); got != "alpha-slow" || rep.Searched != 1 {
+		t.Errorf("pod a-0: requests %s (searched %d), want alpha-slow (1): a-1's span in the same trace is a sibling pod's", got, rep.Searched)
+	}
+}
