@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/handlers"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -129,7 +130,7 @@ func (staticQuerier) Query(context.Context, string, time.Time) (model.Value, err
 // 5 playbook runs (13 queries each, answered at once, cache off) and the console notification.
 func BenchmarkDiagnoseNewGroup(b *testing.B) {
 	set := playbookSet(b)
-	engine := playbooks.NewEngine(staticQuerier{}, playbooks.EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()})
+	engine := evidence.NewEngine(staticQuerier{}, evidence.EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()})
 	out := console.New(io.Discard)
 	msg, err := handlers.DecodeMessage(payload(0))
 	if err != nil {

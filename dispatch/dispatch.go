@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/alertmanager/template"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -57,7 +58,7 @@ type Options struct {
 // Dispatcher is the queue and workers between the webhook and the notifier.
 type Dispatcher struct {
 	set      *playbooks.Set
-	engine   *playbooks.Engine
+	engine   *evidence.Engine
 	notifier notify.Notifier
 	store    store.Store
 	opt      Options
@@ -83,7 +84,7 @@ type job struct {
 }
 
 // New returns a Dispatcher; call Start to run its workers.
-func New(set *playbooks.Set, engine *playbooks.Engine, n notify.Notifier, st store.Store, o Options) *Dispatcher {
+func New(set *playbooks.Set, engine *evidence.Engine, n notify.Notifier, st store.Store, o Options) *Dispatcher {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
@@ -509,12 +510,12 @@ func (d *Dispatcher) Triage(ctx context.Context, labels map[string]string) (*pla
 }
 
 // Triage is Dispatcher.Triage without a dispatcher (the CLI).
-func Triage(ctx context.Context, set *playbooks.Set, engine *playbooks.Engine, labels map[string]string) (*playbooks.Diagnosis, error) {
+func Triage(ctx context.Context, set *playbooks.Set, engine *evidence.Engine, labels map[string]string) (*playbooks.Diagnosis, error) {
 	return TriageAt(ctx, set, engine, labels, time.Time{})
 }
 
 // TriageAt is Triage as of time at (zero: now): every query is evaluated then.
-func TriageAt(ctx context.Context, set *playbooks.Set, engine *playbooks.Engine, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
+func TriageAt(ctx context.Context, set *playbooks.Set, engine *evidence.Engine, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
 	pb := set.Triage()
 	if name := labels["alertname"]; name != "" {
 		p, ok := set.Match(labels)

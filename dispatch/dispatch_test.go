@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -45,7 +46,7 @@ func (c *collector) all() []*notify.Notification {
 
 // engineOn returns a playbook engine on a Prometheus at url (here: nothing listening, so every
 // diagnosis is degraded the way it is when Prometheus is down).
-func engineOn(t *testing.T, url string) (*playbooks.Set, *playbooks.Engine) {
+func engineOn(t *testing.T, url string) (*playbooks.Set, *evidence.Engine) {
 	t.Helper()
 	b, err := playbooks.Builtin()
 	if err != nil {
@@ -59,7 +60,7 @@ func engineOn(t *testing.T, url string) (*playbooks.Set, *playbooks.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return set, playbooks.NewEngine(playbooks.PrometheusQuerier{API: v1.NewAPI(c)}, playbooks.EngineOptions{QueryTimeout: 2 * time.Second})
+	return set, evidence.NewEngine(evidence.PrometheusQuerier{API: v1.NewAPI(c)}, evidence.EngineOptions{QueryTimeout: 2 * time.Second})
 }
 
 func message(groupKey string, alerts ...template.Alert) *Message {
@@ -615,7 +616,7 @@ func (q *countingQuerier) Query(ctx context.Context, _ string, _ time.Time) (mod
 // queriesPerRun is how many requests one run of pb sends: its queries a few to a request, and
 // the one request that carries its fleet queries.
 func queriesPerRun(pb *playbooks.Playbook) int64 {
-	return int64(len(pb.Requests(nil, 0)))
+	return int64(len(evidence.Requests(pb, nil, 0)))
 }
 
 func stormMessage(group string, n int) *Message {
@@ -631,7 +632,7 @@ func stormMessage(group string, n int) *Message {
 func TestAStormIsSummarisedFromGroupWideQueriesNotAlertByAlert(t *testing.T) {
 	set, _ := engineOn(t, "http://127.0.0.1:1")
 	q := &countingQuerier{}
-	engine := playbooks.NewEngine(q, playbooks.EngineOptions{CacheTTL: -1})
+	engine := evidence.NewEngine(q, evidence.EngineOptions{CacheTTL: -1})
 	c := &collector{}
 	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, StormThreshold: 5, Logger: zerolog.Nop()})
 	d.Start()
@@ -665,7 +666,7 @@ func TestAStormIsSummarisedFromGroupWideQueriesNotAlertByAlert(t *testing.T) {
 func TestTheDiagnosesOfOneNotificationRunAtBoundedConcurrency(t *testing.T) {
 	set, _ := engineOn(t, "http://127.0.0.1:1")
 	q := &countingQuerier{hold: make(chan struct{})}
-	engine := playbooks.NewEngine(q, playbooks.EngineOptions{CacheTTL: -1, MaxConcurrent: 100000})
+	engine := evidence.NewEngine(q, evidence.EngineOptions{CacheTTL: -1, MaxConcurrent: 100000})
 	c := &collector{}
 	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, RunConcurrency: 2, Logger: zerolog.Nop()})
 	d.Start()

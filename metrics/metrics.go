@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -15,8 +16,8 @@ var (
 	WebhookResults      = []string{"accepted", "duplicate", "bad_request", "unauthorized", "too_large", "queue_full", "shutting_down", "internal_error"}
 	NotificationResults = []string{"ok", "retried", "failed"}
 	AlertOutcomes       = []string{"diagnosed", "duplicate", "unmatched", "resolved", "superseded", "invalid"}
-	QueryResults        = []string{playbooks.QueryOK, playbooks.QueryEmpty, playbooks.QueryError, playbooks.QueryTimeout, playbooks.QueryUnreachable}
-	TraceResults        = []string{playbooks.TracesFound, playbooks.TracesNone, playbooks.TracesFailed, playbooks.TracesTimeout}
+	QueryResults        = []string{evidence.QueryOK, evidence.QueryEmpty, evidence.QueryError, evidence.QueryTimeout, evidence.QueryUnreachable}
+	TraceResults        = []string{evidence.TracesFound, evidence.TracesNone, evidence.TracesFailed, evidence.TracesTimeout}
 )
 
 // Responder is the set of metrics of the webhook, the dispatcher and the playbook engine.
@@ -98,10 +99,10 @@ func New(reg prometheus.Registerer) *Responder {
 	return m
 }
 
-// ObserveTraceLookup implements playbooks.TraceObserver.
+// ObserveTraceLookup implements evidence.TraceObserver.
 func (m *Responder) ObserveTraceLookup(result string) { m.TraceLookups.WithLabelValues(result).Inc() }
 
-// ObserveQuery implements playbooks.Observer.
+// ObserveQuery implements evidence.Observer.
 func (m *Responder) ObserveQuery(d time.Duration, result string) {
 	m.QueryDuration.WithLabelValues(result).Observe(d.Seconds())
 }

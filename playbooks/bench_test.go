@@ -39,7 +39,7 @@ func BenchmarkDecide(b *testing.B) {
 		"running": f(64), "kv_peak": f(0.62), "preemptions": f(0), "gen_tps": f(2100)}
 	b.ReportAllocs()
 	for b.Loop() {
-		d := p.Decide(values, benchLabels)
+		d := p.Judge(playbooks.Observation{Values: values, Labels: benchLabels})
 		if d.Verdict != "capacity-past-knee" {
 			b.Fatalf("verdict %s", d.Verdict)
 		}
@@ -85,7 +85,7 @@ func BenchmarkDecideFleet50(b *testing.B) {
 	fleet["arrivals"]["vllm-llama-7b-0#0"], fleet["arrivals"]["vllm-llama-7b-0#1"] = 20, 20
 	b.ReportAllocs()
 	for b.Loop() {
-		d := p.DecideFleet(values, fleet, benchLabels)
+		d := p.Judge(playbooks.Observation{Values: values, Fleet: fleet, Labels: benchLabels})
 		if d.Verdict != "load-imbalance" || d.Fleet.Pods != 50 {
 			b.Fatalf("verdict %s", d.Verdict)
 		}

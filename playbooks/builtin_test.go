@@ -2,6 +2,19 @@ package playbooks
 
 import "testing"
 
+func builtinSet(t testing.TB) *Set {
+	t.Helper()
+	pbs, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSet(pbs, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestBuiltinPlaybooksLoad(t *testing.T) {
 	pbs, err := Builtin()
 	if err != nil {

@@ -150,7 +150,7 @@ func runFixture(set *Set, fx Fixture) string {
 	if fx.TracesSummary != "" {
 		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
 	}
-	d := pb.decideWith(fx.Values, FleetValues(fx.Fleet), labels, tr)
+	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr})
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")

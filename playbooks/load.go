@@ -367,20 +367,6 @@ func exprEnv(p *Playbook) map[string]any {
 	return env
 }
 
-// fleetNames are the names the fleet section adds to conditions and templates.
-func fleetNames(p *Playbook) []string {
-	if p.Fleet == nil {
-		return nil
-	}
-	out := make([]string, 0, len(p.Fleet.Queries)*len(fleetStats)+3)
-	for _, q := range p.Fleet.Queries {
-		for _, s := range fleetStats {
-			out = append(out, q.Name+"_"+s)
-		}
-	}
-	return append(out, fleetPodsName, fleetAffectedName, fleetEnginesName)
-}
-
 // identifiers returns the query names (and fleet values) a condition reads.
 func identifiers(src string, p *Playbook) []string {
 	known := map[string]bool{}

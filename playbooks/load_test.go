@@ -88,7 +88,7 @@ verdicts:
 		t.Fatal("regexp matcher should not match team=web (anchored)")
 	}
 	v := 5.0
-	if d := p.Decide(map[string]*float64{"waiting": &v}, nil); d.Verdict != VerdictInconclusive {
+	if d := p.Judge(Observation{Values: map[string]*float64{"waiting": &v}}); d.Verdict != VerdictInconclusive {
 		t.Fatalf("param override ignored: 5 > limit(10) gave %s", d.Verdict)
 	}
 
@@ -166,7 +166,7 @@ verdicts:
 		t.Fatal(err)
 	}
 	a := 5.0
-	d := p.Decide(map[string]*float64{"a": &a}, nil)
+	d := p.Judge(Observation{Values: map[string]*float64{"a": &a}})
 	if d.Verdict != VerdictInconclusive || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "rule decode-bound not decidable: base missing") {
 		t.Fatalf("verdict %s, notes %q", d.Verdict, d.Notes)
 	}

@@ -97,8 +97,12 @@ type Query struct {
 	Quantile    bool
 	SaturatesAt []float64
 	segs        []segment // Expr split at its placeholders
-	vector      bool      // Expr is an instant vector: it can share a request (batch.go)
+	vector      bool      // Expr is an instant vector: see Vector
 }
+
+// Vector reports whether q returns an instant vector: such a query can share a request with
+// others (evidence/batch.go), a scalar cannot.
+func (q *Query) Vector() bool { return q.vector }
 
 // Verdict is a compiled verdict rule.
 type Verdict struct {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestBuiltinQueriesUnderKServeNames: with vllm.metric_prefix kserve_vllm:, every selector of
-// every built-in query (and fleet request) names a kserve_vllm: metric and excludes router series, the query still
+// every built-in query (and fleet query) names a kserve_vllm: metric and excludes router series, the query still
 // parses once expanded, and a hostile label value stays inside its string.
 func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 	builtin, err := Builtin()
@@ -28,14 +28,14 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 	selectors := 0
 	for _, p := range set.All() {
 		queries := slices.Clone(p.Queries)
-		if p.Fleet != nil { // the fleet's one request too
-			queries = append(queries, &Query{Name: "fleet request"})
+		if p.Fleet != nil { // the fleet's queries too
+			queries = append(queries, p.Fleet.Queries...)
 		}
-		for _, q := range queries {
+		for i, q := range queries {
 			for _, lbls := range []map[string]string{hostile, {}} {
-				e := p.FleetRequest(lbls)
-				if q.Name != "fleet request" {
-					e = p.Expand(q, lbls)
+				e := p.Expand(q, lbls)
+				if i >= len(p.Queries) {
+					e = p.ExpandFleet(q, lbls)
 				}
 				expr, err := parser.NewParser(parser.Options{}).ParseExpr(e)
 				if err != nil {

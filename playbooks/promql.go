@@ -2,6 +2,8 @@ package playbooks
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -74,7 +76,8 @@ type PodScope struct {
 	Label string
 }
 
-func (ps PodScope) label() string {
+// Name is the series label that names a pod: Label, or pod.
+func (ps PodScope) Name() string {
 	if ps.Label == "" {
 		return vllmnames.DefaultPodLabel
 	}
@@ -85,7 +88,7 @@ func (ps PodScope) label() string {
 // the alert's (or triage request's) pod, which is what a person names, under the pod label; else
 // the instance. ok is false when the labels name no pod.
 func (ps PodScope) Resolve(labels map[string]string) (label, value string, ok bool) {
-	l := ps.label()
+	l := ps.Name()
 	switch {
 	case labels[l] != "":
 		return l, labels[l], true
@@ -203,6 +206,56 @@ func expand(segs []segment, scope string, window time.Duration, params map[strin
 func (p *Playbook) Expand(q *Query, labels map[string]string) string {
 	scope, _, _ := ScopeMatchers(p.Scope, labels)
 	return expand(q.segs, scope, p.Window, p.Params)
+}
+
+// Expansion is a playbook's PromQL for one alert's labels, as a run sends it.
+type Expansion struct {
+	// Queries are the expressions of p.Queries, in their order.
+	Queries []string
+	// Fleet are the expressions of p.Fleet.Queries (nil without a fleet section).
+	Fleet []string
+	// Scope are the series labels the scope selects on, with the alert's values.
+	Scope map[string]string
+	// PodLabel is the series label the scope's pod entry selected on ("" when none did).
+	PodLabel string
+	// Notes say how the scope was read: a pod selected by another label than pod, a label
+	// value that carries invalid UTF-8, scope labels the alert lacks.
+	Notes []string
+}
+
+// ExpandAll expands every query of p (and of its fleet) for an alert with these labels, pods
+// named by ps.
+func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
+	scope, used, missing := ps.Matchers(p.Scope, labels)
+	x := Expansion{Queries: make([]string, len(p.Queries)), Scope: used}
+	for i, q := range p.Queries {
+		x.Queries[i] = expand(q.segs, scope, p.Window, p.Params)
+	}
+	if p.Fleet != nil {
+		x.Fleet = p.fleetExprs(labels, ps.Name())
+	}
+	if slices.Contains(p.Scope, "pod") {
+		if lbl, v, ok := ps.Resolve(labels); ok && used[lbl] == v {
+			x.PodLabel = lbl
+			if lbl != "pod" {
+				why := "vllm.pod_label"
+				if lbl != ps.Name() {
+					why = "the alert has no " + ps.Name() + " label"
+				}
+				x.Notes = append(x.Notes, fmt.Sprintf("pod selected by the %s label (%s=%q; %s)", lbl, lbl, v, why))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		if hasReplacement(used[name]) {
+			x.Notes = append(x.Notes, fmt.Sprintf("label %s carries invalid UTF-8 (shown as \uFFFD): matched as a pattern, any characters in its place", name))
+		}
+	}
+	if len(missing) > 0 && len(p.Scope) > 0 {
+		x.Notes = append(x.Notes, fmt.Sprintf("scope labels missing from the alert: %s; the evidence covers every value of them",
+			strings.Join(missing, ", ")))
+	}
+	return x
 }
 
 // ExpandFleet returns fleet query q of playbook p for an alert with these labels: the scope

@@ -26,7 +26,7 @@ func TestAFixtureFromADiagnosisReproducesItsVerdictAndFailsOnAnother(t *testing.
 			if !ok {
 				t.Fatalf("%s tests[%d]: no playbook", file, i)
 			}
-			d := pb.DecideFleet(fx.Values, FleetValues(fx.Fleet), fx.Alert)
+			d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: fx.Alert})
 			other := VerdictHealthy
 			if d.Verdict == other {
 				other = VerdictInconclusive
@@ -64,7 +64,7 @@ func TestAFixtureFromADiagnosisReproducesItsVerdictAndFailsOnAnother(t *testing.
 }
 
 func TestAFixtureNeedsAKnownVerdictAndRecordedEvidence(t *testing.T) {
-	d := builtinSet(t).Triage().DecideFleet(map[string]*float64{}, nil, map[string]string{"model_name": "llama"})
+	d := builtinSet(t).Triage().Judge(Observation{Values: map[string]*float64{}, Labels: map[string]string{"model_name": "llama"}})
 	if _, err := FixtureFromDiagnosis(d, "capacity"); err == nil || !strings.Contains(err.Error(), `unknown verdict "capacity"`) {
 		t.Errorf("an unknown verdict must be refused by name, got %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -235,7 +236,7 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 			out[e] = true
 		}
 	}
-	for _, r := range pb.Requests(labels, 0) { // its queries a few to a request, and the fleet request
+	for _, r := range evidence.Requests(pb, labels, 0) { // its queries a few to a request, and the fleet request
 		add(r)
 	}
 	if len(in) == 0 || len(out) == 0 {

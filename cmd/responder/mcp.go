@@ -15,6 +15,7 @@ import (
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/docs"
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/mcpserver"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -26,7 +27,7 @@ const mcpTriageTimeout = 25 * time.Second
 
 // newMCPServer is the MCP server on the playbooks, engine and store of this responder. Its
 // triage is `responder triage`'s: the same run, the same errors, the same JSON.
-func newMCPServer(c *cfgpkg.Config, set *playbooks.Set, engine *playbooks.Engine, st store.Store) (*mcp.Server, error) {
+func newMCPServer(c *cfgpkg.Config, set *playbooks.Set, engine *evidence.Engine, st store.Store) (*mcp.Server, error) {
 	return mcpserver.New(mcpserver.Options{
 		Set: set, Store: st, Runbooks: docs.Runbooks, Version: version, Encode: encodeTriage,
 		ParseAt: func(s string) (time.Time, error) { return parseAt(s, time.Now()) },
@@ -34,7 +35,7 @@ func newMCPServer(c *cfgpkg.Config, set *playbooks.Set, engine *playbooks.Engine
 			ctx, cancel := context.WithTimeout(ctx, mcpTriageTimeout)
 			defer cancel()
 			d, err := dispatch.TriageAt(ctx, set, engine, labels, at)
-			if unavailable, ok := errors.AsType[*playbooks.UnavailableError](err); ok {
+			if unavailable, ok := errors.AsType[*evidence.UnavailableError](err); ok {
 				return nil, fmt.Errorf("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), unavailable.Reason)
 			}
 			if err != nil {
@@ -46,7 +47,7 @@ func newMCPServer(c *cfgpkg.Config, set *playbooks.Set, engine *playbooks.Engine
 }
 
 // mcpHandler is /mcp of `responder serve` (nil when mcp.enabled is off).
-func mcpHandler(c *cfgpkg.Config, set *playbooks.Set, engine *playbooks.Engine, st store.Store) (http.Handler, error) {
+func mcpHandler(c *cfgpkg.Config, set *playbooks.Set, engine *evidence.Engine, st store.Store) (http.Handler, error) {
 	if !c.MCP.Enabled {
 		return nil, nil
 	}

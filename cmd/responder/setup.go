@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -68,7 +69,7 @@ func loadPlaybooks(c *cfgpkg.Config, extraDirs ...string) (*playbooks.Set, error
 // newPrometheusAPI returns the v1 API client for the configured Prometheus.
 // Its transport is prometheus/common's for the prometheus section's HTTP client configuration
 // (credentials, TLS, proxy, headers such as X-Scope-OrgID), which, like
-// playbooks.PrometheusTransport, never asks for gzip and keeps an idle pool large enough for a
+// evidence.PrometheusTransport, never asks for gzip and keeps an idle pool large enough for a
 // playbook's concurrent queries.
 func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
 	rt, err := cfgpkg.NewHTTPRoundTripper("prometheus", c.Prometheus.HTTP)
@@ -84,8 +85,8 @@ func newPrometheusAPI(c *cfgpkg.Config) (v1.API, error) {
 
 // newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
 // are configured).
-func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog.Logger) (*playbooks.Engine, error) {
-	opt := playbooks.EngineOptions{
+func newEngine(c *cfgpkg.Config, api v1.API, obs evidence.Observer, log zerolog.Logger) (*evidence.Engine, error) {
+	opt := evidence.EngineOptions{
 		QueryTimeout:      c.Prometheus.QueryTimeout,
 		CacheTTL:          c.Prometheus.CacheTTL,
 		MaxConcurrent:     c.Prometheus.MaxConcurrentQueries,
@@ -102,7 +103,7 @@ func newEngine(c *cfgpkg.Config, api v1.API, obs playbooks.Observer, log zerolog
 		}
 		opt.Traces = tc
 	}
-	return playbooks.NewEngine(playbooks.PrometheusQuerier{API: api}, opt), nil
+	return evidence.NewEngine(evidence.PrometheusQuerier{API: api}, opt), nil
 }
 
 // newStore returns the Redis store when redis.url or redis.sentinel is set, the in-memory one

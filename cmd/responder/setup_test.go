@@ -12,11 +12,11 @@ import (
 	"time"
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
-	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/evidence"
 )
 
 // TestPrometheusClientFromHTTPConfigReusesConnectionsUncompressed: the client built from the
-// prometheus section (prometheus/common's transport) keeps what playbooks.PrometheusTransport
+// prometheus section (prometheus/common's transport) keeps what evidence.PrometheusTransport
 // promised: a playbook's concurrent queries, sent again, reuse the first run's connections, and
 // none asks Prometheus to gzip its answer; the configured header is on every request.
 func TestPrometheusClientFromHTTPConfigReusesConnectionsUncompressed(t *testing.T) {
@@ -62,7 +62,7 @@ func TestPrometheusClientFromHTTPConfigReusesConnectionsUncompressed(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := playbooks.PrometheusQuerier{API: api}
+	q := evidence.PrometheusQuerier{API: api}
 	var returned atomic.Int32
 	trace := &httptrace.ClientTrace{PutIdleConn: func(error) { returned.Add(1) }}
 	for run := int32(1); run <= 3; run++ {

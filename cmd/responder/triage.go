@@ -19,6 +19,7 @@ import (
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify/console"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -101,7 +102,7 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	d, err := dispatch.TriageAt(ctx, set, engine, labels, at)
-	if unavailable, ok := errors.AsType[*playbooks.UnavailableError](err); ok {
+	if unavailable, ok := errors.AsType[*evidence.UnavailableError](err); ok {
 		return fail("Prometheus at %s unreachable: %s", secret.URL(c.Prometheus.URL), unavailable.Reason)
 	}
 	if err != nil {

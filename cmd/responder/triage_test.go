@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
 
@@ -114,7 +115,7 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 	}
 }
 
-func evidence(t *testing.T, res triageJSON, name string) (value *float64, baseline string) {
+func evidenceNamed(t *testing.T, res triageJSON, name string) (value *float64, baseline string) {
 	t.Helper()
 	for _, e := range res.Evidence {
 		if e.Name == name {
@@ -142,7 +143,7 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 			if !res.EvaluatedAt.Equal(dayAgo) {
 				t.Fatalf("evaluated_at %v, want %v", res.EvaluatedAt, dayAgo)
 			}
-			if v, _ := evidence(t, res, "waiting"); v == nil || *v != 0 {
+			if v, _ := evidenceNamed(t, res, "waiting"); v == nil || *v != 0 {
 				t.Fatalf("waiting %v, want the day-old 0", v)
 			}
 		})
@@ -152,7 +153,7 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 		if code != 0 {
 			t.Fatal("triage now failed")
 		}
-		if _, b := evidence(t, now, "prefill_mean"); b == "no history for a baseline" {
+		if _, b := evidenceNamed(t, now, "prefill_mean"); b == "no history for a baseline" {
 			t.Fatal("now, the baseline should come from the recorded day-old data")
 		}
 		then, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill",
@@ -160,7 +161,7 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 		if code != 0 {
 			t.Fatal(stderr)
 		}
-		if _, b := evidence(t, then, "prefill_mean"); b != "no history for a baseline" {
+		if _, b := evidenceNamed(t, then, "prefill_mean"); b != "no history for a baseline" {
 			t.Fatalf("as of a day ago the baseline (two days ago) has no data, got %q", b)
 		}
 	})
@@ -331,7 +332,7 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		want := len(pb.Requests(map[string]string{"pod": labels["pod"]}, n))
+		want := len(evidence.Requests(pb, map[string]string{"pod": labels["pod"]}, n))
 		if got := proxy.answered(); got != want || (n == 1 && want != len(pb.Queries)+1) || (n == 10 && want > 4) {
 			t.Errorf("queries_per_request %d: %d distinct requests; want %d", n, got, want)
 		}

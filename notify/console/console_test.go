@@ -65,11 +65,15 @@ func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := set.Get("queue-depth-high")
-	d := p.DecideFleet(map[string]*float64{"waiting": f(300), "running": f(256), "queue_share": f(0.9)}, playbooks.FleetValues{
-		"waiting":  {"vllm-0": 300, "vllm-1": 0, "vllm-2": 1},
-		"running":  {"vllm-0": 256, "vllm-1": 12},
-		"arrivals": {"vllm-0": 50, "vllm-1": 4, "vllm-2": 5},
-	}, map[string]string{"namespace": "prod", "model_name": "llama", "pod": "vllm-0"})
+	d := p.Judge(playbooks.Observation{
+		Values: map[string]*float64{"waiting": f(300), "running": f(256), "queue_share": f(0.9)},
+		Fleet: playbooks.FleetValues{
+			"waiting":  {"vllm-0": 300, "vllm-1": 0, "vllm-2": 1},
+			"running":  {"vllm-0": 256, "vllm-1": 12},
+			"arrivals": {"vllm-0": 50, "vllm-1": 4, "vllm-2": 5},
+		},
+		Labels: map[string]string{"namespace": "prod", "model_name": "llama", "pod": "vllm-0"},
+	})
 	var b strings.Builder
 	WriteDiagnosis(&b, d, "  ")
 	out := b.String()

@@ -34,7 +34,7 @@ func benchDiagnosis(b *testing.B) *playbooks.Diagnosis {
 	for k, v := range raw {
 		values[k] = &v
 	}
-	d := p.Decide(values, labels)
+	d := p.Judge(playbooks.Observation{Values: values, Labels: labels})
 	for _, q := range p.Queries {
 		if q.Hidden {
 			continue

@@ -58,7 +58,7 @@ func postDiagnosis(t *testing.T, e *env, n *Notifier, set *playbooks.Set, labels
 	if !ok {
 		t.Fatalf("no playbook for %v", labels)
 	}
-	d := pb.DecideFleet(values, fleet, labels)
+	d := pb.Judge(playbooks.Observation{Values: values, Fleet: fleet, Labels: labels})
 	before := len(e.slack.Calls("chat.postMessage"))
 	nt := &notify.Notification{GroupKey: fmt.Sprintf("{}:{pod=%q}", labels["pod"]), Status: notify.StatusFiring, Source: notify.SourceAlertmanager,
 		Items: []notify.Item{{Alert: template.Alert{Status: notify.StatusFiring, Labels: template.KV(labels), Fingerprint: "fp-" + labels["pod"],
@@ -238,7 +238,7 @@ func TestAWrongVerdictChoiceTheResponderNeverOfferedIsRefusedAndNotCounted(t *te
 type setTriager struct{ set *playbooks.Set }
 
 func (s setTriager) Triage(_ context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
-	return s.set.Triage().DecideFleet(map[string]*float64{}, nil, labels), nil
+	return s.set.Triage().Judge(playbooks.Observation{Values: map[string]*float64{}, Labels: labels}), nil
 }
 
 func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *testing.T) {

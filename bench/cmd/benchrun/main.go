@@ -248,7 +248,7 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 	w("  on a fresh responder, so the open loop does not inherit the closed loop's 300,000+ in-memory dedup claims.\n")
 	w("  The open-loop latency is measured from when each request was due, so a stall counts against every request it delays.\n")
 	w("- Time to diagnosis: webhook received (the handler's timestamp) to notifier called, with `handlers.Webhook` → `dispatch` →\n")
-	w("  `playbooks.Engine` wired in-process as serve.go wires them, cache_ttl negative, against the real Prometheus with recorded series.\n")
+	w("  `evidence.Engine` wired in-process as serve.go wires them, cache_ttl negative, against the real Prometheus with recorded series.\n")
 	w("  In each run every request the diagnosis sends is first timed alone, one after the other; the slowest of them is the reference.\n")
 	w("  The fleet's queries (one vector by pod and engine each) travel as one request (label_replace ... or ...), timed alone too and\n")
 	w("  against its queries sent one by one (the references rows). The 50-pod row diagnoses fleet-0 of a model recorded on 50 pods\n")

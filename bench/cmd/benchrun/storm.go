@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -127,7 +128,7 @@ slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: 
 				}
 				// Its queries a few to a request, and one request for every fleet signal (shared
 				// by the pods of a model).
-				reqs := pb.Requests(l, 0)
+				reqs := evidence.Requests(pb, l, 0)
 				for _, r := range reqs {
 					pairs[r] = true
 				}

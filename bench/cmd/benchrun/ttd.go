@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/handlers"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -44,7 +45,7 @@ type ttdReport struct {
 // benchTimeToDiagnosis times webhook received -> notifier called for the TTFT playbook against
 // the real Prometheus, with the result cache off, and in each repetition times every query of the
 // playbook alone (one after the other) to find the slowest. The responder's own packages are
-// wired as serve.go wires them (handlers.Webhook -> dispatch -> playbooks.Engine on client_golang),
+// wired as serve.go wires them (handlers.Webhook -> dispatch -> evidence.Engine on client_golang),
 // in this process, with a notifier that records the moment it is called.
 //
 // labels are the alert's; pods is how many pods its model has in the recorded data (the fleet
@@ -52,7 +53,7 @@ type ttdReport struct {
 func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, labels map[string]string, pods int) ttdReport {
 	// The same transport as serve's (an idle pool as large as the queries in flight), for the
 	// engine and for the bare references alike.
-	client, err := api.NewClient(api.Config{Address: promURL, RoundTripper: playbooks.PrometheusTransport(16)})
+	client, err := api.NewClient(api.Config{Address: promURL, RoundTripper: evidence.PrometheusTransport(16)})
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -67,7 +68,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	}
 	pb, _ := set.Get("ttft-p99-high")
 	m := metrics.New(prometheus.NewRegistry())
-	engine := playbooks.NewEngine(playbooks.PrometheusQuerier{API: promAPI}, playbooks.EngineOptions{
+	engine := evidence.NewEngine(evidence.PrometheusQuerier{API: promAPI}, evidence.EngineOptions{
 		QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Logger: zerolog.Nop()})
 
 	type called struct {
@@ -95,7 +96,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	var exprs, names []string
 	rep := ttdReport{name: name, pods: pods, reps: reps}
 	// The requests the engine sends: its queries a few to a request, then the fleet's in one.
-	exprs = pb.Requests(labels, 0)
+	exprs = evidence.Requests(pb, labels, 0)
 	for i := range exprs {
 		names = append(names, fmt.Sprintf("request %d of the playbook's queries", i+1))
 	}

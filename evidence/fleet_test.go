@@ -1,4 +1,4 @@
-package playbooks
+package evidence
 
 import (
 	"cmp"
@@ -14,6 +14,8 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // fleetQuerier answers fleet queries (those with `by (pod)`) with one sample per pod from
@@ -42,14 +44,14 @@ func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Va
 		var vec model.Vector
 		for _, sig := range m {
 			for key, v := range f.byPod[sig[1]] {
-				k := ParseFleetKey(key)
+				k := playbooks.ParseFleetKey(key)
 				podLabel := model.LabelName(cmp.Or(f.podLabel, "pod"))
 				metric := model.Metric{podLabel: model.LabelValue(k.Pod), signalLabel: model.LabelValue(sig[1])}
 				if k.Namespace != "" {
 					metric["namespace"] = model.LabelValue(k.Namespace)
 				}
-				if k.Engine != "" {
-					metric["engine"] = model.LabelValue(k.Engine)
+				if k.Rank != "" {
+					metric["engine"] = model.LabelValue(k.Rank)
 				}
 				vec = append(vec, &model.Sample{Metric: metric, Value: model.SampleValue(v)})
 			}
@@ -62,13 +64,13 @@ func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Va
 // foldedSignalRE finds the names of the fleet queries a fleet request carries.
 var foldedSignalRE = regexp.MustCompile(`"` + signalLabel + `", "(\w+)"`)
 
-func builtinSet(t testing.TB) *Set {
+func builtinSet(t testing.TB) *playbooks.Set {
 	t.Helper()
-	pbs, err := Builtin()
+	pbs, err := playbooks.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewSet(pbs, nil, SetOptions{})
+	s, err := playbooks.NewSet(pbs, nil, playbooks.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func builtinSet(t testing.TB) *Set {
 // pods as for 50: one vector by pod per signal.
 func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 	p := builtinSet(t).Triage()
-	count := func(pods int) (*Diagnosis, *fleetQuerier) {
+	count := func(pods int) (*playbooks.Diagnosis, *fleetQuerier) {
 		fq := &fleetQuerier{byPod: map[string]map[string]float64{"waiting": {}, "running": {}, "tokens": {}, "arrivals": {}, "stall": {}}}
 		for i := range pods {
 			pod := fmt.Sprintf("vllm-%d", i)
@@ -96,8 +98,8 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 	}
 	d3, q3 := count(3)
 	d50, q50 := count(50)
-	for _, d := range []*Diagnosis{d3, d50} {
-		if d.Verdict != VerdictEngineStalled || d.Fleet == nil || d.Fleet.Focus != "vllm-1" || !d.Fleet.FocusChosen {
+	for _, d := range []*playbooks.Diagnosis{d3, d50} {
+		if d.Verdict != playbooks.VerdictEngineStalled || d.Fleet == nil || d.Fleet.Focus != "vllm-1" || !d.Fleet.FocusChosen {
 			t.Fatalf("verdict %s, fleet %+v; want engine-stalled naming vllm-1", d.Verdict, d.Fleet)
 		}
 		if !strings.Contains(d.Title, "vllm-1") || !strings.Contains(d.Summary, "this pod alone (1 of ") {
@@ -107,7 +109,7 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 	if d50.Fleet.Pods != 50 || len(d50.Fleet.Rows) != 50 || d50.Fleet.Rows[0].Pod != "vllm-1" {
 		t.Errorf("50 pods: %d pods, %d rows, first %q; want 50, 50, the focus vllm-1 first", d50.Fleet.Pods, len(d50.Fleet.Rows), d50.Fleet.Rows[0].Pod)
 	}
-	if want := len(p.Requests(nil, 0)); len(q3.asked) != len(q50.asked) || len(q3.asked) != want || want > len(p.Queries)/defaultQueriesPerRequest+2 {
+	if want := len(Requests(p, nil, 0)); len(q3.asked) != len(q50.asked) || len(q3.asked) != want || want > len(p.Queries)/defaultQueriesPerRequest+2 {
 		t.Errorf("requests: %d for 3 pods, %d for 50; want both %d (the %d queries a few to a request, and one fleet request)",
 			len(q3.asked), len(q50.asked), want, len(p.Queries))
 	}
@@ -146,7 +148,7 @@ func TestFleetViewShowsAMissingValueAsNA(t *testing.T) {
 		}
 	}
 	for _, r := range d.Fleet.Rows {
-		if r.Pod == "vllm-2" && (r.Values[kvCol] != nil || r.Texts[kvCol] != NA) {
+		if r.Pod == "vllm-2" && (r.Values[kvCol] != nil || r.Texts[kvCol] != playbooks.NA) {
 			t.Errorf("vllm-2 has no KV series; got %v %q", r.Values[kvCol], r.Texts[kvCol])
 		}
 	}
@@ -207,7 +209,7 @@ func TestFleetPodsByInstanceOrTheConfiguredPodLabel(t *testing.T) {
 			fq := &fleetQuerier{scalar: 1, podLabel: tc.label, byPod: map[string]map[string]float64{
 				"waiting": {"10.0.0.1:8000": 140, "10.0.0.2:8000": 0},
 			}}
-			e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), PodScope: PodScope{Label: tc.podLabel}})
+			e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), PodScope: playbooks.PodScope{Label: tc.podLabel}})
 			d, err := e.Run(context.Background(), p, map[string]string{"model_name": "llama", tc.label: "10.0.0.1:8000"})
 			if err != nil {
 				t.Fatal(err)
@@ -243,8 +245,8 @@ func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
 	if r.Pod != "vllm-0" || *r.Values[col["waiting"]] != 43 || *r.Values[col["kv"]] != 0.6 {
 		t.Errorf("vllm-0: waiting %v, kv %v; want 43 (summed) and 0.6 (the max)", *r.Values[col["waiting"]], *r.Values[col["kv"]])
 	}
-	if d.Fleet.Engine != "1" || len(d.Fleet.Engines) != 2 || d.Fleet.Engines[0].Pod != "1" {
-		t.Errorf("engines %q %+v; want engine 1 (the deeper queue) first of 2", d.Fleet.Engine, d.Fleet.Engines)
+	if d.Fleet.Rank != "1" || len(d.Fleet.Ranks) != 2 || d.Fleet.Ranks[0].Pod != "1" {
+		t.Errorf("engines %q %+v; want engine 1 (the deeper queue) first of 2", d.Fleet.Rank, d.Fleet.Ranks)
 	}
 	table := d.Fleet.Table(8)
 	if len(table) != 5 || !strings.Contains(table[1], "vllm-0") || !strings.Contains(table[2], "engine 1") || !strings.Contains(table[3], "engine 0") {
@@ -271,8 +273,8 @@ func TestTheAlertsEngineLabelNamesTheEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Fleet == nil || d.Fleet.Engine != tc.want || d.Verdict != VerdictEngineStalled || !strings.Contains(d.Title, "engine "+tc.want) {
-			t.Errorf("engine label %q: verdict %s, title %q, engine %q; want engine-stalled naming engine %s", tc.label, d.Verdict, d.Title, d.Fleet.Engine, tc.want)
+		if d.Fleet == nil || string(d.Fleet.Rank) != tc.want || d.Verdict != playbooks.VerdictEngineStalled || !strings.Contains(d.Title, "engine "+tc.want) {
+			t.Errorf("engine label %q: verdict %s, title %q, engine %q; want engine-stalled naming engine %s", tc.label, d.Verdict, d.Title, d.Fleet.Rank, tc.want)
 		}
 	}
 }

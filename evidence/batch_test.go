@@ -1,4 +1,4 @@
-package playbooks
+package evidence
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // countingQuerier counts the requests that reach q.
@@ -44,7 +45,7 @@ func (c countingQuerier) drain() []string {
 // a scalar query travels alone; a request Prometheus answers with an error is sent again query
 // by query, a request that cannot reach Prometheus is not.
 func TestARunSendsItsQueriesAFewToARequest(t *testing.T) {
-	p, err := Parse("fake.yaml", []byte(strings.Replace(fakePlaybook, "queries:\n", "queries:\n  s: {expr: 'scalar(sum(s{$scope}))', unit: count}\n", 1)))
+	p, err := playbooks.Parse("fake.yaml", []byte(strings.Replace(fakePlaybook, "queries:\n", "queries:\n  s: {expr: 'scalar(sum(s{$scope}))', unit: count}\n", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 				labels["model_name"] = testenv.FleetModel
 			}
 			for _, m := range p.Matchers {
-				if m.Type == MatchEqual {
+				if m.Type == playbooks.MatchEqual {
 					labels[m.Name] = m.Value
 				}
 			}
@@ -144,16 +145,16 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 				t.Fatalf("%s on %s: %v / %v", p.Name, pod, err1, err2)
 			}
 			asked := q.drain()
-			if len(asked) != len(p.Requests(labels, 0)) || len(asked) >= len(p.Queries) {
-				t.Errorf("%s: %d requests for %d queries; want %d", p.Name, len(asked), len(p.Queries), len(p.Requests(labels, 0)))
+			if len(asked) != len(Requests(p, labels, 0)) || len(asked) >= len(p.Queries) {
+				t.Errorf("%s: %d requests for %d queries; want %d", p.Name, len(asked), len(p.Queries), len(Requests(p, labels, 0)))
 			}
-			for _, d := range []*Diagnosis{want, got} {
+			for _, d := range []*playbooks.Diagnosis{want, got} {
 				d.Duration, d.DurationMS = 0, 0
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s on %s: a few to a request says\n%+v\neach alone\n%+v", p.Name, pod, got, want)
 			}
-			if want.Verdict != VerdictNoData {
+			if want.Verdict != playbooks.VerdictNoData {
 				checked++
 			}
 		}

@@ -1,4 +1,4 @@
-package playbooks
+package evidence
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // A run sends its queries to Prometheus a few to a request: each query's answer is labelled with
@@ -93,13 +95,13 @@ func (b *queryBatch) interpret(v model.Value) result {
 // groups splits p's queries (but those skip takes) into requests: the instant-vector queries
 // at most perRequest to a request, as evenly as can be (18 by 10 are two requests of 9), and
 // every other query alone (a scalar cannot be labelled).
-func (p *Playbook) groups(perRequest int, skip func(i int) bool) [][]int {
+func groups(p *playbooks.Playbook, perRequest int, skip func(i int) bool) [][]int {
 	var folded []int
 	var out [][]int
 	for i, q := range p.Queries {
 		switch {
 		case skip != nil && skip(i):
-		case q.vector && perRequest > 1:
+		case q.Vector() && perRequest > 1:
 			folded = append(folded, i)
 		default:
 			out = append(out, []int{i})
@@ -116,7 +118,7 @@ func (p *Playbook) groups(perRequest int, skip func(i int) bool) [][]int {
 
 // fold is the request that carries the queries g of p (indexes into p.Queries and exprs, their
 // expansions): their names, and its PromQL.
-func (p *Playbook) fold(g []int, exprs []string) (names []string, promQL string) {
+func fold(p *playbooks.Playbook, g []int, exprs []string) (names []string, promQL string) {
 	names, folded := make([]string, len(g)), make([]string, len(g))
 	for k, i := range g {
 		names[k], folded[k] = p.Queries[i].Name, exprs[i]
@@ -126,9 +128,9 @@ func (p *Playbook) fold(g []int, exprs []string) (names []string, promQL string)
 
 // queryAll runs a playbook's queries (expressions exprs, keySuffix as for query), a few to a
 // request, and returns each query's result. A query whose result is cached is not sent.
-func (e *Engine) queryAll(ctx context.Context, p *Playbook, exprs []string, keySuffix string, at time.Time) []result {
+func (e *Engine) queryAll(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time) []result {
 	results := make([]result, len(exprs))
-	groups := p.groups(e.opt.QueriesPerRequest, func(i int) bool {
+	gs := groups(p, e.opt.QueriesPerRequest, func(i int) bool {
 		r, ok := e.cached(exprs[i] + keySuffix)
 		if ok {
 			results[i] = r
@@ -136,7 +138,7 @@ func (e *Engine) queryAll(ctx context.Context, p *Playbook, exprs []string, keyS
 		return ok
 	})
 	var wg sync.WaitGroup
-	for _, g := range groups {
+	for _, g := range gs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -149,12 +151,12 @@ func (e *Engine) queryAll(ctx context.Context, p *Playbook, exprs []string, keyS
 
 // queryGroup runs the queries g (indexes into p.Queries and exprs) as one request and writes
 // each one's result into results[i].
-func (e *Engine) queryGroup(ctx context.Context, p *Playbook, g []int, exprs []string, keySuffix string, at time.Time, results []result) {
+func (e *Engine) queryGroup(ctx context.Context, p *playbooks.Playbook, g []int, exprs []string, keySuffix string, at time.Time, results []result) {
 	if len(g) == 1 {
 		results[g[0]] = e.query(ctx, exprs[g[0]], keySuffix, at, nil)
 		return
 	}
-	names, promQL := p.fold(g, exprs)
+	names, promQL := fold(p, g, exprs)
 	r := e.query(ctx, promQL, keySuffix, at, &queryBatch{names: names})
 	switch {
 	case r.status == QueryOK:
@@ -189,21 +191,18 @@ func (e *Engine) queryGroup(ctx context.Context, p *Playbook, g []int, exprs []s
 // Prometheus, with the default pod label and nothing cached: its queries queriesPerRequest to a
 // request (0: the engine's default), then the fleet request. The number of requests does not
 // grow with the number of pods.
-func (p *Playbook) Requests(labels map[string]string, queriesPerRequest int) []string {
+func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int) []string {
 	if queriesPerRequest == 0 {
 		queriesPerRequest = defaultQueriesPerRequest
 	}
-	exprs := make([]string, len(p.Queries))
-	for i, q := range p.Queries {
-		exprs[i] = p.Expand(q, labels)
-	}
+	x := p.ExpandAll(labels, playbooks.PodScope{})
 	var out []string
-	for _, g := range p.groups(queriesPerRequest, nil) {
-		_, promQL := p.fold(g, exprs)
+	for _, g := range groups(p, queriesPerRequest, nil) {
+		_, promQL := fold(p, g, x.Queries)
 		out = append(out, promQL)
 	}
 	if p.Fleet != nil {
-		out = append(out, p.FleetRequest(labels))
+		out = append(out, newFleetRequest(p, x.Fleet, "").promQL())
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package playbooks
+package evidence
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -101,7 +102,7 @@ type foldedLeg struct{ name, expr string }
 
 // foldedLegs parses a request of foldQueries back into its queries; nil for a lone query.
 func foldedLegs(t testing.TB, q string) []foldedLeg {
-	e, err := promQL.ParseExpr(q)
+	e, err := promparser.NewParser(promparser.Options{}).ParseExpr(q)
 	if err != nil {
 		if t != nil {
 			t.Errorf("unparsable request %s: %v", q, err)
@@ -166,20 +167,20 @@ verdicts:
   - {id: inconclusive, when: "true", title: fallback}
 `
 
-func evidence(d *Diagnosis, name string) Evidence {
+func evidence(d *playbooks.Diagnosis, name string) playbooks.Evidence {
 	for _, e := range d.Evidence {
 		if e.Name == name {
 			return e
 		}
 	}
-	return Evidence{}
+	return playbooks.Evidence{}
 }
 
 // Each kind of answer Prometheus' API can give, for one query or for all of them, becomes
 // what the diagnosis says: a value, or a missing value with its reason named, and a verdict
 // that degrades (inconclusive, with notes) rather than a crash or a made-up number.
 func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
-	p, err := Parse("fake.yaml", []byte(fakePlaybook))
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,116 +206,116 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 	}{
 		{
 			name: "one sample is the value", answers: map[string]answer{"a": one(5)},
-			query: "a", value: ptr(5), verdict: VerdictCapacityPastKnee, status: QueryOK,
+			query: "a", value: ptr(5), verdict: playbooks.VerdictCapacityPastKnee, status: QueryOK,
 		},
 		{
 			name: "a scalar answer is the value", answers: map[string]answer{"a": {value: &model.Scalar{Value: 0.5}}},
-			query: "a", value: ptr(0.5), verdict: VerdictHealthy, status: QueryOK,
+			query: "a", value: ptr(0.5), verdict: playbooks.VerdictHealthy, status: QueryOK,
 		},
 		{
 			name:    "NaN (0/0 over a window without traffic) is missing, and so is the rule that needs it",
 			answers: map[string]answer{"a": one(math.NaN())},
-			query:   "a", problem: "no traffic in the window (0/0)", verdict: VerdictInconclusive, status: QueryEmpty,
+			query:   "a", problem: "no traffic in the window (0/0)", verdict: playbooks.VerdictInconclusive, status: QueryEmpty,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "+Inf is missing, not a huge number", answers: map[string]answer{"a": one(math.Inf(1))},
-			query: "a", problem: "value is +Inf", verdict: VerdictInconclusive, status: QueryOK,
+			query: "a", problem: "value is +Inf", verdict: playbooks.VerdictInconclusive, status: QueryOK,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "-Inf is missing", answers: map[string]answer{"a": one(math.Inf(-1))},
-			query: "a", problem: "value is -Inf", verdict: VerdictInconclusive, status: QueryEmpty,
+			query: "a", problem: "value is -Inf", verdict: playbooks.VerdictInconclusive, status: QueryEmpty,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "a quantile at +Inf is saturated: above the top bucket, missing", answers: map[string]answer{"ttft_bucket": one(math.Inf(1))},
 			query: "p99", problem: "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), " +
 				"so the real value is higher than any bucket can show",
-			verdict: VerdictHealthy, status: QueryOK,
+			verdict: playbooks.VerdictHealthy, status: QueryOK,
 		},
 		{
 			name: "a quantile pinned at a top bucket bound is kept but not trusted", answers: map[string]answer{"ttft_bucket": one(2560)},
 			query: "p99", value: ptr(2560), problem: "pinned at the histogram's top bucket bound (42m40s): the real value is at least this high " +
 				"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement",
-			verdict: VerdictHealthy, status: QueryOK,
+			verdict: playbooks.VerdictHealthy, status: QueryOK,
 		},
 		{
 			name:    "several series where one is expected: the largest, and the query named as not aggregated",
 			answers: map[string]answer{"a": {value: model.Vector{sample(2), sample(7), sample(0.5)}}},
 			query:   "a", value: ptr(7), problem: "3 series; showing the largest (aggregate the query to one series)",
-			verdict: VerdictCapacityPastKnee, status: QueryOK,
+			verdict: playbooks.VerdictCapacityPastKnee, status: QueryOK,
 		},
 		{
 			name: "several series, one of them NaN: the largest number", answers: map[string]answer{"a": {value: model.Vector{sample(math.NaN()), sample(2)}}},
 			query: "a", value: ptr(2), problem: "2 series; showing the largest (aggregate the query to one series)",
-			verdict: VerdictCapacityPastKnee, status: QueryOK,
+			verdict: playbooks.VerdictCapacityPastKnee, status: QueryOK,
 		},
 		{
 			name: "a matrix answer is a query error, missing",
 			answers: map[string]answer{"a": {value: model.Matrix{&model.SampleStream{Metric: model.Metric{},
 				Values: []model.SamplePair{{Timestamp: 0, Value: 5}}}}}},
 			query: "a", problem: "query returns a range vector; a playbook query must return one number",
-			verdict: VerdictInconclusive, status: QueryError,
+			verdict: playbooks.VerdictInconclusive, status: QueryError,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "an empty answer (no series) is missing", answers: map[string]answer{"a": {value: model.Vector{}}},
-			query: "a", problem: "no series", verdict: VerdictInconclusive, status: QueryEmpty,
+			query: "a", problem: "no series", verdict: playbooks.VerdictInconclusive, status: QueryEmpty,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "a query Prometheus rejects (bad_data) is missing with Prometheus' reason", answers: map[string]answer{"a": {err: rejected}},
 			query: "a", problem: `query rejected by Prometheus: invalid parameter "query": 1:6: parse error: unexpected "}"`,
-			verdict: VerdictInconclusive, status: QueryError,
+			verdict: playbooks.VerdictInconclusive, status: QueryError,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "a query that fails to execute (execution) is rejected too", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrExec, Msg: "expanding series: too many samples"}}},
 			query: "a", problem: "query rejected by Prometheus: expanding series: too many samples",
-			verdict: VerdictInconclusive, status: QueryError,
+			verdict: playbooks.VerdictInconclusive, status: QueryError,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "Prometheus' own timeout (timeout) is a timeout", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrTimeout, Msg: "query timed out in expression evaluation"}}},
 			query: "a", problem: "Prometheus timed out: query timed out in expression evaluation",
-			verdict: VerdictInconclusive, status: QueryTimeout,
+			verdict: playbooks.VerdictInconclusive, status: QueryTimeout,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "a query Prometheus cancelled (canceled) is a timeout", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrCanceled, Msg: "context canceled"}}},
 			query: "a", problem: "Prometheus timed out: context canceled",
-			verdict: VerdictInconclusive, status: QueryTimeout,
+			verdict: playbooks.VerdictInconclusive, status: QueryTimeout,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "a query past the engine's deadline is a timeout naming the deadline", answers: map[string]answer{"a": {block: true}},
 			timeout: 20 * time.Millisecond, query: "a", problem: "query deadline of 20ms exceeded",
-			verdict: VerdictInconclusive, status: QueryTimeout,
+			verdict: playbooks.VerdictInconclusive, status: QueryTimeout,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
 		},
 		{
 			name: "a 5xx (server_error) on one query: that query could not reach Prometheus, the rest decide", answers: map[string]answer{"a": {err: server}},
-			query: "a", problem: "server_error: server error: 503", verdict: VerdictInconclusive, status: QueryUnreachable,
+			query: "a", problem: "server_error: server error: 503", verdict: playbooks.VerdictInconclusive, status: QueryUnreachable,
 			notes: []string{"rule capacity-past-knee not decidable: a missing", "1 of 3 queries could not reach Prometheus: server_error: server error: 503"},
 		},
 		{
 			name:    "a 4xx other than a rejected query (client_error) could not reach Prometheus either",
 			answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrClient, Msg: "client error: 403"}}},
-			query:   "a", problem: "client_error: client error: 403", verdict: VerdictInconclusive, status: QueryUnreachable,
+			query:   "a", problem: "client_error: client error: 403", verdict: playbooks.VerdictInconclusive, status: QueryUnreachable,
 			notes: []string{"rule capacity-past-knee not decidable: a missing", "1 of 3 queries could not reach Prometheus: client_error: client error: 403"},
 		},
 		{
 			name:    "an answer that is not the API's JSON (bad_response, a proxy's error page) could not reach Prometheus",
 			answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrBadResponse, Msg: "readObjectStart: expect { or n, but found <"}}},
-			query:   "a", problem: "bad_response: readObjectStart: expect { or n, but found <", verdict: VerdictInconclusive, status: QueryUnreachable,
+			query:   "a", problem: "bad_response: readObjectStart: expect { or n, but found <", verdict: playbooks.VerdictInconclusive, status: QueryUnreachable,
 			notes: []string{"1 of 3 queries could not reach Prometheus: bad_response: readObjectStart: expect { or n, but found <"},
 		},
 		{
 			name:    "warnings keep the value but mark the evidence as a partial answer",
 			answers: map[string]answer{"a": {value: model.Vector{sample(5)}, warnings: []string{"store 10.0.0.7:10901 did not answer"}}},
 			query:   "a", value: ptr(5), problem: "partial answer, Prometheus warned: store 10.0.0.7:10901 did not answer",
-			verdict: VerdictCapacityPastKnee, status: QueryOK,
+			verdict: playbooks.VerdictCapacityPastKnee, status: QueryOK,
 			notes: []string{"1 of 3 queries came back with warnings: the answer may be partial (a Thanos store or a Mimir/Cortex querier " +
 				"that did not answer); the verdict rests on what did"},
 			batchedNotes: []string{"3 of 3 queries came back with warnings: the answer may be partial (a Thanos store or a Mimir/Cortex querier " +
@@ -324,19 +325,19 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 			name:    "warnings beside several series: both problems are named",
 			answers: map[string]answer{"a": {value: model.Vector{sample(5), sample(6)}, warnings: []string{"partial_response"}}},
 			query:   "a", value: ptr(6), problem: "2 series; showing the largest (aggregate the query to one series); partial answer, Prometheus warned: partial_response",
-			verdict: VerdictCapacityPastKnee, status: QueryOK,
+			verdict: playbooks.VerdictCapacityPastKnee, status: QueryOK,
 		},
 		{
 			name:    "a 5xx on every query: no evidence, a degraded diagnosis and an UnavailableError",
 			answers: map[string]answer{"a": {err: server}, "b": {err: server}, "ttft_bucket": {err: server}},
-			query:   "a", problem: "server_error: server error: 503", verdict: VerdictInconclusive, status: QueryUnreachable,
+			query:   "a", problem: "server_error: server error: 503", verdict: playbooks.VerdictInconclusive, status: QueryUnreachable,
 			unavailable: "server_error: server error: 503",
 		},
 		{
 			name:    "Prometheus refusing connections: the reason without the query string of the URL",
 			answers: map[string]answer{"a": {err: refused}, "b": {err: refused}, "ttft_bucket": {err: refused}},
 			query:   "a", problem: `Post "http://127.0.0.1:9/api/v1/query": dial tcp 127.0.0.1:9: connect: connection refused`,
-			verdict: VerdictInconclusive, status: QueryUnreachable,
+			verdict: playbooks.VerdictInconclusive, status: QueryUnreachable,
 			unavailable: `Post "http://127.0.0.1:9/api/v1/query": dial tcp 127.0.0.1:9: connect: connection refused`,
 		},
 	}
@@ -390,7 +391,7 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 					t.Errorf("%s = %s; want %v", tc.query, ev.Text, *tc.value)
 				}
 				if tc.value == nil {
-					if ev.Text != NA || !slices.Contains(d.Missing, tc.query) {
+					if ev.Text != playbooks.NA || !slices.Contains(d.Missing, tc.query) {
 						t.Errorf("%s shows %q, missing %q; want n/a and named as missing", tc.query, ev.Text, d.Missing)
 					}
 					if !d.Degraded() {
@@ -431,7 +432,7 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 // The chosen verdict's templates render with the values the answers gave, and evidence keeps the
 // query as sent, with the alert's label quoted in it.
 func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
-	p, err := Parse("fake.yaml", []byte(fakePlaybook))
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +442,7 @@ func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Verdict != VerdictCapacityPastKnee || d.Title != "a is high" || d.Summary != "a is 140" {
+	if d.Verdict != playbooks.VerdictCapacityPastKnee || d.Title != "a is high" || d.Summary != "a is 140" {
 		t.Fatalf("verdict %s, title %q, summary %q", d.Verdict, d.Title, d.Summary)
 	}
 	if q := evidence(d, "a").Query; q != `sum(a{pod="vllm-0\"} or vector(1)"})` {
@@ -458,12 +459,12 @@ func TestSummaryCitesTraces(t *testing.T) {
 	tr := &traces.Report{Summary: "the 5 slowest requests spent 92% of their time queued"}
 	for _, c := range []struct {
 		name string
-		d    Diagnosis
+		d    playbooks.Diagnosis
 		want bool
 	}{
-		{"no traces", Diagnosis{Summary: "x"}, false},
-		{"an inconclusive summary leading with the traces", Diagnosis{Summary: "Traces: " + tr.Summary + " None matched.", SlowestRequests: tr}, true},
-		{"a summary that does not cite them", Diagnosis{Summary: "Capacity, past the knee.", SlowestRequests: tr}, false},
+		{"no traces", playbooks.Diagnosis{Summary: "x"}, false},
+		{"an inconclusive summary leading with the traces", playbooks.Diagnosis{Summary: "Traces: " + tr.Summary + " None matched.", SlowestRequests: tr}, true},
+		{"a summary that does not cite them", playbooks.Diagnosis{Summary: "Capacity, past the knee.", SlowestRequests: tr}, false},
 	} {
 		if got := c.d.SummaryCitesTraces(); got != c.want {
 			t.Errorf("%s: SummaryCitesTraces() = %v, want %v", c.name, got, c.want)

@@ -1,4 +1,4 @@
-package playbooks
+package evidence
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -65,7 +66,7 @@ func slowReport() *traces.Report {
 }
 
 func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
-	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
 }
 
 func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
-	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
 }
 
 func TestTheDefaultInconclusiveSaysWhatTheTracesShow(t *testing.T) {
-	p, err := Parse("none.yaml", []byte(`
+	p, err := playbooks.Parse("none.yaml", []byte(`
 name: none
 match: {alertname: X}
 queries:
@@ -142,13 +143,13 @@ verdicts:
 		t.Fatal(err)
 	}
 	d, err := NewEngine(valueQuerier{3}, EngineOptions{CacheTTL: -1, Traces: &finder{rep: slowReport(), timeout: time.Minute}}).Run(context.Background(), p, map[string]string{"alertname": "X"})
-	if err != nil || d.Verdict != VerdictInconclusive || !strings.HasPrefix(d.Summary, "Traces: The slowest request (10s) spent 90% of its time queued") || !d.OfferProfile {
+	if err != nil || d.Verdict != playbooks.VerdictInconclusive || !strings.HasPrefix(d.Summary, "Traces: The slowest request (10s) spent 90% of its time queued") || !d.OfferProfile {
 		t.Fatalf("err %v, verdict %s, summary %q", err, d.Verdict, d.Summary)
 	}
 }
 
 func TestTracesNeverHoldADiagnosisPastItsRunDeadline(t *testing.T) {
-	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func (o *traceObs) ObserveQuery(time.Duration, string) {}
 func (o *traceObs) ObserveTraceLookup(r string)        { o.results = append(o.results, r) }
 
 func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
-	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
 // `triage --at` reviews a past incident: the traces are those of the window ending at that time,
 // not at the time of the run.
 func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
-	p, err := Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package playbooks
+package evidence
 
 import (
 	"strings"

@@ -1,0 +1,302 @@
+package evidence
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/traces"
+)
+
+// EngineOptions tunes an Engine.
+type EngineOptions struct {
+	// QueryTimeout bounds each query (default 10s).
+	QueryTimeout time.Duration
+	// CacheTTL keeps a result for identical queries arriving shortly after (default 10s; 0 uses
+	// the default, negative disables). In-flight identical queries are always shared.
+	CacheTTL time.Duration
+	// MaxConcurrent bounds requests in flight to Prometheus across all runs (default 16).
+	MaxConcurrent int
+	// QueriesPerRequest is how many of a run's queries one request to Prometheus carries at most
+	// (default 10; 1 sends each query alone). See batch.go.
+	QueriesPerRequest int
+	Observer          Observer
+	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
+	PodScope playbooks.PodScope
+	// MetricPrefix is the prefix the queries were renamed to (vllm.metric_prefix), named in the
+	// notes of a no-data diagnosis; empty: vLLM's own.
+	MetricPrefix string
+	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
+	Traces TraceFinder
+	Logger zerolog.Logger
+	Now    func() time.Time
+}
+
+// defaultMaxConcurrent is EngineOptions.MaxConcurrent's default.
+const defaultMaxConcurrent = 16
+
+// Engine runs playbooks against Prometheus.
+type Engine struct {
+	q           Querier
+	deadlineErr error
+	opt         EngineOptions
+	sf          singleflight.Group
+	sem         chan struct{}
+	mu          sync.Mutex
+	cache       map[string]cached
+}
+
+type cached struct {
+	res     result
+	fetched time.Time
+}
+
+// NewEngine returns an Engine that queries q.
+func NewEngine(q Querier, opt EngineOptions) *Engine {
+	if opt.QueryTimeout <= 0 {
+		opt.QueryTimeout = 10 * time.Second
+	}
+	if opt.CacheTTL == 0 {
+		opt.CacheTTL = 10 * time.Second
+	}
+	if opt.MaxConcurrent <= 0 {
+		opt.MaxConcurrent = defaultMaxConcurrent
+	}
+	switch {
+	case opt.QueriesPerRequest == 0:
+		opt.QueriesPerRequest = defaultQueriesPerRequest
+	case opt.QueriesPerRequest < 0:
+		opt.QueriesPerRequest = 1
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Engine{q: q, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
+		deadlineErr: fmt.Errorf("query deadline of %s exceeded", opt.QueryTimeout)}
+}
+
+// Run runs playbook p for an alert (or on-demand request) with these labels, evaluating at the
+// current time. It always returns a diagnosis; the error is non-nil (an *UnavailableError,
+// matching ErrPrometheusUnavailable) only when no evidence could be gathered at all.
+func (e *Engine) Run(ctx context.Context, p *playbooks.Playbook, labels map[string]string) (*playbooks.Diagnosis, error) {
+	return e.RunAt(ctx, p, labels, time.Time{})
+}
+
+// RunAt is Run as of time at: every query is evaluated at at (so `offset 1d` baselines are a day
+// before it) and the diagnosis' EvaluatedAt is at. A zero at is the current time.
+func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
+	start := e.opt.Now()
+	pl := e.plan(p, labels, start, at)
+	g := e.gather(ctx, pl)
+	d, err := e.judge(pl, g)
+	d.Duration = e.opt.Now().Sub(start)
+	d.DurationMS = float64(d.Duration.Microseconds()) / 1000
+	return d, err
+}
+
+// plan is what one run asks of Prometheus: p's queries expanded for the labels, evaluated at at.
+type plan struct {
+	p      *playbooks.Playbook
+	labels map[string]string
+	x      playbooks.Expansion
+	at     time.Time
+	// cacheSuffix keeps the answers at a fixed past time apart from the "now" answers of the
+	// same query.
+	cacheSuffix string
+}
+
+func (e *Engine) plan(p *playbooks.Playbook, labels map[string]string, now, at time.Time) plan {
+	pl := plan{p: p, labels: labels, x: p.ExpandAll(labels, e.opt.PodScope), at: now}
+	if !at.IsZero() {
+		pl.at, pl.cacheSuffix = at, "\x00@"+at.UTC().Format(time.RFC3339Nano)
+	}
+	return pl
+}
+
+// gathered is what Prometheus and the traces answered a plan.
+type gathered struct {
+	results    []result // by p.Queries
+	fleet      playbooks.FleetValues
+	fleetNotes []string
+	traces     *traces.Report
+	tracesNote string
+}
+
+// gather sends the plan's queries, its fleet request and its trace lookup at once and waits for
+// them (the lookup never past ctx's deadline).
+func (e *Engine) gather(ctx context.Context, pl plan) gathered {
+	tracesDone := e.lookupTraces(ctx, pl.p, pl.labels, pl.at)
+	var g gathered
+	var wg sync.WaitGroup
+	if pl.p.Fleet != nil {
+		wg.Go(func() { g.fleet, g.fleetNotes = e.queryFleet(ctx, pl.p, pl.x.Fleet, pl.cacheSuffix, pl.at) })
+	}
+	g.results = e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at)
+	markSaturated(pl.p, g.results)
+	wg.Wait()
+	g.traces, g.tracesNote = e.waitTraces(ctx, tracesDone)
+	if pl.p.Fleet != nil && g.fleet == nil {
+		g.fleet = playbooks.FleetValues{}
+	}
+	return g
+}
+
+// markSaturated marks a quantile that histogram_quantile could only bound: pinned at a top
+// bucket bound (kept, not trusted) or +Inf (missing).
+func markSaturated(p *playbooks.Playbook, results []result) {
+	for i, q := range p.Queries {
+		if r := results[i]; r.value != nil && q.Quantile && atTopBucket(*r.value, q.SaturatesAt) {
+			results[i].problem = fmt.Sprintf("pinned at the histogram's top bucket bound (%s): the real value is at least this high "+
+				"(vLLM before #15202, April 2025, had lower top buckets); do not trust it as a measurement", playbooks.FormatValue(r.value, q.Unit))
+		}
+		if r := results[i]; r.value != nil && math.IsInf(*r.value, 1) {
+			problem := "value is +Inf"
+			if q.Quantile {
+				problem = "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), so the real value is higher than any bucket can show"
+			}
+			results[i] = result{status: QueryOK, problem: problem, warnings: r.warnings}
+		}
+	}
+}
+
+// tally counts how the queries of a run fared.
+type tally struct {
+	values                        map[string]*float64
+	unreachable, reached, partial int
+	lastErr                       string // the last unreachable query's reason
+}
+
+func tallyOf(p *playbooks.Playbook, results []result) tally {
+	t := tally{values: make(map[string]*float64, len(p.Queries))}
+	for i, q := range p.Queries {
+		r := results[i]
+		t.values[q.Name] = r.value
+		if r.status == QueryUnreachable {
+			t.unreachable++
+			t.lastErr = r.problem
+		} else {
+			t.reached++
+		}
+		if len(r.warnings) > 0 {
+			t.partial++
+		}
+	}
+	return t
+}
+
+// judge turns what was gathered into the diagnosis: the playbook's judgement over the values
+// (playbooks.Playbook.Judge), or, when no query reached Prometheus, a degraded diagnosis and an
+// *UnavailableError. Either way with the evidence, the notes on how it was gathered and the
+// charts.
+func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
+	p, t := pl.p, tallyOf(pl.p, g.results)
+	notes := slices.Clone(pl.x.Notes)
+	if g.tracesNote != "" {
+		notes = append(notes, g.tracesNote)
+	}
+	if t.partial > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
+			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, len(p.Queries)))
+	}
+	// Fleet results do not decide whether Prometheus was reachable: they may come from the cache
+	// of a sibling's diagnosis, and without the pod's own evidence there is no diagnosis.
+	notes = append(notes, g.fleetNotes...)
+
+	var d *playbooks.Diagnosis
+	var err error
+	if t.reached == 0 && t.unreachable > 0 {
+		d, err = unreachable(p, t, pl.at), &UnavailableError{Reason: t.lastErr}
+		d.Notes = notes
+	} else {
+		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
+			PodScope: e.opt.PodScope, At: pl.at})
+		d.Notes = append(notes, d.Notes...)
+		if d.Verdict == playbooks.VerdictNoData {
+			prefix := cmp.Or(e.opt.MetricPrefix, vllmnames.DefaultPrefix)
+			d.Notes = append(d.Notes, fmt.Sprintf("queried vLLM metrics named %s* (vllm.metric_prefix; KServe and OpenShift AI rename them to kserve_vllm:*) "+
+				"with pods by the %s label", prefix, e.opt.PodScope.Name()))
+		}
+		if t.unreachable > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, len(p.Queries), t.lastErr))
+		}
+	}
+	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
+	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values)
+	d.Charts = charts(p, pl.x.Queries)
+	return d, err
+}
+
+// unreachable is the diagnosis when no query reached Prometheus: inconclusive, and saying so.
+func unreachable(p *playbooks.Playbook, t tally, at time.Time) *playbooks.Diagnosis {
+	d := &playbooks.Diagnosis{Playbook: p.Name, EvaluatedAt: at, Verdict: playbooks.VerdictInconclusive,
+		Error:   "Prometheus could not be reached: " + t.lastErr,
+		Title:   "Prometheus unreachable: no evidence gathered",
+		Summary: "The alert is real, but the responder could not query Prometheus, so it cannot say why. Check Prometheus, then re-run triage.",
+		Actions: []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}}
+	for _, q := range p.Queries {
+		if t.values[q.Name] == nil {
+			d.Missing = append(d.Missing, q.Name)
+		}
+	}
+	return d
+}
+
+// evidenceOf lists the number behind each shown query (exprs as sent, results as answered),
+// with its baseline and why it is missing or not trusted.
+func evidenceOf(p *playbooks.Playbook, exprs []string, results []result, values map[string]*float64) []playbooks.Evidence {
+	var out []playbooks.Evidence
+	for i, q := range p.Queries {
+		if q.Hidden {
+			continue
+		}
+		r := results[i]
+		ev := playbooks.Evidence{Name: q.Name, Title: q.Title, Value: r.value, Unit: q.Unit,
+			Text: playbooks.FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem, Warnings: r.warnings}
+		if len(r.warnings) > 0 {
+			warn := "partial answer, Prometheus warned: " + strings.Join(r.warnings, "; ")
+			if ev.Problem == "" {
+				ev.Problem = warn
+			} else {
+				ev.Problem += "; " + warn
+			}
+		}
+		if q.Baseline != "" {
+			ev.Baseline = values[q.Baseline]
+			ev.BaselineText = playbooks.FormatValue(ev.Baseline, q.Unit)
+			if ev.Baseline == nil {
+				ev.BaselineText = "no history for a baseline"
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// charts are p's charts with their queries as sent (exprs, by p.Queries).
+func charts(p *playbooks.Playbook, exprs []string) []playbooks.ChartSpec {
+	byName := make(map[string]int, len(p.Queries))
+	for i, q := range p.Queries {
+		byName[q.Name] = i
+	}
+	var out []playbooks.ChartSpec
+	for _, c := range p.Charts {
+		spec := playbooks.ChartSpec{Title: c.Title, Range: c.Range}
+		for _, qn := range c.Queries {
+			i := byName[qn]
+			q := p.Queries[i]
+			spec.Series = append(spec.Series, playbooks.ChartSeries{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[i]})
+		}
+		out = append(out, spec)
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package playbooks
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// FleetView is the sibling comparison of a diagnosis: one row per pod of the model.
+type FleetView struct {
+	By string `json:"by"`
+	// Siblings are the labels the compared pods share (model_name, namespace).
+	Siblings map[string]string `json:"siblings,omitempty"`
+	// Focus is the alerting pod, or the worst pod when the alert named none (FocusChosen).
+	Focus        string        `json:"focus"`
+	FocusChosen  bool          `json:"focus_chosen,omitempty"`
+	Pods         int           `json:"pods"`
+	Affected     int           `json:"affected"`
+	AffectedPods []string      `json:"affected_pods,omitempty"`
+	Scope        string        `json:"scope"`
+	Columns      []FleetColumn `json:"columns"`
+	Rows         []FleetRow    `json:"rows"`
+	// Ranks are the focus pod's data-parallel ranks (Pod holds the rank), when it has more than
+	// one; Rank is the one the focus ranking puts first. (JSON keeps vLLM's word, engine.)
+	Rank  DPRank     `json:"engine,omitempty"`
+	Ranks []FleetRow `json:"engines,omitempty"`
+}
+
+// FleetColumn is one fleet query as shown.
+type FleetColumn struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Unit  string `json:"unit,omitempty"`
+	Query string `json:"query"`
+}
+
+// FleetRow is one pod: a value per column (nil when the pod has no series for it).
+type FleetRow struct {
+	Pod       string     `json:"pod"`
+	Namespace string     `json:"namespace,omitempty"`
+	Values    []*float64 `json:"values"`
+	Texts     []string   `json:"texts"`
+	Focus     bool       `json:"focus,omitempty"`
+	Affected  bool       `json:"affected,omitempty"`
+}
+
+// NoLabel is how a series without the fleet's label is named (vLLM adds no pod label; the
+// scrape config does).
+const NoLabel = "(no label)"
+
+// fleetScope says whether the problem is this pod alone or the whole model.
+func fleetScope(v *FleetView, focusAffected bool) string {
+	of := fmt.Sprintf("%d of %d pods", v.Affected, v.Pods)
+	switch {
+	case v.Pods == 1 && v.Affected == 1:
+		return "the model's only pod (1 of 1 pods)"
+	case v.Pods == 1:
+		return "the model's only pod, not affected (0 of 1 pods)"
+	case v.Affected == 0:
+		return "no pod of the model stands out (0 of " + fmt.Sprint(v.Pods) + " pods)"
+	case v.Affected == v.Pods:
+		return "the whole model (" + of + ")"
+	case v.Affected == 1 && focusAffected:
+		return "this pod alone (" + of + ")"
+	case focusAffected:
+		return "this pod and " + fmt.Sprint(v.Affected-1) + " more (" + of + ": " + strings.Join(firstN(v.AffectedPods, 5), ", ") + ")"
+	default:
+		return "not this pod: " + of + " (" + strings.Join(firstN(v.AffectedPods, 5), ", ") + ")"
+	}
+}
+
+func firstN(xs []string, n int) []string {
+	if len(xs) <= n {
+		return xs
+	}
+	return append(slices.Clone(xs[:n]), fmt.Sprintf("%d more", len(xs)-n))
+}
+
+// fleetTemplateData is `.fleet` in templates.
+func fleetTemplateData(v *FleetView) map[string]any {
+	if v == nil {
+		return map[string]any{"pod": "", "pods": 0, "affected": 0, "scope": "no sibling data", "affected_pods": "", "chosen": false,
+			"engine": "", "engines": 0}
+	}
+	return map[string]any{"pod": v.Focus, "pods": v.Pods, "affected": v.Affected, "scope": v.Scope,
+		"affected_pods": strings.Join(firstN(v.AffectedPods, 5), ", "), "chosen": v.FocusChosen,
+		"engine": string(v.Rank), "engines": len(v.Ranks)}
+}
+
+// Table renders the sibling comparison as aligned plain-text lines (a header, then one line per
+// pod, the focus pod first marked ">" and affected pods "!", the focus pod's data-parallel ranks
+// under it when it has several), at most maxRows pods; a last line
+// says how many more there are. Notifiers show it as it is (Slack in a code block).
+func (v *FleetView) Table(maxRows int) []string {
+	if v == nil || len(v.Rows) == 0 {
+		return nil
+	}
+	cols := make([][]string, 0, len(v.Columns)+1)
+	head := append([]string{v.By}, make([]string, len(v.Columns))...)
+	for i, c := range v.Columns {
+		head[i+1] = c.Title
+	}
+	rows := v.Rows
+	if maxRows > 0 && len(rows) > maxRows {
+		rows = rows[:maxRows]
+	}
+	cols = append(cols, head)
+	marks := []string{"  "}
+	for _, r := range rows {
+		line := append([]string{r.Pod}, r.Texts...)
+		cols = append(cols, line)
+		switch {
+		case r.Focus && r.Affected:
+			marks = append(marks, ">!")
+		case r.Focus:
+			marks = append(marks, "> ")
+		case r.Affected:
+			marks = append(marks, " !")
+		default:
+			marks = append(marks, "  ")
+		}
+		if r.Focus { // its data-parallel ranks under it, when it has several
+			for _, rk := range v.Ranks {
+				cols = append(cols, append([]string{"  engine " + rk.Pod}, rk.Texts...))
+				marks = append(marks, "  ")
+			}
+		}
+	}
+	width := make([]int, len(head))
+	for _, l := range cols {
+		for i, c := range l {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	out := make([]string, 0, len(cols)+1)
+	for i, l := range cols {
+		mark := marks[i]
+		var b strings.Builder
+		b.WriteString(mark + " ")
+		for j, c := range l {
+			pad := width[j] - len([]rune(c))
+			if j == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString("  " + strings.Repeat(" ", pad) + c)
+			}
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	if n := len(v.Rows) - len(rows); n > 0 {
+		more := 0
+		for _, r := range v.Rows[len(rows):] {
+			if r.Affected {
+				more++
+			}
+		}
+		out = append(out, fmt.Sprintf("   … %d more %ss (%d of them affected)", n, v.By, more))
+	}
+	return out
+}
+
+// Headline is the one line above the table: "this pod alone (1 of 3 pods) · model_name=m
+// namespace=ns", with the pod chosen when the alert named none.
+func (v *FleetView) Headline() string {
+	if v == nil {
+		return ""
+	}
+	s := v.Scope
+	if v.FocusChosen && v.Focus != "" {
+		s = fmt.Sprintf("worst %s %s: %s", v.By, v.Focus, s)
+	}
+	keys := make([]string, 0, len(v.Siblings))
+	for k := range v.Siblings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		sep := " "
+		if i == 0 {
+			sep = " · "
+		}
+		s += sep + k + "=" + v.Siblings[k]
+	}
+	return s
+}
