@@ -16,7 +16,6 @@ import (
 	promparser "github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/vllm-responder/vllm-responder/playbooks"
-	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 // answer is what the fake Prometheus gives for one query: the data, its warnings, or an error.
@@ -454,20 +453,3 @@ func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
 }
 
 func ptr(v float64) *float64 { return &v }
-
-func TestSummaryCitesTraces(t *testing.T) {
-	tr := &traces.Report{Summary: "the 5 slowest requests spent 92% of their time queued"}
-	for _, c := range []struct {
-		name string
-		d    playbooks.Diagnosis
-		want bool
-	}{
-		{"no traces", playbooks.Diagnosis{Summary: "x"}, false},
-		{"an inconclusive summary leading with the traces", playbooks.Diagnosis{Summary: "Traces: " + tr.Summary + " None matched.", SlowestRequests: tr}, true},
-		{"a summary that does not cite them", playbooks.Diagnosis{Summary: "Capacity, past the knee.", SlowestRequests: tr}, false},
-	} {
-		if got := c.d.SummaryCitesTraces(); got != c.want {
-			t.Errorf("%s: SummaryCitesTraces() = %v, want %v", c.name, got, c.want)
-		}
-	}
-}

@@ -1,13 +1,14 @@
-// Package playbooks turns an alert into a diagnosis: it loads the declarative playbooks (which
-// alerts each diagnoses, the PromQL it runs, the ordered verdicts it decides between), runs their
-// queries against Prometheus and decides the verdict from the answers.
+// Package playbooks is the playbook language: which alerts a playbook diagnoses, the PromQL it
+// runs, the fleet it compares the pod with and the ordered verdicts it decides between, and the
+// one pure judgement of a verdict from the values those queries gave. It sends no query: the
+// evidence package asks Prometheus and calls Judge with the answers.
 //
-// A playbook travels through the package in five steps, each in its own file:
+// A playbook travels through the package in these steps:
 //
 //  1. YAML. A playbook is a file: the built-ins in builtin/*.yaml (embedded, see Builtin in
-//     set.go), the user's from playbooks.dir (LoadDir and LoadFS in load.go). model.go holds the
-//     YAML shape (File, QueryFile, VerdictFile, ChartFile; FleetFile in fleet.go) next to the
-//     compiled one (Playbook, Query, Verdict, Chart, Matcher).
+//     set.go), the user's from playbooks.dir (LoadDir in load.go). model.go holds the YAML shape
+//     (File, QueryFile, VerdictFile, ChartFile; FleetFile in fleet.go) next to the compiled one
+//     (Playbook, Query, Verdict, Chart, Matcher).
 //
 //  2. Parse (load.go, yaml.go). Parse decodes one file strictly: an unknown key is an error, and
 //     yaml.go keeps the queries and params in the order they are written and makes yaml.v3's
@@ -23,26 +24,26 @@
 //     the config's param overrides and renames the vLLM metrics (vllm.metric_prefix, the router
 //     exclusion; promql.go and internal/vllmnames).
 //
-//  4. Engine.Run (run.go). For one alert's labels, the Engine expands each query ($scope from the
-//     alert's labels, every value quoted as a PromQL string: promql.go), sends them all to the
-//     Querier at once (identical queries in flight shared, recent answers cached, a bound on
-//     queries in flight), looks up the slowest traces beside them when traces are configured, and
-//     interprets every answer as one number or a reason there is none (interpret: no series, NaN,
-//     ±Inf, several series, a range vector, a rejected or timed-out query, Prometheus
-//     unreachable). A fleet query keeps one number per pod instead (interpretVector, fleet.go).
+//  4. Expansion (promql.go). ExpandAll renders every query for one alert's labels: $scope from
+//     the labels, every value quoted as a PromQL string, the pod named by the label PodScope
+//     says; the fleet's queries by the scope without the pod ($siblings), grouped $by pod and
+//     data-parallel rank. It also says how the scope was read (notes).
 //
-//  5. Diagnosis (run.go's decide, diagnosis.go, format.go). The verdicts are tried in order and
-//     the first whose condition holds wins; a condition that needs a missing value is false and
-//     the diagnosis notes it. The winner's templates render the title, summary and actions with
-//     the values formatted for people (format.go). The Diagnosis carries the evidence (with the
-//     query behind each number and why a value is missing or not trusted), the notes, the fleet
-//     comparison, the charts, and a Record of what was decided from (record.go), from which a
-//     fixture can be written.
+//  5. Judge (judge.go; the fleet in fleetjudge.go). Playbook.Judge decides over an Observation
+//     (each query's value or nil, the fleet's values by pod and rank, the alert's labels, the
+//     slowest traces): the fleet's values become the sibling comparison (FleetView) and the
+//     q_this, q_max, ..., fleet_pods values, each named and computed by one entry of fleetStats
+//     or fleetTotals; then the verdicts are tried in order and the first whose condition holds
+//     wins. A condition that needs a missing value is false and the diagnosis notes it. The
+//     winner's templates render the title, summary and actions with the values formatted for
+//     people (format.go). The Diagnosis (diagnosis.go) carries a Record of what was judged
+//     (record.go), from which a fixture can be written.
 //
-// Fixtures (fixture.go, tests/*_test.yaml) replay recorded values through steps 3 and 5 without
-// Prometheus, as `responder playbooks test` does; Decide and DecideFleet are that entry point.
+// Judge is pure and the only judgement: the evidence engine calls it with what Prometheus
+// answered, and fixtures (fixture.go, tests/*_test.yaml; `responder playbooks test`) call it with
+// recorded values, so a fixture decides exactly as an incident would.
 //
-// Run always returns a diagnosis. When no query reached Prometheus the diagnosis is degraded
-// (inconclusive, with Error set) and the error is an *UnavailableError, which matches
-// ErrPrometheusUnavailable.
+// What is not here: sending queries, batching, caching, decoding Prometheus' answers, the fleet
+// request and the traces lookup are the evidence package's (evidence.Engine.Run); the degraded
+// diagnosis when Prometheus cannot be reached is its too.
 package playbooks

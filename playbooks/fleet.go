@@ -139,12 +139,12 @@ func fleetNames(p *Playbook) []string {
 	return out
 }
 
-// FleetGroupBy is the `$by` placeholder of a fleet query: the labels that name one series of a
+// fleetGroupBy is the `$by` placeholder of a fleet query: the labels that name one series of a
 // pod. The namespace keeps two namespaces' same-named pods apart, the instance names the pod
 // where the scrape adds no pod label (static configs), and the engine label is vLLM's
 // data-parallel rank; the ranks' series are added up per pod in the responder, not in PromQL, so
 // one query answers both "which pod" and "which rank of the pod".
-func FleetGroupBy(podLabel string) string {
+func fleetGroupBy(podLabel string) string {
 	if podLabel == "" {
 		podLabel = vllmnames.DefaultPodLabel
 	}
@@ -251,7 +251,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 				}
 			}
 			q.segs = splitTemplate(q.Expr, p.Params)
-			sample := expand(withGroupBy(q.segs, FleetGroupBy("")), `model_name="m",namespace="n"`, p.Window, p.Params)
+			sample := expand(withGroupBy(q.segs, fleetGroupBy("")), `model_name="m",namespace="n"`, p.Window, p.Params)
 			if e, err := promQL.ParseExpr(sample); err != nil {
 				el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
 			} else if e.Type() != "vector" {
@@ -382,7 +382,7 @@ func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 // the pod label in force.
 func (p *Playbook) fleetExprs(labels map[string]string, podLabel string) []string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
-	by := FleetGroupBy(podLabel)
+	by := fleetGroupBy(podLabel)
 	out := make([]string, len(p.Fleet.Queries))
 	for i, q := range p.Fleet.Queries {
 		out[i] = expand(withGroupBy(q.segs, by), siblings, p.Window, p.Params)

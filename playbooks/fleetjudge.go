@@ -152,7 +152,7 @@ func (t *fleetTable) rankPods() {
 // findFocus picks the pod diagnosed: the one the labels name (in their namespace), else the
 // worst.
 func (t *fleetTable) findFocus(labels map[string]string, ps PodScope) {
-	_, pod, ok := ps.Resolve(labels)
+	_, pod, ok := ps.resolve(labels)
 	if !ok {
 		if len(t.ranked) > 0 {
 			t.focus, t.chosen = t.ranked[0], true

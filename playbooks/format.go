@@ -110,17 +110,17 @@ var templateFuncs = template.FuncMap{
 	// since compares a gauge now with its value over the window (a mean or peak) and says, when
 	// they differ a lot, that the condition has eased or worsened since: " (eased since: 3 now)".
 	// Empty when they are close or either is missing.
-	"since": Since,
+	"since": since,
 }
 
-// sinceMinChange is the smallest change, per unit, that Since reports.
+// sinceMinChange is the smallest change, per unit, that since reports.
 var sinceMinChange = map[string]float64{"count": 2, "ratio": 0.1}
 
-// Since renders how far a gauge now has moved from its value over the window: " (eased since:
+// since renders how far a gauge now has moved from its value over the window: " (eased since:
 // X now)" when it is less than half of it, " (worsened since: X now)" when it is more than 1.5
 // times it, nothing otherwise. Higher is worse for every gauge the playbooks read (queue, batch,
 // KV usage).
-func Since(window, now any, unit string) string {
+func since(window, now any, unit string) string {
 	pw, pn := toPtr(window), toPtr(now)
 	if pw == nil || pn == nil {
 		return ""

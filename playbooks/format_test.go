@@ -18,8 +18,8 @@ func TestSinceSaysWhenAGaugeNowDiffersALotFromItsWindow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var now any = tc.now
-			if got := Since(tc.window, now, tc.unit); got != tc.want {
-				t.Fatalf("Since(%v, %v) = %q, want %q", *tc.window, tc.now, got, tc.want)
+			if got := since(tc.window, now, tc.unit); got != tc.want {
+				t.Fatalf("since(%v, %v) = %q, want %q", *tc.window, tc.now, got, tc.want)
 			}
 		})
 	}

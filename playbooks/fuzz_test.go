@@ -79,9 +79,9 @@ func FuzzScopeMatchers(f *testing.F) {
 			if !utf8.ValidString(val) {
 				// Invalid UTF-8 is written as \x escapes; the parser reads back what Go's
 				// unquoting gives (the bytes themselves).
-				u, err := strconv.Unquote(QuoteLabelValue(val))
+				u, err := strconv.Unquote(quoteLabelValue(val))
 				if err != nil {
-					t.Fatalf("quoted value %s does not unquote: %v", QuoteLabelValue(val), err)
+					t.Fatalf("quoted value %s does not unquote: %v", quoteLabelValue(val), err)
 				}
 				expect = u
 			}

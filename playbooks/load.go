@@ -460,8 +460,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// LoadFS loads every *.yaml / *.yml playbook under dir of fsys, in name order.
-func LoadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
+// loadFS loads every *.yaml / *.yml playbook under dir of fsys, in name order.
+func loadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
 	var out []*Playbook
 	var errs []error
 	err := fs.WalkDir(fsys, dir, func(path string, d fs.DirEntry, err error) error {
@@ -506,5 +506,5 @@ func LoadDir(dir string) ([]*Playbook, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("playbooks directory: %w", err)
 	}
-	return LoadFS(os.DirFS(dir), ".", dir)
+	return loadFS(os.DirFS(dir), ".", dir)
 }

@@ -142,9 +142,9 @@ type Matcher struct {
 	re    *regexp.Regexp
 }
 
-// Matches reports whether the label set satisfies m. A missing label is the empty string, as in
+// matches reports whether the label set satisfies m. A missing label is the empty string, as in
 // Prometheus.
-func (m Matcher) Matches(labels map[string]string) bool {
+func (m Matcher) matches(labels map[string]string) bool {
 	v := labels[m.Name]
 	switch m.Type {
 	case MatchNotEqual:
@@ -163,14 +163,14 @@ func (m Matcher) String() string {
 	return fmt.Sprintf("%s%s%q", m.Name, op, m.Value)
 }
 
-// Matches reports whether the playbook applies to an alert with these labels. An on-demand
+// matches reports whether the playbook applies to an alert with these labels. An on-demand
 // playbook without matchers matches nothing.
-func (p *Playbook) Matches(labels map[string]string) bool {
+func (p *Playbook) matches(labels map[string]string) bool {
 	if len(p.Matchers) == 0 {
 		return false
 	}
 	for _, m := range p.Matchers {
-		if !m.Matches(labels) {
+		if !m.matches(labels) {
 			return false
 		}
 	}

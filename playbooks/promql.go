@@ -16,13 +16,13 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
-// QuoteLabelValue returns v as a PromQL string literal. Label values come from alerts and from
+// quoteLabelValue returns v as a PromQL string literal. Label values come from alerts and from
 // Slack users: quoting (never concatenating) is what keeps a value such as `"} or vector(1) #`
 // inside its string. PromQL string literals follow Go's escaping rules, so strconv.Quote is exact;
 // invalid UTF-8 becomes \x escapes and cannot end the string either.
 // U+FFFD (what Go's JSON decoder makes of invalid UTF-8) is written as \ufffd: Prometheus's
 // lexer refuses it raw in a string ("invalid UTF-8 rune"), which would fail the query.
-func QuoteLabelValue(v string) string {
+func quoteLabelValue(v string) string {
 	q := strconv.Quote(v)
 	if strings.ContainsRune(q, utf8.RuneError) {
 		q = strings.ReplaceAll(q, string(utf8.RuneError), `\ufffd`)
@@ -84,10 +84,10 @@ func (ps PodScope) Name() string {
 	return ps.Label
 }
 
-// Resolve returns the label and value the scope's pod entry selects: the pod label's value; else
+// resolve returns the label and value the scope's pod entry selects: the pod label's value; else
 // the alert's (or triage request's) pod, which is what a person names, under the pod label; else
 // the instance. ok is false when the labels name no pod.
-func (ps PodScope) Resolve(labels map[string]string) (label, value string, ok bool) {
+func (ps PodScope) resolve(labels map[string]string) (label, value string, ok bool) {
 	l := ps.Name()
 	switch {
 	case labels[l] != "":
@@ -108,7 +108,7 @@ func (ps PodScope) Matchers(scope []string, labels map[string]string) (matchers 
 	for _, name := range scope {
 		label, v, ok := name, labels[name], labels[name] != ""
 		if name == vllmnames.DefaultPodLabel {
-			label, v, ok = ps.Resolve(labels)
+			label, v, ok = ps.resolve(labels)
 			if ok && label != name && slices.Contains(scope, label) {
 				ok = false // the scope names that label itself
 			}
@@ -126,10 +126,10 @@ func (ps PodScope) Matchers(scope []string, labels map[string]string) (matchers 
 		b.WriteString(label)
 		if hasReplacement(v) {
 			b.WriteString("=~")
-			b.WriteString(QuoteLabelValue(replacementPattern(v)))
+			b.WriteString(quoteLabelValue(replacementPattern(v)))
 		} else {
 			b.WriteByte('=')
-			b.WriteString(QuoteLabelValue(v))
+			b.WriteString(quoteLabelValue(v))
 		}
 		used[label] = v
 	}
@@ -235,7 +235,7 @@ func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
 		x.Fleet = p.fleetExprs(labels, ps.Name())
 	}
 	if slices.Contains(p.Scope, "pod") {
-		if lbl, v, ok := ps.Resolve(labels); ok && used[lbl] == v {
+		if lbl, v, ok := ps.resolve(labels); ok && used[lbl] == v {
 			x.PodLabel = lbl
 			if lbl != "pod" {
 				why := "vllm.pod_label"
@@ -262,7 +262,7 @@ func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
 // without the fleet's label, so the vector holds every sibling.
 func (p *Playbook) ExpandFleet(q *Query, labels map[string]string) string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
-	return expand(withGroupBy(q.segs, FleetGroupBy("")), siblings, p.Window, p.Params)
+	return expand(withGroupBy(q.segs, fleetGroupBy("")), siblings, p.Window, p.Params)
 }
 
 // Placeholder stand-ins of the same length as the placeholders, so that the parser's positions

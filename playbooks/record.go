@@ -27,9 +27,9 @@ type Record struct {
 	EvaluatedAt time.Time           `json:"evaluated_at,omitzero"`
 }
 
-// ErrNoRecord is returned for a diagnosis made without evidence (Prometheus unreachable): its
+// errNoRecord is returned for a diagnosis made without evidence (Prometheus unreachable): its
 // verdict came from no rule, so no fixture reproduces it.
-var ErrNoRecord = errors.New("this diagnosis has no recorded evidence (Prometheus could not be reached), so no fixture can reproduce it")
+var errNoRecord = errors.New("this diagnosis has no recorded evidence (Prometheus could not be reached), so no fixture can reproduce it")
 
 // record fills d.Record from what the verdicts were decided over.
 func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels map[string]string) {
@@ -51,7 +51,7 @@ func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels
 // FixtureFromDiagnosis is FixtureFromRecord for a diagnosis just made.
 func FixtureFromDiagnosis(d *Diagnosis, expect string) ([]byte, error) {
 	if d == nil || d.Record == nil {
-		return nil, ErrNoRecord
+		return nil, errNoRecord
 	}
 	return FixtureFromRecord(d.Record, expect)
 }
@@ -61,7 +61,7 @@ func FixtureFromDiagnosis(d *Diagnosis, expect string) ([]byte, error) {
 // fixture fails until the playbook is fixed: the regression test of a wrong verdict.
 func FixtureFromRecord(r *Record, expect string) ([]byte, error) {
 	if r == nil {
-		return nil, ErrNoRecord
+		return nil, errNoRecord
 	}
 	if !slices.Contains(KnownVerdicts, expect) {
 		return nil, fmt.Errorf("unknown verdict %q (one of %s)", expect, strings.Join(KnownVerdicts, ", "))

@@ -68,7 +68,7 @@ func TestAFixtureNeedsAKnownVerdictAndRecordedEvidence(t *testing.T) {
 	if _, err := FixtureFromDiagnosis(d, "capacity"); err == nil || !strings.Contains(err.Error(), `unknown verdict "capacity"`) {
 		t.Errorf("an unknown verdict must be refused by name, got %v", err)
 	}
-	if _, err := FixtureFromDiagnosis(&Diagnosis{Playbook: "triage", Verdict: VerdictInconclusive}, VerdictHealthy); err != ErrNoRecord {
+	if _, err := FixtureFromDiagnosis(&Diagnosis{Playbook: "triage", Verdict: VerdictInconclusive}, VerdictHealthy); err != errNoRecord {
 		t.Errorf("a diagnosis without evidence must be refused, got %v", err)
 	}
 }

@@ -16,15 +16,15 @@ var builtinFS embed.FS
 
 // Builtin loads the playbooks embedded in the binary.
 func Builtin() ([]*Playbook, error) {
-	pbs, err := LoadFS(builtinFS, "builtin", "builtin")
+	pbs, err := loadFS(builtinFS, "builtin", "builtin")
 	for _, p := range pbs {
 		p.Builtin = true
 	}
 	return pbs, err
 }
 
-// DefaultTriage is the on-demand playbook run when no alert is named.
-const DefaultTriage = "triage"
+// defaultTriage is the on-demand playbook run when no alert is named.
+const defaultTriage = "triage"
 
 // Set is the playbooks in force: the built-ins, with the user's own added or overriding by name.
 type Set struct {
@@ -50,7 +50,7 @@ type SetOptions struct {
 func NewSet(builtin, user []*Playbook, o SetOptions) (*Set, error) {
 	s := &Set{byName: map[string]*Playbook{}, triage: o.Triage}
 	if s.triage == "" {
-		s.triage = DefaultTriage
+		s.triage = defaultTriage
 	}
 	var errs []error
 	seenUser := map[string]string{}
@@ -124,7 +124,7 @@ func NewSet(builtin, user []*Playbook, o SetOptions) (*Set, error) {
 // matchers all hold.
 func (s *Set) Match(labels map[string]string) (*Playbook, bool) {
 	for _, p := range s.list {
-		if p.Matches(labels) {
+		if p.matches(labels) {
 			return p, true
 		}
 	}

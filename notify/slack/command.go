@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -181,7 +182,7 @@ func parseTriage(args []string) (Command, error) {
 func triageArgs(c Command) []string {
 	var parts []string
 	if c.Model != "" || c.Pod != "" {
-		parts = append(parts, cmpOr(c.Model, "-"))
+		parts = append(parts, cmp.Or(c.Model, "-"))
 	}
 	if c.Pod != "" {
 		parts = append(parts, c.Pod)
@@ -257,13 +258,6 @@ func (c Command) String() string {
 		parts = append(parts, s.args(c)...)
 	}
 	return strings.Join(parts, " ")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Labels is the triage scope as alert-like labels.

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -31,10 +32,10 @@ func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
 	}
 	act := cb.ActionCallback.BlockActions[0]
 	c := click{
-		action: act.ActionID, userID: cb.User.ID, userName: cmpOr(cb.User.Name, cb.User.Username),
-		channel: cmpOr(cb.Channel.ID, cb.Container.ChannelID),
+		action: act.ActionID, userID: cb.User.ID, userName: cmp.Or(cb.User.Name, cb.User.Username),
+		channel: cmp.Or(cb.Channel.ID, cb.Container.ChannelID),
 		// Reply in the thread the button is in: the message's own thread, or the message as parent.
-		threadTS: cmpOr(cb.Message.ThreadTimestamp, cmpOr(cb.Message.Timestamp, cb.Container.MessageTs)),
+		threadTS: cmp.Or(cb.Message.ThreadTimestamp, cb.Message.Timestamp, cb.Container.MessageTs),
 	}
 	log := a.log.With().Str("action", c.action).Str("user_id", c.userID).Str("channel_id", c.channel).Logger()
 	b, ok := findButton(c.action)
@@ -95,7 +96,7 @@ func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
 	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
-	a.inThread(ctx, log, c, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText("Re-run: "+cmpOr(d.Title, d.Verdict), false))
+	a.inThread(ctx, log, c, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText("Re-run: "+cmp.Or(d.Title, d.Verdict), false))
 }
 
 func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
