@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"regexp"
 	"slices"
@@ -38,10 +37,8 @@ type Options struct {
 	// ParseAt reads the `at` argument as the CLI reads --at.
 	ParseAt func(s string) (time.Time, error)
 	// Store holds the recent-diagnoses index (nil: recent_diagnoses answers with none).
-	Store store.Store
-	// Runbooks are docs/playbooks/*.md (docs.Runbooks).
-	Runbooks fs.FS
-	Version  string
+	Store   store.Store
+	Version string
 }
 
 // New returns the MCP server with its tools.
@@ -49,15 +46,11 @@ func New(o Options) (*mcp.Server, error) {
 	if o.Set == nil || o.Triage == nil || o.Encode == nil || o.ParseAt == nil {
 		return nil, errors.New("mcp server: playbooks, triage, encode and parse-at are required")
 	}
-	rb, err := loadRunbooks(o.Runbooks)
-	if err != nil {
-		return nil, fmt.Errorf("mcp server: runbooks: %w", err)
-	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "vllm-responder", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Read-only vLLM incident tools: triage runs the responder's playbooks against Prometheus and returns the diagnosis " +
 			"(verdict, evidence, fleet view); explain_verdict says what a verdict id means and what to do.",
 	})
-	t := &tools{o: o, runbooks: rb}
+	t := &tools{o: o}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{Name: "triage", Annotations: readOnly,
 		Description: "Diagnose a vLLM model or pod now (or as of `at`): runs the playbook of `alert` (default: the on-demand triage) " +
@@ -68,7 +61,7 @@ func New(o Options) (*mcp.Server, error) {
 	mcp.AddTool(s, &mcp.Tool{Name: "recent_diagnoses", Annotations: readOnly,
 		Description: "The responder's most recent diagnoses (newest first), from its store."}, t.recent)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_verdict", Annotations: readOnly,
-		Description: "What a verdict id means, how each playbook decides it and the actions it recommends, from the runbooks."}, t.explain)
+		Description: "What a verdict id means, how each playbook decides it and the actions it recommends, from the playbooks."}, t.explain)
 	return s, nil
 }
 
@@ -89,8 +82,7 @@ func HTTPHandler(s *mcp.Server, bearerToken string) http.Handler {
 }
 
 type tools struct {
-	o        Options
-	runbooks runbooks
+	o Options
 }
 
 // TriageIn are the triage tool's arguments.
@@ -227,16 +219,13 @@ func (t *tools) explain(_ context.Context, _ *mcp.CallToolRequest, in ExplainIn)
 	if !slices.Contains(playbooks.KnownVerdicts, id) {
 		return nil, ExplainOut{}, fmt.Errorf("verdict: unknown verdict %q (one of %s)", in.Verdict, strings.Join(playbooks.KnownVerdicts, ", "))
 	}
-	out := ExplainOut{Verdict: id, Meaning: t.runbooks.meaning[id], Rules: []VerdictRule{}}
+	out := ExplainOut{Verdict: id, Meaning: playbooks.VerdictMeaning(id), Rules: []VerdictRule{}}
 	for _, p := range t.o.Set.All() {
 		for _, v := range p.Verdicts {
 			if v.ID != id {
 				continue
 			}
-			r := VerdictRule{Playbook: p.Name, When: v.When, Runbook: "docs/playbooks/" + p.Name + ".md"}
-			if row, ok := t.runbooks.rows[p.Name][id]; ok {
-				r.Means = row
-			}
+			r := VerdictRule{Playbook: p.Name, When: v.When, Means: v.Meaning, Runbook: "docs/playbooks/" + p.Name + ".md"}
 			for _, a := range v.Actions {
 				if a.Tree != nil && a.Root != nil {
 					r.Actions = append(r.Actions, a.Root.String())

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-responder/vllm-responder/docs"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -22,7 +21,7 @@ func testServerOptions(t *testing.T) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Set: set, Runbooks: docs.Runbooks,
+	return Options{Set: set,
 		Triage: func(context.Context, map[string]string, time.Time) (*playbooks.Diagnosis, error) {
 			t.Error("triage must not run")
 			return nil, nil
@@ -61,25 +60,21 @@ func TestTheHTTPEndpointRefusesAMissingOrWrongBearerToken(t *testing.T) {
 	}
 }
 
-// Every verdict id has a meaning in the runbooks' table, and every playbook that gives it a row.
-func TestEveryVerdictIsExplainedByTheRunbooks(t *testing.T) {
-	o := testServerOptions(t)
-	tl := &tools{o: o}
-	var err error
-	if tl.runbooks, err = loadRunbooks(o.Runbooks); err != nil {
-		t.Fatal(err)
-	}
+// Every verdict id has a meaning, and every rule of a built-in playbook that gives it says what
+// it means there.
+func TestEveryVerdictIsExplainedByThePlaybooks(t *testing.T) {
+	tl := &tools{o: testServerOptions(t)}
 	for _, v := range playbooks.KnownVerdicts {
 		_, out, err := tl.explain(context.Background(), nil, ExplainIn{Verdict: v})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if out.Meaning == "" {
-			t.Errorf("%s: no meaning in docs/playbooks/README.md", v)
+			t.Errorf("%s: no meaning (playbooks.VerdictMeaning)", v)
 		}
 		for _, r := range out.Rules {
 			if r.Means == "" {
-				t.Errorf("%s: the runbook of %s has no row for it", v, r.Playbook)
+				t.Errorf("%s: a rule of %s has no meaning", v, r.Playbook)
 			}
 		}
 	}

@@ -24,11 +24,40 @@ const (
 	VerdictPrefixCollapse   = "prefix-cache-collapse"
 )
 
+// verdictMeanings are the verdict ids a playbook may use, each with what it means: one table,
+// the contract of README.md ("What it diagnoses") and docs/playbooks/README.md.
+var verdictMeanings = []struct{ id, meaning string }{
+	{VerdictCapacityPastKnee, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
+	{VerdictKVPreemption, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
+	{VerdictKVPressure, "KV cache near full, no preemptions yet: preemption imminent"},
+	{VerdictPrefillBound, "prefill time dominates the TTFT rise (longer prompts, batching); queue is short"},
+	{VerdictDecodeBound, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
+	{VerdictClientAborts, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
+	{VerdictInconclusive, "the alert is real but no rule explains it: offer a bounded profile capture"},
+	{VerdictHealthy, "on-demand triage found nothing wrong"},
+	{VerdictNoData, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
+	{VerdictEngineStalled, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictLoadImbalance, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
+	{VerdictPrefixCollapse, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
+}
+
 // KnownVerdicts lists every verdict id a playbook may use.
-var KnownVerdicts = []string{
-	VerdictCapacityPastKnee, VerdictKVPreemption, VerdictKVPressure, VerdictPrefillBound,
-	VerdictDecodeBound, VerdictClientAborts, VerdictInconclusive, VerdictHealthy, VerdictNoData,
-	VerdictEngineStalled, VerdictLoadImbalance, VerdictPrefixCollapse,
+var KnownVerdicts = func() []string {
+	ids := make([]string, len(verdictMeanings))
+	for i, v := range verdictMeanings {
+		ids[i] = v.id
+	}
+	return ids
+}()
+
+// VerdictMeaning is what verdict id means ("" for an unknown id).
+func VerdictMeaning(id string) string {
+	for _, v := range verdictMeanings {
+		if v.id == id {
+			return v.meaning
+		}
+	}
+	return ""
 }
 
 // Diagnosis is the result of running one playbook for one scope. It is what notifiers render and

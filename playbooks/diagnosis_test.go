@@ -1,6 +1,8 @@
 package playbooks
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -19,6 +21,19 @@ func TestSummaryCitesTraces(t *testing.T) {
 	} {
 		if got := c.d.SummaryCitesTraces(); got != c.want {
 			t.Errorf("%s: SummaryCitesTraces() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The runbooks' verdict table says what VerdictMeaning says, verdict by verdict.
+func TestTheRunbooksVerdictTableIsVerdictMeaning(t *testing.T) {
+	b, err := os.ReadFile("../docs/playbooks/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range KnownVerdicts {
+		if row := "| `" + id + "` | " + VerdictMeaning(id) + " |"; !strings.Contains(string(b), row) {
+			t.Errorf("docs/playbooks/README.md has no row\n%s", row)
 		}
 	}
 }

@@ -259,7 +259,7 @@ func compileVerdicts(el *errList, p *Playbook, verdicts []VerdictFile) {
 	}
 	for i, vf := range verdicts {
 		path := fmt.Sprintf("verdicts[%d]", i)
-		v := &Verdict{ID: vf.ID, When: strings.TrimSpace(vf.When), OfferProfile: vf.OfferProfile}
+		v := &Verdict{ID: vf.ID, When: strings.TrimSpace(vf.When), Meaning: strings.TrimSpace(vf.Meaning), OfferProfile: vf.OfferProfile}
 		if !slices.Contains(KnownVerdicts, vf.ID) {
 			el.add(path+".id", "unknown verdict %q (one of: %s)", vf.ID, strings.Join(KnownVerdicts, ", "))
 		}

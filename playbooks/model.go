@@ -49,8 +49,11 @@ type QueryFile struct {
 
 // VerdictFile is one rule of the ordered verdict list; the first whose condition holds wins.
 type VerdictFile struct {
-	ID           string   `yaml:"id"`
-	When         string   `yaml:"when"`
+	ID   string `yaml:"id"`
+	When string `yaml:"when"`
+	// Meaning says what this rule's verdict means for this playbook and what to do (quoted by
+	// the MCP tool explain_verdict); the verdict id's own meaning is VerdictMeaning.
+	Meaning      string   `yaml:"meaning"`
 	Title        string   `yaml:"title"`
 	Summary      string   `yaml:"summary"`
 	Actions      []string `yaml:"actions"`
@@ -108,6 +111,7 @@ func (q *Query) Vector() bool { return q.vector }
 type Verdict struct {
 	ID           string
 	When         string
+	Meaning      string
 	Title        *template.Template
 	Summary      *template.Template
 	Actions      []*template.Template

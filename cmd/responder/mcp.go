@@ -14,7 +14,6 @@ import (
 
 	cfgpkg "github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
-	"github.com/vllm-responder/vllm-responder/docs"
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/mcpserver"
@@ -29,7 +28,7 @@ const mcpTriageTimeout = 25 * time.Second
 // triage is `responder triage`'s: the same run, the same errors, the same JSON.
 func newMCPServer(c *cfgpkg.Config, set *playbooks.Set, engine *evidence.Engine, st store.Store) (*mcp.Server, error) {
 	return mcpserver.New(mcpserver.Options{
-		Set: set, Store: st, Runbooks: docs.Runbooks, Version: version, Encode: encodeTriage,
+		Set: set, Store: st, Version: version, Encode: encodeTriage,
 		ParseAt: func(s string) (time.Time, error) { return parseAt(s, time.Now()) },
 		Triage: func(ctx context.Context, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
 			ctx, cancel := context.WithTimeout(ctx, mcpTriageTimeout)
