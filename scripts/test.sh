@@ -35,6 +35,10 @@ echo "== alert rules (promtool)"
 deploy/prometheus/test.sh
 echo "== helm chart (lint, render, strict decoding into k8s.io/api types)"
 deploy/helm/test.sh
+echo "== Teams cards (the Adaptive Cards JS library parses and renders every golden card)"
+# Pinned in notify/teams/cardcheck/package-lock.json; npm ci installs exactly that.
+(cd notify/teams/cardcheck && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+	node check.cjs ../testdata/cards && node check.cjs --bad bad)
 echo "== built-in playbook fixtures"
 go run ./cmd/responder playbooks test playbooks/tests
 echo "== go test -race"

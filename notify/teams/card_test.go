@@ -1,0 +1,297 @@
+package teams
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/alertmanager/template"
+
+	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/traces"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden cards under testdata/cards (then run make test: cardcheck parses and renders them)")
+
+var (
+	t0      = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	startTS = t0.Add(-10 * time.Minute)
+)
+
+func f(v float64) *float64 { return &v }
+
+func alert(pod, status string) template.Alert {
+	a := template.Alert{
+		Status: status,
+		Labels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+			"namespace": "llm", "pod": pod},
+		Annotations:  map[string]string{"summary": "TTFT p99 above 2s", "runbook_url": "https://runbooks.example/ttft"},
+		StartsAt:     startTS,
+		GeneratorURL: "http://prometheus.example/graph?g0.expr=vllm%3Atime_to_first_token_seconds",
+		Fingerprint:  "fp-" + pod,
+	}
+	if status == notify.StatusResolved {
+		a.EndsAt = t0.Add(13 * time.Minute)
+	}
+	return a
+}
+
+func diagnosis(verdict, pod string) *playbooks.Diagnosis {
+	return &playbooks.Diagnosis{
+		Playbook: "ttft-p99-high", Verdict: verdict, Title: "Capacity, past the knee: add replicas",
+		Summary: "140 requests waiting (60 one window ago) and queueing is 97.1% of TTFT; 64 running, no preemption.",
+		Actions: []string{"Add replicas (or raise the HPA ceiling)", "Shed load at the router"},
+		Evidence: []playbooks.Evidence{
+			{Name: "ttft_p99", Title: "TTFT p99", Value: f(40), Unit: "s", Text: "40 s"},
+			{Name: "queue_share", Title: "Queue share of TTFT", Value: f(0.971), Text: "97.1%"},
+			{Name: "prefill_mean", Title: "Prefill time mean", Value: f(0.1), Text: "100 ms", Baseline: f(0.1), BaselineText: "100 ms"},
+			{Name: "preemptions", Title: "Preemptions", Problem: "no series"},
+		},
+		Scope:       map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "llm", "pod": pod},
+		EvaluatedAt: t0,
+	}
+}
+
+func item(verdict, pod string) notify.Item {
+	return notify.Item{Alert: alert(pod, notify.StatusFiring), Diagnosis: diagnosis(verdict, pod)}
+}
+
+func notification(status string, items ...notify.Item) *notify.Notification {
+	return &notify.Notification{
+		GroupKey: `{}:{alertname="VLLMTimeToFirstTokenP99High"}`, Status: status, Receiver: "vllm-responder",
+		ExternalURL:  "http://alertmanager.example",
+		GroupLabels:  map[string]string{"alertname": "VLLMTimeToFirstTokenP99High"},
+		CommonLabels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High"},
+		Items:        items, Source: notify.SourceAlertmanager, ReceivedAt: t0,
+	}
+}
+
+// richItem has everything a card can show: fleet, slowest requests, notes, missing, an error.
+func richItem() notify.Item {
+	it := item(playbooks.VerdictCapacityPastKnee, "vllm-0")
+	d := it.Diagnosis
+	d.Fleet = &playbooks.FleetView{By: "pod", Focus: "vllm-0", Pods: 3, Affected: 3, Scope: "every pod of the model",
+		Siblings: map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "llm"},
+		Columns:  []playbooks.FleetColumn{{Name: "waiting", Title: "waiting"}, {Name: "ttft", Title: "TTFT p99"}},
+		Rows: []playbooks.FleetRow{
+			{Pod: "vllm-0", Texts: []string{"140", "40 s"}, Focus: true, Affected: true},
+			{Pod: "vllm-1", Texts: []string{"130", "38 s"}, Affected: true},
+			{Pod: "vllm-2", Texts: []string{"120", "35 s"}, Affected: true},
+		}}
+	d.SlowestRequests = &traces.Report{Service: "vllm-llama-8b", Operation: "llm_request", MinDuration: time.Second, Searched: 42,
+		Summary:    "the 2 slowest requests spent 92% of their time queued",
+		SearchLink: "https://jaeger.example/search?service=vllm-llama-8b&operation=llm_request",
+		Requests: []traces.Request{
+			{TraceID: "a1", RequestID: "cmpl-1", Duration: 41 * time.Second, Queue: 38 * time.Second, Prefill: 2 * time.Second, Decode: time.Second,
+				PromptTokens: 900, CompletionTokens: 120, Link: "https://jaeger.example/trace/a1"},
+			{TraceID: "b2", Duration: 39 * time.Second, Queue: 36 * time.Second, Prefill: 2 * time.Second, Decode: time.Second,
+				PromptTokens: 800, CompletionTokens: 100, Link: "https://jaeger.example/trace/b2"},
+		}}
+	d.Missing = []string{"preemptions"}
+	d.Notes = []string{"alert storm: 6 alerts summarised by one diagnosis"}
+	return it
+}
+
+// cases are the notifications whose cards are golden: every shape a card takes.
+func cases() map[string]*notify.Notification {
+	degraded := item(playbooks.VerdictInconclusive, "vllm-0")
+	degraded.Diagnosis.Title = "Inconclusive"
+	degraded.Diagnosis.Error = "Prometheus unreachable: dial tcp 10.0.0.1:9090: connection refused"
+	degraded.Diagnosis.OfferProfile = true
+
+	hostile := item(playbooks.VerdictKVPressure, "vllm-*evil*")
+	hostile.Alert.Labels["model_name"] = "[click me](https://evil.example) _x_"
+	hostile.Diagnosis.Summary = "KV cache **99%** full <b>"
+	hostile.Alert.GeneratorURL = "javascript:alert(1)"
+
+	unmatched := notify.Item{Alert: alert("vllm-9", notify.StatusFiring), Unmatched: true}
+	unmatched.Alert.Labels["alertname"] = "VLLMSomethingElse"
+
+	shared := diagnosis(playbooks.VerdictCapacityPastKnee, "")
+	shared.Notes = []string{"alert storm: 12 alerts summarised by one diagnosis from group-wide queries"}
+	var storm []notify.Item
+	for i := range 12 {
+		storm = append(storm, notify.Item{Alert: alert(fmt.Sprintf("vllm-%02d", i), notify.StatusFiring), Diagnosis: shared})
+	}
+
+	resolvedOne := notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}
+	resolvedTwo := notify.Item{Alert: alert("vllm-1", notify.StatusResolved)}
+	return map[string]*notify.Notification{
+		"firing-one":         notification(notify.StatusFiring, richItem()),
+		"firing-two":         notification(notify.StatusFiring, item(playbooks.VerdictKVPreemption, "vllm-0"), unmatched),
+		"firing-degraded":    notification(notify.StatusFiring, degraded),
+		"firing-hostile":     notification(notify.StatusFiring, hostile),
+		"storm":              notification(notify.StatusFiring, storm...),
+		"resolved":           notification(notify.StatusResolved, resolvedOne, resolvedTwo),
+		"firing-and-resolve": notification(notify.StatusFiring, item(playbooks.VerdictHealthy, "vllm-2"), resolvedOne),
+	}
+}
+
+func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {
+	for name, n := range cases() {
+		t.Run(name, func(t *testing.T) {
+			out, err := json.MarshalIndent(Render(n), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "cards/"+name+".json", append(out, '\n'))
+		})
+	}
+}
+
+func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
+	for _, v := range playbooks.KnownVerdicts {
+		t.Run(v, func(t *testing.T) {
+			out, err := json.MarshalIndent(Render(notification(notify.StatusFiring, item(v, "vllm-0"))), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "cards/verdict-"+v+".json", append(out, '\n'))
+		})
+	}
+}
+
+func TestAFiringAndAResolvedCardAreToldApart(t *testing.T) {
+	firing := Render(notification(notify.StatusFiring, item(playbooks.VerdictCapacityPastKnee, "vllm-0"))).Attachments[0].Content
+	resolved := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})).Attachments[0].Content
+	fHead, rHead := firing.Body[0], resolved.Body[0]
+	if fHead.Style != "attention" || fHead.Items[0].Color != "Attention" || !strings.HasPrefix(fHead.Items[0].Text, "FIRING: VLLMTimeToFirstTokenP99High") {
+		t.Errorf("firing header = %+v", fHead)
+	}
+	if rHead.Style != "good" || rHead.Items[0].Color != "Good" || !strings.HasPrefix(rHead.Items[0].Text, "RESOLVED: VLLMTimeToFirstTokenP99High") {
+		t.Errorf("resolved header = %+v", rHead)
+	}
+	// The resolution names the firing card: its header, and each alert as the firing card
+	// showed it (scope and start).
+	raw, _ := json.Marshal(resolved)
+	for _, want := range []string{"FIRING: VLLMTimeToFirstTokenP99High", alertLine(alert("vllm-0", notify.StatusFiring), false), "resolved 12:13 UTC after 23m"} {
+		if !strings.Contains(string(raw), md(want)) {
+			t.Errorf("resolution card does not say %q:\n%s", want, raw)
+		}
+	}
+	if !strings.Contains(subtleTexts(firing), alertLine(alert("vllm-0", notify.StatusFiring), false)) {
+		t.Errorf("the firing card does not show the line its resolution names")
+	}
+}
+
+func subtleTexts(c Card) string {
+	var b strings.Builder
+	var walk func([]Element)
+	walk = func(els []Element) {
+		for _, e := range els {
+			b.WriteString(e.Text + "\n")
+			walk(e.Items)
+		}
+	}
+	walk(c.Body)
+	return b.String()
+}
+
+func TestTextFromAlertsCannotBecomeMarkdownOrLinks(t *testing.T) {
+	for in, want := range map[string]string{
+		"[click](https://evil.example)": `\[click\](https://evil.example)`,
+		"**bold** _it_ `code` ~s~":      `\*\*bold\*\* \_it\_ \` + "`code\\`" + ` \~s\~`,
+		"model_name kv_cache_usage":     "model_name kv_cache_usage",
+		`back\slash <b>`:                `back\\slash \<b\>`,
+	} {
+		if got := md(in); got != want {
+			t.Errorf("md(%q) = %q, want %q", in, got, want)
+		}
+	}
+	card := Render(cases()["firing-hostile"]).Attachments[0].Content
+	for _, a := range allActions(card) {
+		if !isHTTP(a.URL) {
+			t.Errorf("action %q opens %q: only http(s) links belong on a card", a.Title, a.URL)
+		}
+	}
+}
+
+func allActions(c Card) []Action {
+	out := append([]Action(nil), c.Actions...)
+	var walk func([]Element)
+	walk = func(els []Element) {
+		for _, e := range els {
+			out = append(out, e.Actions...)
+			if e.SelectAction != nil {
+				out = append(out, *e.SelectAction)
+			}
+			walk(e.Items)
+			walk(e.Columns)
+		}
+	}
+	walk(c.Body)
+	return out
+}
+
+func TestAHugeNotificationStaysUnderTeamsMessageSize(t *testing.T) {
+	var items []notify.Item
+	for i := range 5000 {
+		it := richItem()
+		it.Alert = alert(fmt.Sprintf("vllm-%04d-%s", i, strings.Repeat("x", 60)), notify.StatusFiring)
+		it.Diagnosis.Summary = strings.Repeat("very long summary ", 300)
+		items = append(items, it)
+	}
+	for i := range 3000 {
+		items = append(items, notify.Item{Alert: alert(fmt.Sprintf("gone-%d", i), notify.StatusResolved)})
+	}
+	b, err := json.Marshal(Render(notification(notify.StatusFiring, items...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxCardBytes {
+		t.Errorf("card of %d bytes, the limit is %d", len(b), maxCardBytes)
+	}
+	if !strings.Contains(string(b), "more alerts not listed") {
+		t.Errorf("the card does not say that alerts were left out")
+	}
+}
+
+func TestTheDetailedCardShowsWhatTheIssueAsksFor(t *testing.T) {
+	card := Render(cases()["firing-one"]).Attachments[0].Content
+	texts := subtleTexts(card)
+	raw, _ := json.Marshal(card)
+	for _, want := range []string{"Verdict: capacity-past-knee", "Capacity, past the knee", "140 requests waiting", "Evidence", "Fleet",
+		"Slowest requests", "Recommended actions", "1. Add replicas"} {
+		if !strings.Contains(texts, want) {
+			t.Errorf("card text lacks %q", want)
+		}
+	}
+	for _, want := range []string{`"type":"FactSet"`, `"title":"TTFT p99","value":"40 s"`, `"url":"https://jaeger.example/trace/a1"`,
+		`"title":"Runbook","url":"https://runbooks.example/ttft"`, `"title":"Alert query in Prometheus"`, `"title":"Slow requests in Jaeger"`,
+		`"version":"1.2"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("card lacks %s", want)
+		}
+	}
+	env, _ := json.Marshal(Render(cases()["firing-one"]))
+	if !strings.Contains(string(env), `"contentType":"application/vnd.microsoft.card.adaptive","contentUrl":null`) || !strings.HasPrefix(string(env), `{"type":"message"`) {
+		t.Errorf("not the envelope Workflows expects: %.200s", env)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from the rendered card (run go test -update, review the diff, run cardcheck):\n%s", path, got)
+	}
+}
