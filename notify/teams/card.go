@@ -482,7 +482,9 @@ func alertLinks(it notify.Item) []Action {
 	return out
 }
 
-func isHTTP(u string) bool { return strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") }
+func isHTTP(u string) bool {
+	return strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")
+}
 
 func openURL(title, u string) Action { return Action{Type: "Action.OpenUrl", Title: title, URL: u} }
 
