@@ -25,6 +25,8 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/notify/teams"
+	"github.com/vllm-responder/vllm-responder/notify/webhook"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -47,6 +49,12 @@ type Config struct {
 	Traces traces.Config `yaml:"traces"`
 	// MCP serves the read-only MCP tools on /mcp of `responder serve`.
 	MCP MCPConfig `yaml:"mcp"`
+	// Teams posts every diagnosis to a Teams channel through a Workflows webhook (off when its
+	// webhook_url is empty), beside Slack or instead of it.
+	Teams teams.Config `yaml:"teams"`
+	// OutboundWebhooks POST every diagnosis, signed, to incident tools: a list, one entry per
+	// receiver with its own URL and secret. (`webhook:` is the inbound Alertmanager webhook.)
+	OutboundWebhooks []webhook.Config `yaml:"outbound_webhooks"`
 }
 
 // MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
@@ -196,6 +204,7 @@ func Default() *Config {
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
 	c.Traces.SetDefaults()
+	c.Teams.SetDefaults()
 	return c
 }
 
@@ -358,6 +367,12 @@ func readSecretFiles(v reflect.Value, path string) error {
 			if err := readSecretFiles(fv, p); err != nil {
 				errs = append(errs, err)
 			}
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && !strings.HasPrefix(f.Type.Elem().PkgPath(), "github.com/prometheus"):
+			for j := 0; j < fv.Len(); j++ {
+				if err := readSecretFiles(fv.Index(j), fmt.Sprintf("%s[%d]", p, j)); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -381,6 +396,7 @@ const (
 	maxQueueSize         = 100_000
 	maxConcurrentQueries = 1024
 	maxQueriesPerRequest = 100
+	maxOutboundWebhooks  = 10
 )
 
 // Validate checks every section, then the sections against each other. It returns every error,
@@ -397,15 +413,36 @@ func (c *Config) Validate() error {
 	}{
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
-		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP},
+		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
 	}
+	errs = append(errs, c.validateOutboundWebhooks())
 	if c.Dispatch.RunTimeout < c.Prometheus.QueryTimeout {
 		errs = append(errs, configerr.New("dispatch.run_timeout", "must be at least prometheus.query_timeout (%s)", configerr.FormatDuration(c.Prometheus.QueryTimeout)))
 	}
 	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
 		errs = append(errs, configerr.New("traces.timeout", "must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", configerr.FormatDuration(c.Dispatch.RunTimeout)))
+	}
+	return errors.Join(errs...)
+}
+
+// validateOutboundWebhooks checks every entry of outbound_webhooks, and their names against
+// each other (a name labels metrics and delivery records).
+func (c *Config) validateOutboundWebhooks() error {
+	var errs []error
+	if len(c.OutboundWebhooks) > maxOutboundWebhooks {
+		errs = append(errs, configerr.New("outbound_webhooks", "at most %d entries, got %d", maxOutboundWebhooks, len(c.OutboundWebhooks)))
+	}
+	seen := map[string]int{}
+	for i := range c.OutboundWebhooks {
+		w := &c.OutboundWebhooks[i]
+		key := fmt.Sprintf("outbound_webhooks[%d]", i)
+		errs = append(errs, configerr.Prefix(key, w.Validate()))
+		if j, dup := seen[w.Name]; dup && w.Name != "" {
+			errs = append(errs, configerr.New(key+".name", "%q is already the name of outbound_webhooks[%d]", w.Name, j))
+		}
+		seen[w.Name] = i
 	}
 	return errors.Join(errs...)
 }

@@ -64,8 +64,9 @@ const (
 type Config struct {
 	// Name labels the target in logs, metrics (notifier="webhook/NAME") and delivery records.
 	Name string `yaml:"name"`
-	// URL receives the POSTs.
-	URL string `yaml:"url"`
+	// URL receives the POSTs. A password in it prints masked (a token belongs in the secret or
+	// in authorization).
+	URL secret.URL `yaml:"url"`
 	// Secret signs every request: "whsec_" + base64 of 24 to 64 random bytes
 	// (echo "whsec_$(openssl rand -base64 32)"). Required.
 	Secret     secret.Secret `yaml:"secret"`
@@ -97,7 +98,7 @@ func (c *Config) Validate() error {
 	if !nameRE.MatchString(c.Name) {
 		add("name", "%q must be 1 to 32 of a-z, 0-9, _ and - (it labels metrics)", c.Name)
 	}
-	if u, err := url.Parse(c.URL); c.URL == "" {
+	if u, err := url.Parse(c.URL.Reveal()); c.URL == "" {
 		add("url", "required")
 	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		add("url", "must be an http(s) URL")
@@ -261,7 +262,7 @@ func (w *Notifier) Notify(ctx context.Context, n *notify.Notification) (bool, er
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	h.Set(HeaderSignature, Sign(w.key, id, ts, body))
-	retry, err := notify.PostJSON(ctx, w.client, w.cfg.URL, body, h, w.cfg.RequestTimeout)
+	retry, err := notify.PostJSON(ctx, w.client, w.cfg.URL.Reveal(), body, h, w.cfg.RequestTimeout)
 	if err != nil {
 		return retry, fmt.Errorf("webhook %s: %w", w.cfg.Name, err)
 	}
