@@ -38,10 +38,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
-	notifier := "console"
-	if c.Slack.Enabled() {
-		notifier = "slack (" + c.Slack.Channel + ")"
-	}
+	notifier := notifiersLine(c)
 	st := "memory (single replica)"
 	if c.Redis.RedisEnabled() {
 		st = "redis"

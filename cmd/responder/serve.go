@@ -22,7 +22,6 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
-	"github.com/vllm-responder/vllm-responder/notify/console"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -107,9 +106,8 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		}()
 	}
 
-	// The notifier: Slack when a bot token is set, the console otherwise.
-	var base notify.Notifier = console.New(stdout)
-	notifierKind := "console"
+	// The notifiers (notifiers.go): Slack when a bot token is set, Teams, the signed webhooks,
+	// or the console when none is.
 	var sl *slack.Slack
 	if c.Slack.Enabled() {
 		o := slack.Options{Config: &c.Slack, Store: st, Prometheus: rangeQuerier{promAPI}, Registerer: reg, Logger: log}
@@ -122,14 +120,12 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		if sl, err = slack.New(o); err != nil {
 			return err
 		}
-		base, notifierKind = sl, "slack"
 	}
-	retrying := &notify.Retrying{Notifier: base, Logger: log, Metrics: notify.NewRetryMetrics(reg),
-		Observe: func(r string) { m.Notifications.WithLabelValues(r).Inc() }}
-	if c.Slack.Enabled() {
-		retrying.Policy = c.Slack.RetryPolicy()
+	fanout, err := newNotifier(c, sl, st, stdout, reg, m, log)
+	if err != nil {
+		return err
 	}
-	notifier := notify.RecordRecent(retrying, st, log)
+	notifier := notify.RecordRecent(fanout, st, log)
 
 	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: c.Dispatch.DedupWindow,
@@ -169,7 +165,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	srv := handlers.NewServer(c.Listen, handlers.Logging(log, handlers.NewMux(routes)))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info().Str("listen", ln.Addr().String()).Str("prometheus", secret.URL(c.Prometheus.URL).String()).Str("notifier", notifierKind).
+	log.Info().Str("listen", ln.Addr().String()).Str("prometheus", secret.URL(c.Prometheus.URL).String()).Str("notifier", notifiersLine(c)).
 		Str("store", storeKind).Int("playbooks", len(set.All())).Str("version", version).Msg("responder serving")
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
 		_ = f.Sync()
