@@ -139,7 +139,9 @@ func TestWithTheStoreDownEveryTargetIsPostedTo(t *testing.T) {
 
 type downStore struct{ store.Store }
 
-func (downStore) Get(context.Context, string) ([]byte, bool, error) { return nil, false, store.ErrUnavailable }
+func (downStore) Get(context.Context, string) ([]byte, bool, error) {
+	return nil, false, store.ErrUnavailable
+}
 func (downStore) Set(context.Context, string, []byte, time.Duration) error {
 	return store.ErrUnavailable
 }
