@@ -2,6 +2,7 @@
 # Checks the vLLM alert rules and the Alertmanager example. Run from anywhere:
 #   deploy/prometheus/test.sh
 # Needs go and promtool (Debian package prometheus); amtool (prometheus-alertmanager) is used when present.
+# deploy/alertmanager/amcheck (a nested Go module) loads every Alertmanager config of the repo.
 # Exits non-zero on the first failure.
 set -euo pipefail
 
@@ -34,7 +35,10 @@ promtool test rules deploy/prometheus/tests/*.yml
 step "promtool test rules (fast)"
 promtool test rules deploy/prometheus/tests/fast/*.yml
 
-step "alertmanager example"
+step "alertmanager configs: loaded and routed by Alertmanager's own Go packages (v0.35: knows update_message)"
+(cd deploy/alertmanager/amcheck && go test -count=1 ./...)
+
+step "alertmanager example (amtool; the beside-slack-*.yml files use update_message, which Debian's amtool 0.25 predates)"
 if command -v amtool >/dev/null; then
 	am=deploy/alertmanager/alertmanager.yml
 	amtool check-config "$am"
