@@ -471,6 +471,10 @@ func TestRenderedConfigLoadsWithTheResponderLoader(t *testing.T) {
 					value = "xoxb-test"
 				case strings.HasPrefix(m[1], "slack-app"):
 					value = "xapp-test"
+				case strings.HasPrefix(m[1], "teams-webhook-url"):
+					value = "https://prod.westeurope.logic.example/workflows/1/triggers/manual/paths/invoke?sig=test"
+				case strings.HasPrefix(m[1], "webhook-"):
+					value = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD8n4CJ7M8Ig4="
 				}
 				if err := os.WriteFile(filepath.Join(tmp, m[1]), []byte(value+"\n"), 0o600); err != nil {
 					t.Fatal(err)

@@ -162,6 +162,8 @@ func TestOtherMisconfigurationsFailToRender(t *testing.T) {
 		{"config.slack.socket_mode=true", "secrets.slackAppToken.existingSecret"},
 		{"playbooks.existingConfigMap=mine", "playbooks.existingConfigMapFiles"},
 		{"secrets.slackBotToken.key=", "secrets.slackBotToken.key: required"},
+		{"config.outbound_webhooks[0].name=bot,config.outbound_webhooks[0].url=https://bot.example/h", "set outboundWebhookSecrets.bot: {existingSecret"},
+		{"outboundWebhookSecrets.bot.existingSecret=s", "outboundWebhookSecrets.bot: existingSecret and key are required"},
 		{"config.vllm.metric_prefix=other:", `ships rules for config.vllm.metric_prefix vllm: and kserve_vllm:, not "other:"`},
 	} {
 		vals := map[string]any{}

@@ -81,6 +81,7 @@ The secrets table: values key, config section, config key, file name under /etc/
 - [redisPassword, redis, password_file, redis-password]
 - [profileBearerToken, profile, bearer_token_file, profile-bearer-token]
 - [mcpBearerToken, mcp, bearer_token_file, mcp-bearer-token]
+- [teamsWebhookURL, teams, webhook_url_file, teams-webhook-url]
 {{- end -}}
 
 {{- define "vllm-responder.createdSecretName" -}}
@@ -105,6 +106,12 @@ existingSecret wins; else a non-empty createSecret value when createSecret.enabl
 {{- else if and $root.Values.createSecret.enabled (index $root.Values.createSecret $name) -}}
 {{- $out = append $out (merge (dict "secret" (include "vllm-responder.createdSecretName" $root) "key" (index . 3)) $entry) -}}
 {{- end -}}
+{{- end -}}
+{{- /* The signing secrets of config.outbound_webhooks, by entry name (outboundWebhookSecrets);
+       the config helper sets each entry's secret_file (no section key of their own). */ -}}
+{{- range $name, $ref := (default dict $root.Values.outboundWebhookSecrets) -}}
+{{- if not (and $ref.existingSecret $ref.key) -}}{{- fail (printf "outboundWebhookSecrets.%s: existingSecret and key are required" $name) -}}{{- end -}}
+{{- $out = append $out (dict "name" (printf "outboundWebhookSecrets.%s" $name) "secret" $ref.existingSecret "key" $ref.key "section" "" "configKey" "" "file" (printf "webhook-%s" $name)) -}}
 {{- end -}}
 {{- toYaml $out -}}
 {{- end -}}
@@ -157,9 +164,24 @@ existingSecret wins; else a non-empty createSecret value when createSecret.enabl
 {{- $_ = set $redis "key_prefix" .Values.redis.keyPrefix -}}
 {{- $_ = set $c "redis" $redis -}}
 {{- range (include "vllm-responder.secretsInUse" . | fromYamlArray) -}}
+{{- if .section -}}
 {{- $section := default dict (get $c .section) -}}
 {{- $_ = set $section .configKey (printf "/etc/vllm-responder/secrets/%s" .file) -}}
 {{- $_ = set $c .section $section -}}
+{{- end -}}
+{{- end -}}
+{{- $hooks := list -}}
+{{- range $i, $h := (default list (get $c "outbound_webhooks")) -}}
+{{- $h = deepCopy $h -}}
+{{- if hasKey (default dict $.Values.outboundWebhookSecrets) (toString $h.name) -}}
+{{- $_ = set $h "secret_file" (printf "/etc/vllm-responder/secrets/webhook-%s" $h.name) -}}
+{{- else if not (or $h.secret $h.secret_file) -}}
+{{- fail (printf "config.outbound_webhooks[%d] (%s): its signing secret: set outboundWebhookSecrets.%s: {existingSecret: ..., key: ...}" $i (toString $h.name) (toString $h.name)) -}}
+{{- end -}}
+{{- $hooks = append $hooks $h -}}
+{{- end -}}
+{{- if $hooks -}}
+{{- $_ = set $c "outbound_webhooks" $hooks -}}
 {{- end -}}
 {{- if or .Values.playbooks.files .Values.playbooks.existingConfigMap -}}
 {{- $pb := default dict (get $c "playbooks") -}}
