@@ -10,6 +10,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # Node and npm run the Teams card check (notify/teams/cardcheck).
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# python3 runs the receiver snippet of docs/deploy.md (notify/webhook).
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""
@@ -19,7 +21,7 @@ if [ ${#need[@]} -gt 0 ]; then
   # their own on loopback ports, so stop those if they came up.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-for b in prometheus promtool prometheus-alertmanager redis-server node npm; do
+for b in prometheus promtool prometheus-alertmanager redis-server node npm python3; do
   command -v "$b" >/dev/null || { echo "missing $b after install" >&2; exit 1; }
 done
 # Jaeger is not a Debian package: it is built from its Go module (tools/jaeger) once per machine.
