@@ -325,31 +325,16 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string, foreign 
 		return
 	}
 	info := fieldsOf(v.Type())
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		key := join(path, k.Value)
-		if first, ok := seen[k.Value]; ok {
-			d.add(k, key, "written twice (first at line %d)", first)
-			continue
-		}
-		seen[k.Value] = k.Line
-		if index, ok := info.fields[k.Value]; ok {
+	d.entries(n, path, func(k, val *yaml.Node, key string) {
+		switch index, ok := info.fields[k.Value]; {
+		case ok:
 			d.decode(val, fieldAt(v, index), key, foreign)
-			continue
-		}
-		if info.inlineMap == nil {
+		case info.inlineMap != nil:
+			d.entry(fieldAt(v, info.inlineMap), k, val, key, foreign)
+		default:
 			d.errs = append(d.errs, &Error{Line: k.Line, Key: key})
-			continue
 		}
-		m := fieldAt(v, info.inlineMap)
-		if m.IsNil() {
-			m.Set(reflect.MakeMap(m.Type()))
-		}
-		elem := reflect.New(m.Type().Elem()).Elem()
-		d.decode(val, elem, key, foreign)
-		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(m.Type().Key()), elem)
-	}
+	})
 }
 
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, foreign bool) {
@@ -357,9 +342,12 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, foreign bo
 		d.add(n, path, "want a mapping, got %s", kindName(n))
 		return
 	}
-	if v.IsNil() {
-		v.Set(reflect.MakeMap(v.Type()))
-	}
+	d.entries(n, path, func(k, val *yaml.Node, key string) { d.entry(v, k, val, key, foreign) })
+}
+
+// entries calls fn with every key of mapping n, its value and its full key; a key written twice
+// is an error, not a second call.
+func (d *decoder) entries(n *yaml.Node, path string, fn func(k, val *yaml.Node, key string)) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -369,14 +357,23 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, foreign bo
 			continue
 		}
 		seen[k.Value] = k.Line
-		kv := reflect.New(v.Type().Key()).Elem()
-		before := len(d.errs)
-		d.decode(k, kv, key, foreign)
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(val, elem, key, foreign)
-		if len(d.errs) == before {
-			v.SetMapIndex(kv, elem)
-		}
+		fn(k, val, key)
+	}
+}
+
+// entry decodes key k and value val into map m (made when nil), a new element each (as yaml.v3
+// does), set only when both decode.
+func (d *decoder) entry(m reflect.Value, k, val *yaml.Node, key string, foreign bool) {
+	if m.IsNil() {
+		m.Set(reflect.MakeMap(m.Type()))
+	}
+	before := len(d.errs)
+	kv := reflect.New(m.Type().Key()).Elem()
+	d.decode(k, kv, key, foreign)
+	elem := reflect.New(m.Type().Elem()).Elem()
+	d.decode(val, elem, key, foreign)
+	if len(d.errs) == before {
+		m.SetMapIndex(kv, elem)
 	}
 }
 
