@@ -1,11 +1,14 @@
 // Package config loads the responder's YAML configuration. Every section goes through the same
 // steps: defaults (Default, and the SetDefaults of the sections other packages own), ${VAR}
-// expansion, a strict decode of the parsed document (an unknown key, a value of the wrong type or
-// a duration that does not parse is an error with its line and full key), secrets from their
-// *_file twins, then the section's Validate, which returns all of its errors without the
-// section's name (internal/configerr). Config.Validate adds that name once and checks sections
-// against each other. Every error names its place: "config.yaml: prometheus.url: ...", and each
-// is pinned in testdata/bad. Durations are time.Duration, written in Prometheus' syntax (90s, 1d).
+// expansion, a strict decode of the parsed document by internal/strictyaml (an unknown key, a
+// value of the wrong type or a duration that does not parse is an error with its line and full
+// key; all of them at once), secrets from their *_file twins, then the section's Validate,
+// which returns all of its errors without the section's name (internal/configerr).
+// Config.Validate adds that name once and checks sections against each other. Every error names
+// its place: "config.yaml: prometheus.url: ...", and each is pinned in testdata/bad. Durations
+// are time.Duration, written in Prometheus' syntax (90s, 1d). An empty file is an error ("write
+// {} to take every default"): with --config required, it is a mistake far more often than a
+// wish.
 package config
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/teams"
@@ -219,23 +223,19 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes and validates configuration bytes; source names them in errors.
 func Parse(source string, data []byte) (*Config, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %s", source, strings.TrimPrefix(err.Error(), "yaml: "))
+	root, err := strictyaml.Parse(data)
+	if errors.Is(err, strictyaml.ErrEmpty) {
+		// Most likely a mistake (a ConfigMap key that did not match, a truncated file) rather
+		// than a wish for every default: say so, and how to ask for the defaults.
+		return nil, fmt.Errorf("%s: %w: write {} to take every default", source, err)
 	}
-	if err := expandEnv(&root, reflect.TypeOf(Config{})); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	// Checked and decoded from the parsed document itself, never re-encoded: every line number
-	// is the file's.
+	expandEnv(root)
 	c := Default()
-	if err := checkNode(&root, reflect.TypeOf(c), ""); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
-	}
-	if root.Kind != 0 {
-		if err := root.Decode(c); err != nil {
-			return nil, fmt.Errorf("%s: %s", source, cleanErr(err))
-		}
+	if err := strictyaml.Decode(root, c); err != nil {
+		return nil, inSource(source, err)
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
 		return nil, inSource(source, err)
@@ -248,19 +248,6 @@ func Parse(source string, data []byte) (*Config, error) {
 
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-var fieldNotFoundRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
-
-func cleanErr(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
-	msg = fieldNotFoundRE.ReplaceAllString(msg, `unknown key "$1"`)
-	msg = regexp.MustCompile(` into \S+`).ReplaceAllString(msg, "")
-	var parts []string
-	for _, l := range strings.Split(msg, "\n") {
-		parts = append(parts, strings.TrimSpace(l))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // inSource names the file before each of err's errors.
 func inSource(source string, err error) error {
 	var errs []error
@@ -272,46 +259,16 @@ func inSource(source string, err error) error {
 
 var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar value (not in keys) after
-// parsing, so a value from the environment can never change the YAML structure. An unset
-// variable expands to its default, or to empty (an empty secret means "not configured"). t is
-// the type the node decodes into: a value expanded into a string field stays a string, never
-// YAML (a token "null" or "~" is that token, not a null that would turn auth off); into any
-// other field (a number, a duration, a bool) it is resolved for that type.
-func expandEnv(n *yaml.Node, t reflect.Type) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			_ = expandEnv(c, t)
-		}
-	case yaml.SequenceNode:
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
-		for _, c := range n.Content {
-			_ = expandEnv(c, elem)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			var vt reflect.Type
-			switch {
-			case t == nil:
-			case t.Kind() == reflect.Struct:
-				if f, ok := fieldByYAMLKey(t, n.Content[i].Value); ok {
-					vt = f.Type
-				}
-			case t.Kind() == reflect.Map:
-				vt = t.Elem()
-			}
-			_ = expandEnv(n.Content[i+1], vt)
-		}
-	case yaml.ScalarNode:
+// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar value (not in keys) of the
+// parsed document, before it is decoded, so a value from the environment can never change the
+// YAML structure. An unset variable expands to its default, or to empty (an empty secret means
+// "not configured"). A value expanded into a string field stays a string, never YAML (a token
+// "null" or "~" is that token, not a null that would turn auth off); into any other field (a
+// number, a duration, a bool) it is resolved for that type.
+func expandEnv(root *yaml.Node) {
+	strictyaml.EachScalar(root, reflect.TypeOf(Config{}), func(n *yaml.Node, t reflect.Type) {
 		if !strings.Contains(n.Value, "${") {
-			return nil
+			return
 		}
 		n.Value = envRE.ReplaceAllStringFunc(n.Value, func(m string) string {
 			sub := envRE.FindStringSubmatch(m)
@@ -322,12 +279,11 @@ func expandEnv(n *yaml.Node, t reflect.Type) error {
 		})
 		if t != nil && t.Kind() == reflect.String {
 			n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
-			return nil
+			return
 		}
 		// Let the decoder resolve it for the field's type (a port number, a duration).
 		n.Tag, n.Style = "", 0
-	}
-	return nil
+	})
 }
 
 var secretType = reflect.TypeOf(secret.Secret(""))
@@ -565,12 +521,7 @@ func (c *Config) Redacted() string {
 	cp.Alertmanager.URL = secret.URL(cp.Alertmanager.URL).String()
 	cp.Traces.URL = secret.URL(cp.Traces.URL).String()
 	cp.Traces.UIURL = secret.URL(cp.Traces.UIURL).String()
-	var n yaml.Node
-	if err := n.Encode(&cp); err != nil {
-		return fmt.Sprintf("(cannot render config: %v)", err)
-	}
-	formatDurations(&n, reflect.TypeOf(cp))
-	b, err := yaml.Marshal(&n)
+	b, err := strictyaml.Marshal(&cp)
 	if err != nil {
 		return fmt.Sprintf("(cannot render config: %v)", err)
 	}

@@ -101,8 +101,9 @@ func TestAnEnvValueThatLooksLikeNullIsAString(t *testing.T) {
 // badConfigs pins every error the loader gives, as alertmanager's config/testdata/conf.*.yml do:
 // each file under testdata/bad and the exact message it must give, one line per error. Every
 // section's Validate returns all its errors, the loader names the section once and the file
-// before each. Errors of the decode (unknown keys, types, durations) come one at a time, with
-// their line in the file as written (blank lines and comments included).
+// before each. Errors of the decode (unknown keys, types, durations) come all at once too, in the
+// order of their lines, each with its line in the file as written (blank lines and comments
+// included), and before any of Validate's: internal/strictyaml.
 var badConfigs = []struct {
 	file string
 	want []string
@@ -126,6 +127,7 @@ var badConfigs = []struct {
 	{"duration_mapping.yaml", []string{"test.yaml: line 3: dispatch.run_timeout: want a duration, got a mapping"}},
 	{"duration_negative.yaml", []string{`test.yaml: line 3: profile.cooldown: not a valid duration string: "-5m"`}},
 	{"duration_unknown_unit.yaml", []string{`test.yaml: line 4: prometheus.query_timeout: unknown unit "x" in duration "5x"`}},
+	{"empty.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
 	{"env_default_checked.yaml", []string{"test.yaml: webhook.max_body_bytes: must be between 1 and 67108864, got 0"}},
 	{"env_number_not_a_number.yaml", []string{`test.yaml: line 3: dispatch.workers: "soon" is not an integer`}},
 	{"every_section_at_once.yaml", []string{
@@ -143,6 +145,7 @@ var badConfigs = []struct {
 	{"http_client_config_type_error.yaml", []string{`test.yaml: line 4: alertmanager.follow_redirects: "maybe" is not true or false`}},
 	{"integer_overflow.yaml", []string{`test.yaml: line 3: dispatch.workers: "99999999999999999999" is not an integer`}},
 	{"list_for_a_string.yaml", []string{"test.yaml: line 2: listen: want a string, got a list"}},
+	{"key_written_twice.yaml", []string{"test.yaml: line 3: listen: written twice (first at line 1)"}},
 	{"listen_empty.yaml", []string{"test.yaml: listen: required"}},
 	{"log_level_and_format.yaml", []string{
 		`test.yaml: log.level: "loud" is not one of debug, info, warn, error`,
@@ -197,6 +200,8 @@ var badConfigs = []struct {
 		"test.yaml: profile.lock_ttl: must be positive, got 0s",
 		"test.yaml: profile.janitor_interval: must be positive, got 0s",
 	}},
+	{"only_comments.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
+	{"only_document_marker.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
 	{"prometheus_header_files_missing.yaml", []string{
 		"test.yaml: prometheus.http_headers.X-Scope-OrgID.files: open /nonexistent/org: no such file or directory",
 		"test.yaml: prometheus.http_headers.X-Tenant.files: open /nonexistent/tenant: no such file or directory",
@@ -286,6 +291,10 @@ var badConfigs = []struct {
 		"test.yaml: teams.webhook_url: must be an http(s) URL: the Workflows trigger's HTTP URL (the value is not shown: it carries a signature)",
 		"test.yaml: teams.request_timeout: must be positive",
 	}},
+	{"two_decode_errors.yaml", []string{
+		`test.yaml: line 3: unknown key "prometheus.urll"`,
+		`test.yaml: line 5: dispatch.workers: "many" is not an integer`,
+	}},
 	{"type_error_names_its_key.yaml", []string{`test.yaml: line 4: dispatch.workers: "many" is not an integer`}},
 	{"unknown_header_key.yaml", []string{`test.yaml: line 6: unknown key "alertmanager.http_headers.X-Scope-OrgID.value"`}},
 	{"unknown_key_after_blank_lines.yaml", []string{`test.yaml: line 7: unknown key "prometheus.urll"`}},
@@ -367,5 +376,18 @@ func TestDurationsKeepTheFilesSyntax(t *testing.T) {
 	}
 	if again.Dispatch != c.Dispatch || again.Profile.Cooldown != c.Profile.Cooldown || again.Slack.ThreadTTL != c.Slack.ThreadTTL {
 		t.Fatalf("the printed config loads other values: %+v, want %+v", again.Dispatch, c.Dispatch)
+	}
+}
+
+// An empty file is refused (testdata/bad/empty.yaml); {} asks for every default, and loads the
+// configuration Default returns (compared as `responder check` prints them: Validate compiles
+// templates into unexported fields).
+func TestAnEmptyMappingTakesEveryDefault(t *testing.T) {
+	c, err := Parse("t.yaml", []byte("# every default\n{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redacted() != Default().Redacted() {
+		t.Fatalf("{} loaded\n%s\nwant the defaults\n%s", c.Redacted(), Default().Redacted())
 	}
 }

@@ -10,10 +10,11 @@
 //     (File, QueryFile, VerdictFile, ChartFile; FleetFile in fleet.go) next to the compiled one
 //     (Playbook, Query, Verdict, Chart, Matcher).
 //
-//  2. Parse (load.go, yaml.go). Parse decodes one file strictly: an unknown key is an error, and
-//     yaml.go keeps the queries and params in the order they are written and makes yaml.v3's
-//     messages readable. Every error names its file and place ("x.yaml: verdicts[2].when: ..."):
-//     see Error.
+//  2. Parse (load.go, yaml.go). Parse decodes one file strictly with internal/strictyaml, the
+//     loader the configuration uses too: an unknown key is an error named with its line and full
+//     key ("x.yaml: line 4: unknown key \"queries.waiting.unitt\""), and yaml.go keeps the
+//     queries and params in the order they are written. Every error names its file and place
+//     ("x.yaml: verdicts[2].when: ..."): see Error.
 //
 //  3. Compile (load.go; the fleet section in fleet.go). compile checks and compiles every
 //     section once, at load time, so that a typo fails `responder check` rather than an

@@ -1,7 +1,6 @@
 package playbooks
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -75,10 +72,8 @@ func LoadFixtures(paths ...string) (map[string]*FixtureFile, error) {
 				return err
 			}
 			var f FixtureFile
-			dec := yaml.NewDecoder(bytes.NewReader(data))
-			dec.KnownFields(true)
-			if err := dec.Decode(&f); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %s", p, cleanYAMLError(err)))
+			if err := decodeFile(p, data, &f); err != nil {
+				errs = append(errs, err)
 				return nil
 			}
 			out[p] = &f

@@ -19,7 +19,6 @@ import (
 	exprparser "github.com/expr-lang/expr/parser"
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
-	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -66,10 +65,8 @@ func (l *errList) err() error { return errors.Join(l.errs...) }
 // Parse decodes and compiles one playbook. source names the file in errors.
 func Parse(source string, data []byte) (*Playbook, error) {
 	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, &Error{Source: source, Msg: cleanYAMLError(err).Error()}
+	if err := decodeFile(source, data, &f); err != nil {
+		return nil, err
 	}
 	return compile(source, &f)
 }

@@ -10,9 +10,13 @@ import (
 // Every playbook error names its file and place, so an author can fix it without guessing.
 func TestPlaybookErrorsNameTheirPlace(t *testing.T) {
 	cases := map[string]string{
-		"unknown-name.yaml":            `testdata/bad/unknown-name.yaml: verdicts[1].when: unknown name "queue_meen"`,
-		"unknown-query-in-chart.yaml":  `testdata/bad/unknown-query-in-chart.yaml: charts[0].queries[0]: unknown query "waitin"`,
-		"unknown-key.yaml":             `testdata/bad/unknown-key.yaml: queries.waiting: line 4: unknown key "unitt"`,
+		"unknown-name.yaml":           `testdata/bad/unknown-name.yaml: verdicts[1].when: unknown name "queue_meen"`,
+		"unknown-query-in-chart.yaml": `testdata/bad/unknown-query-in-chart.yaml: charts[0].queries[0]: unknown query "waitin"`,
+		"unknown-key.yaml":            `testdata/bad/unknown-key.yaml: line 4: unknown key "queries.waiting.unitt"`,
+		"decode-errors.yaml": `testdata/bad/decode-errors.yaml: line 4: params.limit: "high" is not a number
+testdata/bad/decode-errors.yaml: line 6: queries.waiting: must be a PromQL string or an object with expr
+testdata/bad/decode-errors.yaml: line 9: unknown key "verdicts[0].titel"
+testdata/bad/decode-errors.yaml: line 11: window: written twice (first at line 10)`,
 		"bad-promql.yaml":              `testdata/bad/bad-promql.yaml: queries.waiting: invalid PromQL`,
 		"unknown-verdict.yaml":         `testdata/bad/unknown-verdict.yaml: verdicts[0].id: unknown verdict "all-good"`,
 		"template-typo.yaml":           `testdata/bad/template-typo.yaml: verdicts[0].summary: unknown name "waitng"`,
@@ -55,6 +59,20 @@ func TestALabelsKeyIsRejectedEvenWhenEmpty(t *testing.T) {
 				t.Fatalf("want the one labels error, got %v", err)
 			}
 		})
+	}
+}
+
+// A fixture file is decoded as strictly as a playbook: a typo in expect is named with its line,
+// not taken for a fixture that expects nothing.
+func TestAFixtureTypoNamesItsLineAndKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x_test.yaml")
+	src := "tests:\n  - name: one\n    playbook: triage\n    values: {waiting: 1, running: ~}\n    expect:\n      verdit: healthy\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadFixtures(path)
+	if want := path + `: line 6: unknown key "tests[0].expect.verdit"`; err == nil || err.Error() != want {
+		t.Fatalf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
 

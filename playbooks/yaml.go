@@ -1,16 +1,20 @@
 package playbooks
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"regexp"
-	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
 )
 
-// orderedQueries keeps the queries in the order they are written: evidence is listed that way.
+// A playbook and its fixtures are decoded by internal/strictyaml: unknown keys are errors, each
+// error names its line as written and its full key (`line 4: unknown key
+// "queries.waiting.unitt"`). What is the playbooks' own is here: the queries and params keep the
+// order they are written in (evidence is listed that way), and a query is written either as its
+// PromQL or as an object.
+
+// orderedQueries are a playbook's queries, in the order they are written.
 type orderedQueries []namedQuery
 
 type namedQuery struct {
@@ -19,30 +23,17 @@ type namedQuery struct {
 	Line  int
 }
 
-// UnmarshalYAML accepts `name: promql` and `name: {expr: ..., unit: ...}`.
+// UnmarshalYAML reads the queries as a strictyaml.Map.
 func (o *orderedQueries) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: queries must be a mapping of name to PromQL", n.Line)
+	var m strictyaml.Map[QueryFile]
+	err := strictyaml.Decode(n, &m)
+	for _, e := range m {
+		*o = append(*o, namedQuery{Name: e.Key, Query: e.Value, Line: e.Line})
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		nq := namedQuery{Name: k.Value, Line: k.Line}
-		switch v.Kind {
-		case yaml.ScalarNode:
-			nq.Query.Expr = v.Value
-		case yaml.MappingNode:
-			if err := decodeStrict(v, &nq.Query); err != nil {
-				return fmt.Errorf("queries.%s: %w", k.Value, err)
-			}
-		default:
-			return fmt.Errorf("line %d: queries.%s: must be a PromQL string or an object with expr", v.Line, k.Value)
-		}
-		*o = append(*o, nq)
-	}
-	return nil
+	return err
 }
 
-// orderedFloats is a name -> number mapping that keeps its order.
+// orderedFloats is a name -> number mapping that keeps its order (the params).
 type orderedFloats []namedFloat
 
 type namedFloat struct {
@@ -50,65 +41,43 @@ type namedFloat struct {
 	Value float64
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler.
+// UnmarshalYAML reads the params as a strictyaml.Map.
 func (o *orderedFloats) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: params must be a mapping of name to number", n.Line)
+	var m strictyaml.Map[float64]
+	err := strictyaml.Decode(n, &m)
+	for _, e := range m {
+		*o = append(*o, namedFloat{Name: e.Key, Value: e.Value})
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		var f float64
-		if err := v.Decode(&f); err != nil {
-			return fmt.Errorf("line %d: params.%s: %q is not a number", v.Line, k.Value, v.Value)
+	return err
+}
+
+// UnmarshalYAML accepts `name: promql` and `name: {expr: ..., unit: ...}`.
+func (q *QueryFile) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		q.Expr = n.Value
+		return nil
+	case yaml.MappingNode:
+		type plain QueryFile
+		return strictyaml.Decode(n, (*plain)(q))
+	}
+	return errors.New("must be a PromQL string or an object with expr")
+}
+
+// decodeFile decodes a playbook or a fixture file strictly into v; every error is one *Error of
+// source.
+func decodeFile(source string, data []byte, v any) error {
+	err := strictyaml.Unmarshal(data, v)
+	var list strictyaml.Errors
+	if !errors.As(err, &list) {
+		if err != nil {
+			return &Error{Source: source, Msg: err.Error()}
 		}
-		*o = append(*o, namedFloat{Name: k.Value, Value: f})
+		return nil
 	}
-	return nil
-}
-
-// decodeStrict decodes a node with unknown keys as errors. yaml.v3 does not carry KnownFields
-// into custom unmarshalers, so the node is re-encoded and decoded by a strict decoder.
-func decodeStrict(n *yaml.Node, v any) error {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return err
+	errs := make([]error, len(list))
+	for i, e := range list {
+		errs[i] = &Error{Source: source, Msg: e.Error()}
 	}
-	line := n.Line
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		return shiftLines(cleanYAMLError(err), line-1)
-	}
-	return nil
-}
-
-var lineRE = regexp.MustCompile(`line (\d+)`)
-
-// shiftLines rewrites "line N" in a re-encoded node's error to the line in the original file.
-func shiftLines(err error, by int) error {
-	msg := lineRE.ReplaceAllStringFunc(err.Error(), func(s string) string {
-		var n int
-		fmt.Sscanf(s, "line %d", &n)
-		return fmt.Sprintf("line %d", n+by)
-	})
-	return errors.New(msg)
-}
-
-var (
-	fieldNotFoundRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
-	typeNameRE      = regexp.MustCompile(` into playbooks\.\w+| into \[\]playbooks\.\w+`)
-)
-
-// cleanYAMLError turns yaml.v3's Go-flavoured messages into ones a playbook author can read.
-func cleanYAMLError(err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = fieldNotFoundRE.ReplaceAllString(msg, `unknown key "$1"`)
-	msg = typeNameRE.ReplaceAllString(msg, "")
-	lines := strings.Split(msg, "\n")
-	for i := range lines {
-		lines[i] = strings.TrimSpace(lines[i])
-	}
-	return errors.New(strings.Join(lines, "; "))
+	return errors.Join(errs...)
 }

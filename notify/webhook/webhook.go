@@ -35,6 +35,8 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
+
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -77,11 +79,11 @@ type Config struct {
 }
 
 // UnmarshalYAML decodes an entry over the delivery defaults (a list entry has no other place
-// to get them from).
+// to get them from), strictly: an unknown key is named with its line, as everywhere in the config.
 func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 	type plain Config
 	p := plain{HTTPDelivery: notify.DefaultHTTPDelivery()}
-	if err := n.Decode(&p); err != nil {
+	if err := strictyaml.Decode(n, &p); err != nil {
 		return err
 	}
 	*c = Config(p)
