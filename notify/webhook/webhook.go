@@ -35,10 +35,9 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
-	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
-
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
