@@ -36,6 +36,36 @@ type Config struct {
 	Seed        uint64
 	MaxWaiting  int // safety cap on synthetic arrivals queued; 0 = default
 
+	// Start is when the server process started (process_start_time_seconds); zero = now.
+	Start time.Time
+	// PodName is the pod this server runs as (GET /admin/targets); a rollout replaces it by
+	// PodNamePrefix-<replicaset hash>-<suffix>.
+	PodName       string
+	PodNamePrefix string
+
+	// API server admission limits (vLLM's --max-num-queued-reqs, --max-num-queued-tokens);
+	// 0 = none. Refused requests get 503 and count in vllm:admission_rejections_total.
+	MaxNumQueuedReqs   int
+	MaxNumQueuedTokens int
+
+	// API server CPU model: its event loop runs on one core; each request costs APIPerRequest
+	// (parsing, chat template) plus APIPerPromptToken per prompt token (tokenization) before it
+	// reaches the engine core; each engine step's outputs cost APIPerStep plus
+	// APIPerOutputToken per token (detokenization, responses, metrics). The idle loop takes
+	// APIIdleShare of a core; start-up (imports, tokenizer) APIStartupCPU.
+	APIPerRequest     time.Duration
+	APIPerPromptToken time.Duration
+	APIPerStep        time.Duration
+	APIPerOutputToken time.Duration
+	APIIdleShare      float64
+	APIStartupCPU     time.Duration
+
+	// Operation times: a level-1/2 sleep (offloading or discarding the weights), a wake-up
+	// (reloading them), an RL weight update through /update_weights.
+	SleepTime        time.Duration
+	WakeTime         time.Duration
+	WeightUpdateTime time.Duration
+
 	// Step-time cost model. A step costs
 	//   StepBase + PerSeq*scheduled + PerPrefillToken*prefill_tokens + PerContextToken*context_tokens
 	// where context_tokens is the total context the batch's attention reads
@@ -84,6 +114,16 @@ func DefaultConfig() Config {
 		MetricNames:          NamesNew,
 		Seed:                 1,
 		MaxWaiting:           50000,
+		PodNamePrefix:        "vllm-sim",
+		APIPerRequest:        300 * time.Microsecond,
+		APIPerPromptToken:    500 * time.Nanosecond,
+		APIPerStep:           150 * time.Microsecond,
+		APIPerOutputToken:    15 * time.Microsecond,
+		APIIdleShare:         0.01,
+		APIStartupCPU:        9 * time.Second,
+		SleepTime:            2 * time.Second,
+		WakeTime:             3 * time.Second,
+		WeightUpdateTime:     10 * time.Second,
 		StepBase:             15 * time.Millisecond,
 		PerSeq:               50 * time.Microsecond,
 		PerPrefillToken:      25 * time.Microsecond,
@@ -140,6 +180,35 @@ type Scenario struct {
 	// vLLM #39863). Arrivals still join the queue and HTTP, /health and /metrics still answer,
 	// but nothing is scheduled, computed or finished.
 	EngineStalled bool `json:"engine_stalled"`
+	// Hang stops the engine core HangAfter the switch (a hang inside a step, a GPU fault, a
+	// collective hang; SIGSTOP of EngineCore), for HangFor (0: until released). Nothing the
+	// engine reports moves; the API server keeps accepting requests, which it cannot hand over.
+	Hang      bool          `json:"hang,omitempty"`
+	HangAfter time.Duration `json:"hang_after,omitempty"`
+	HangFor   time.Duration `json:"hang_for,omitempty"`
+	// Sleep: an operator puts the engine to sleep (level SleepLevel, mode abort) SleepAfter the
+	// switch, and wakes it SleepFor later (0: stays asleep until woken).
+	Sleep      bool          `json:"sleep,omitempty"`
+	SleepAfter time.Duration `json:"sleep_after,omitempty"`
+	SleepLevel int           `json:"sleep_level,omitempty"`
+	SleepFor   time.Duration `json:"sleep_for,omitempty"`
+	// WeightUpdateEvery: an RL trainer pauses generation (mode keep) and updates the weights
+	// (WeightUpdateFor, through /update_weights), then resumes; first WeightUpdateAfter the switch.
+	WeightUpdateEvery time.Duration `json:"weight_update_every,omitempty"`
+	WeightUpdateAfter time.Duration `json:"weight_update_after,omitempty"`
+	WeightUpdateFor   time.Duration `json:"weight_update_for,omitempty"`
+	// CrashAfter: the server process dies CrashAfter every start (the switch, then each
+	// restart) and is down for DownFor (nothing listens), then starts again empty.
+	CrashAfter time.Duration `json:"crash_after,omitempty"`
+	DownFor    time.Duration `json:"down_for,omitempty"`
+	// Replace: ReplaceAfter the switch the pod is replaced by a new pod of rollout revision
+	// Revision (a new pod name, an empty engine, every counter at 0).
+	Replace      bool          `json:"replace,omitempty"`
+	ReplaceAfter time.Duration `json:"replace_after,omitempty"`
+	Revision     int           `json:"revision,omitempty"`
+	// TemplateCost is API server CPU each request costs beyond its tokens (a heavy chat
+	// template, tool schemas, multimodal preprocessing).
+	TemplateCost time.Duration `json:"template_cost,omitempty"`
 	// Burst requests arrive at once when the scenario starts (a batch job
 	// fanning out), on top of the Poisson stream; it makes the signature show
 	// up in seconds instead of one request lifetime.
@@ -203,6 +272,36 @@ func init() {
 	for _, sc := range []Scenario{shared, collapse, stalled} {
 		Scenarios[sc.Name] = sc
 	}
+	for _, sc := range lifecycleScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+}
+
+// lifecycleScenarios are the incidents of the server rather than of its load: the healthy load
+// on an engine core that hangs, sleeps, is paused for weight updates or keeps crashing.
+func lifecycleScenarios() []Scenario {
+	healthy := Scenarios["healthy"]
+	hang := healthy
+	hang.Name = "engine-hang"
+	hang.Description = "healthy load; 20 s after the switch the engine core stops (a hang in a step, a GPU fault, a collective hang: SIGSTOP of EngineCore) until released: every vllm: series freezes (a few running, none waiting), /metrics and /health still answer, the API server holds the new requests (process_open_fds climbs)"
+	hang.Hang, hang.HangAfter = true, 20*time.Second
+	hangQ := healthy
+	hangQ.Name = "engine-hang-queued"
+	hangQ.Description = "healthy load plus a burst of 400 requests at the switch; 3 s later, with the batch full and a queue, the engine core stops until released: the gauges freeze with running and waiting above 0"
+	hangQ.Burst, hangQ.Hang, hangQ.HangAfter = 400, true, 3*time.Second
+	sleep := healthy
+	sleep.Name = "sleep"
+	sleep.Description = "healthy load; 20 s after the switch an operator puts the engine to sleep (level 1, mode abort: the requests in flight are aborted and counted): engine_sleep_state{awake} 0, weights_offloaded 1; new requests are accepted and wait unscheduled (not counted by the gauges) until woken"
+	sleep.Sleep, sleep.SleepAfter, sleep.SleepLevel = true, 20*time.Second, 1
+	update := healthy
+	update.Name = "weight-update"
+	update.Description = "healthy load; from 20 s on, every 60 s an RL trainer pauses generation (mode keep: nothing scheduled, the gauges frozen where they were) and updates the weights through /update_weights for 15 s (rl_weight_update_operations_in_flight{operation=\"update\"} 1), then resumes"
+	update.WeightUpdateEvery, update.WeightUpdateAfter, update.WeightUpdateFor = 60*time.Second, 20*time.Second, 15*time.Second
+	loop := healthy
+	loop.Name = "restart-loop"
+	loop.Description = "healthy load; the server dies 40 s after each start and is down 15 s (the scrape fails), then starts empty: counters reset to 0, a new process_start_time_seconds, again and again (CrashLoopBackOff)"
+	loop.CrashAfter, loop.DownFor = 40*time.Second, 15*time.Second
+	return []Scenario{hang, hangQ, sleep, update, loop}
 }
 
 // ScenarioNames lists the built-in scenarios in a stable order.

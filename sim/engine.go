@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Result is how a request submitted with Submit ended.
 type Result struct {
+	// Err is set when the request got no answer: the server went down (ErrServerDown).
+	Err              error
 	FinishReason     string
 	PromptTokens     int
 	CompletionTokens int
@@ -23,7 +26,10 @@ type Result struct {
 type request struct {
 	id        string
 	synthetic bool
-	arrival   time.Time // first QUEUED
+	handler   string    // the HTTP route it came in on ("" for synthetic clients: /v1/chat/completions)
+	arrival   time.Time // the API server received it (TTFT and e2e start here)
+	readyAt   time.Time // the API server has tokenized it and sent it to the engine core
+	queuedAt  time.Time // the engine core queued it (QUEUED event; queue time starts here)
 	deadline  time.Time // client timeout; zero = none
 
 	promptLen    int
@@ -36,7 +42,8 @@ type request struct {
 
 	scheduled    bool // ever scheduled
 	scheduledAt  time.Time
-	firstTokenAt time.Time
+	firstTokenAt time.Time // engine core timestamp of the first token
+	firstSeenAt  time.Time // the API server processed the first token (TTFT ends here)
 	lastTokenAt  time.Time
 	preemptions  int
 	uniquePrefix bool // the prompt starts with something unique: no prefix-cache hit
@@ -84,6 +91,12 @@ type Stats struct {
 	Preemptions int64   `json:"preemptions"`
 	Steps       int64   `json:"steps"`
 	Dropped     int64   `json:"dropped_arrivals"`
+	// Held: requests the API server accepted and the engine core has not read (tokenizing, or
+	// sent to a hung engine core).
+	Held int `json:"held"`
+	// Connections: client connections open (requests not answered), one descriptor each.
+	Connections int `json:"connections"`
+	State
 }
 
 // Engine is the simulated vLLM V1 engine core: scheduler, KV block pool, model
@@ -110,6 +123,10 @@ type Engine struct {
 	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
 	wake        chan struct{}
 	stall       engineStall // held by a flushing profiler (sim/profiler.go)
+
+	clock time.Time // the latest time the engine was stepped at: the server's "now"
+	api   apiServer // the API server process in front of the engine core (apiserver.go)
+	life  lifecycle // hangs, sleep, pauses, crashes and restarts (lifecycle.go)
 }
 
 // NewEngine builds an engine with its own metrics registry.
@@ -123,18 +140,44 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.MaxWaiting <= 0 {
 		cfg.MaxWaiting = 50000
 	}
-	e := &Engine{
-		cfg:  cfg,
-		m:    newMetrics(cfg),
-		rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		wake: make(chan struct{}, 1),
+	start := cfg.Start
+	if start.IsZero() {
+		start = time.Now()
 	}
+	e := &Engine{
+		cfg:   cfg,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		wake:  make(chan struct{}, 1),
+		clock: start,
+	}
+	e.life.podName = cfg.PodName
+	e.startProcess(start)
 	e.scenario = Scenarios["idle"]
 	return e, nil
 }
 
-// Registry is the engine's Prometheus registry (vLLM metrics only).
-func (e *Engine) Registry() *prometheus.Registry { return e.m.reg }
+// startProcess starts the server process afresh at now: an empty engine, a new API server
+// process (its start time, no CPU used but its start-up), and new metrics, every counter at 0.
+func (e *Engine) startProcess(now time.Time) {
+	e.api = apiServer{start: now}
+	e.m = newMetrics(e.cfg)
+	e.m.reg.MustRegister(newProcessCollector(e))
+	e.waiting, e.running = nil, nil
+	e.usedBlocks, e.withTimeout = 0, 0
+}
+
+// Registry is the server's Prometheus registry: vLLM's metrics and the API server process's
+// series. A restart replaces it.
+func (e *Engine) Registry() *prometheus.Registry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.m.reg
+}
+
+// Gatherer gathers whichever registry the server has at the time (a restart replaces it).
+func (e *Engine) Gatherer() prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return e.Registry().Gather() })
+}
 
 // Config returns the engine configuration.
 func (e *Engine) Config() Config { return e.cfg }
@@ -162,10 +205,14 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.scenario, e.scenarioAt = s, now
+	e.planLife(s, now)
 	if reset {
+		e.api.held = e.dropSynthetic(e.api.held)
 		e.waiting = e.dropSynthetic(e.waiting)
 		e.running = e.dropSynthetic(e.running)
-		e.publishGauges()
+		if e.coreReports() {
+			e.publishGauges()
+		}
 	}
 	for range s.Burst {
 		e.addSynthetic(now)
@@ -209,6 +256,9 @@ func (e *Engine) Stats() Stats {
 		Preemptions: e.preemptions,
 		Steps:       e.steps,
 		Dropped:     e.dropped,
+		Held:        len(e.api.held),
+		Connections: e.openConnections(),
+		State:       e.life.state(),
 	}
 }
 
@@ -218,17 +268,22 @@ type Handle struct {
 	Done <-chan Result
 }
 
-// Submit enqueues a request from a client (arrival = now). timeout 0 means none.
-func (e *Engine) Submit(now time.Time, promptTokens, maxTokens int, timeout time.Duration) *Handle {
+// Submit is a client's request reaching the API server at now (its arrival) on the HTTP route
+// handler; timeout 0 means the client waits forever. The API server may refuse it at a queue
+// limit (ErrQueueFull, ErrQueuedTokensFull) or because the server is down (ErrServerDown).
+func (e *Engine) Submit(now time.Time, handler string, promptTokens, maxTokens int, timeout time.Duration) (*Handle, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.life.down {
+		return nil, ErrServerDown
+	}
 	promptTokens = max(1, min(promptTokens, e.cfg.MaxModelLen-1))
 	if maxTokens <= 0 || promptTokens+maxTokens > e.cfg.MaxModelLen {
 		maxTokens = e.cfg.MaxModelLen - promptTokens
 	}
 	natural := e.lognormalInt(e.scenarioOrHealthy().OutputMean, e.scenarioOrHealthy().OutputSigma)
 	r := &request{
-		arrival: now, promptLen: promptTokens,
+		arrival: now, handler: handler, promptLen: promptTokens,
 		targetOutput: min(natural, maxTokens), targetReason: reasonStop,
 		done: make(chan Result, 1),
 	}
@@ -237,14 +292,18 @@ func (e *Engine) Submit(now time.Time, promptTokens, maxTokens int, timeout time
 	}
 	if timeout > 0 {
 		r.deadline = now.Add(timeout)
-		e.withTimeout++
 	}
-	e.enqueue(r)
+	switch e.accept(r, now, 0) {
+	case admissionMaxReqs:
+		return nil, ErrQueueFull
+	case admissionMaxTokens:
+		return nil, ErrQueuedTokensFull
+	}
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
-	return &Handle{r: r, Done: r.done}
+	return &Handle{r: r, Done: r.done}, nil
 }
 
 // Abort removes a submitted request (the client went away) as vLLM does on
@@ -262,9 +321,21 @@ func (e *Engine) scenarioOrHealthy() Scenario {
 	return Scenarios["healthy"]
 }
 
+// enqueue puts r straight into the engine core's queue (tests that drive the scheduler by hand).
 func (e *Engine) enqueue(r *request) {
 	e.nextID++
 	r.id = "cmpl-" + strconv.FormatInt(e.nextID, 10)
+	if r.queuedAt.IsZero() {
+		r.queuedAt = r.arrival
+	}
+	if r.readyAt.IsZero() {
+		r.readyAt = r.arrival
+	}
+	e.enqueueCore(r)
+}
+
+// enqueueCore is the engine core's add_request: the request joins the waiting queue.
+func (e *Engine) enqueueCore(r *request) {
 	e.waiting = append(e.waiting, r)
 }
 
@@ -291,8 +362,8 @@ func (e *Engine) addSynthetic(at time.Time) {
 		span := s.TimeoutMax - s.TimeoutMin
 		deadline = at.Add(s.TimeoutMin + time.Duration(e.rng.Float64()*float64(span)))
 	}
-	if len(e.waiting) >= e.cfg.MaxWaiting {
-		e.dropped++
+	if len(e.waiting)+len(e.api.held) >= e.cfg.MaxWaiting || e.life.down {
+		e.dropped++ // a safety cap; or the server is down: the client cannot connect
 		return
 	}
 	r := &request{
@@ -305,10 +376,7 @@ func (e *Engine) addSynthetic(at time.Time) {
 	if natural >= maxTok {
 		r.targetReason = reasonLength
 	}
-	if !deadline.IsZero() {
-		e.withTimeout++
-	}
-	e.enqueue(r)
+	e.accept(r, at, s.TemplateCost)
 }
 
 // expireTimeouts aborts requests whose clients gave up by now.
@@ -336,25 +404,38 @@ func (e *Engine) Step(now time.Time) StepResult {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
+	e.clock = now
+	e.life.advance(e, now)
+	if e.life.down {
+		// The server process is gone: nothing listens, clients cannot connect.
+		e.generate(now)
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
+	}
 	e.generate(now)
+	if e.life.hung {
+		// The engine core is stopped (a hang in a step, a GPU fault, a collective hang): the API
+		// server accepts and tokenizes requests and sends them on, but nothing reads them; the
+		// core neither steps nor sends stats, so no vllm: series moves. Clients that give up are
+		// dropped by the API server; the core sees their aborts when it runs again.
+		e.dropGoneClients(now)
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
+	}
+	e.intake(now)
 	if e.scenario.EngineStalled {
 		// Wedged: arrivals queue up, the gauges are still published, but no step runs (nor
 		// the client timeouts, which the engine loop would process).
 		e.publishGauges()
-		idle := 50 * time.Millisecond
-		if !e.nextArrival.IsZero() {
-			idle = min(idle, max(e.nextArrival.Sub(now), time.Millisecond))
-		}
-		return StepResult{Duration: idle}
+		return StepResult{Duration: e.idleFor(now, time.Time{})}
 	}
 	e.expireTimeouts(now)
+	if !e.coreSteps() {
+		// Paused or asleep on purpose: the core reads its input (new requests queue, client
+		// aborts are processed) but makes no step and sends no stats.
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
+	}
 	if len(e.running) == 0 && len(e.waiting) == 0 {
 		e.publishGauges()
-		idle := 50 * time.Millisecond
-		if !e.nextArrival.IsZero() {
-			idle = min(idle, max(e.nextArrival.Sub(now), time.Millisecond))
-		}
-		return StepResult{Duration: idle}
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
 	}
 
 	// ---- schedule (vllm/v1/core/sched/scheduler.py) ----
@@ -392,7 +473,7 @@ func (e *Engine) Step(now time.Time) StepResult {
 		budget -= chunk
 	}
 	admitted := 0
-	if preempted == 0 {
+	if preempted == 0 && e.life.pause == pauseNone {
 		for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
 			r := e.waiting[0]
 			hits := 0
@@ -447,6 +528,18 @@ func (e *Engine) Step(now time.Time) StepResult {
 	end := now.Add(dur)
 
 	// ---- update from output (scheduler.update_from_output + output processor) ----
+	// The engine core stamps its outputs with the step's end; the API server processes them when
+	// its event loop gets to them, and stamps TTFT and e2e with that time.
+	tokens := 0
+	for _, s := range batch {
+		if s.r.numComputed+s.chunk >= s.r.numTokens() {
+			tokens++
+		}
+	}
+	seen := end
+	if tokens > 0 {
+		seen = e.processOutputs(end, tokens)
+	}
 	iterPrompt, iterGen, finished := 0, 0, 0
 	for _, s := range batch {
 		r := s.r
@@ -459,8 +552,8 @@ func (e *Engine) Step(now time.Time) StepResult {
 			r.uncounted = 0
 		}
 		if r.firstTokenAt.IsZero() {
-			r.firstTokenAt = end
-			e.m.ttft.Observe(end.Sub(r.arrival).Seconds())
+			r.firstTokenAt, r.firstSeenAt = end, seen
+			e.m.ttft.Observe(seen.Sub(r.arrival).Seconds())
 			e.m.promptTokens.Add(float64(r.promptLen))
 			iterPrompt += r.promptLen
 		} else {
@@ -471,7 +564,7 @@ func (e *Engine) Step(now time.Time) StepResult {
 		iterGen++
 		if r.output >= r.targetOutput {
 			e.removeRunning(r)
-			e.finish(r, r.targetReason, end)
+			e.finish(r, r.targetReason, seen)
 			finished++
 		}
 	}
@@ -490,6 +583,21 @@ func (e *Engine) Step(now time.Time) StepResult {
 		})
 	}
 	return StepResult{Duration: dur, Busy: true}
+}
+
+// idleFor is how long an idle engine loop may sleep from now: until the next synthetic arrival,
+// the next request the API server hands over, or event (zero: none), and at most 50 ms.
+func (e *Engine) idleFor(now, event time.Time) time.Duration {
+	idle := 50 * time.Millisecond
+	for _, t := range []time.Time{e.nextArrival, event} {
+		if !t.IsZero() {
+			idle = min(idle, max(t.Sub(now), time.Millisecond))
+		}
+	}
+	if len(e.api.held) > 0 && !e.life.hung {
+		idle = min(idle, max(e.api.held[0].readyAt.Sub(now), time.Millisecond))
+	}
+	return idle
 }
 
 func (e *Engine) blocksFor(tokens int) int { return (tokens + e.cfg.BlockSize - 1) / e.cfg.BlockSize }
@@ -534,6 +642,16 @@ func (e *Engine) removeRunning(r *request) {
 	}
 }
 
+func (e *Engine) removeHeld(r *request) bool {
+	for i, x := range e.api.held {
+		if x == r {
+			e.api.held = append(e.api.held[:i], e.api.held[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Engine) removeWaiting(r *request) bool {
 	for i, x := range e.waiting {
 		if x == r {
@@ -552,6 +670,15 @@ func (e *Engine) removeWaiting(r *request) bool {
 // (vllm/v1/engine/output_processor.py); what it got so far stays in prompt_tokens_total, TTFT,
 // ITL and generation_tokens_total.
 func (e *Engine) abort(r *request, now time.Time) {
+	if e.removeHeld(r) {
+		if !r.deadline.IsZero() {
+			e.withTimeout--
+		}
+		if r.done != nil {
+			r.done <- Result{FinishReason: reasonAbort, PromptTokens: r.promptLen, Finished: now}
+		}
+		return
+	}
 	if !e.removeWaiting(r) {
 		n := len(e.running)
 		e.removeRunning(r)
@@ -579,13 +706,14 @@ func (e *Engine) finish(r *request, reason string, at time.Time) {
 	}
 	e.observeFinish(r, reason, at)
 	e.m.success.WithLabelValues(reason).Inc()
+	e.countSynthetic(r, "2xx")
 	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
 	e.m.reqPromptTokens.Observe(float64(r.promptLen))
 	e.m.reqGenTokens.Observe(float64(r.output))
 	if !r.scheduled {
 		return
 	}
-	e.m.queue.Observe(r.scheduledAt.Sub(r.arrival).Seconds())
+	e.m.queue.Observe(r.scheduledAt.Sub(r.queuedAt).Seconds())
 	if r.firstTokenAt.IsZero() {
 		return
 	}

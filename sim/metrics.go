@@ -83,6 +83,40 @@ type metrics struct {
 	tpotRequest                             prometheus.Observer // nil in legacy mode
 	e2e, queue, prefill, decode, inference  prometheus.Observer
 	reqPromptTokens, reqGenTokens, iterToks prometheus.Observer
+
+	sleepState          *prometheus.GaugeVec   // sleep_state, curried with model_name and engine
+	admissionRejections *prometheus.CounterVec // reason, curried with model_name (no engine label)
+	httpRequests        *prometheus.CounterVec // the Instrumentator's: handler, method, status
+	// sleep-mode and RL weight-update operation metrics, created on first use as vLLM does
+	sleepOps, weightOps *operationMetrics
+}
+
+// operationMetrics are vLLM's in-flight gauge and duration histogram of the sleep-mode or RL
+// weight-transfer operations (labelled by operation only, on the API server's registry).
+type operationMetrics struct {
+	inFlight *prometheus.GaugeVec
+	duration *prometheus.HistogramVec
+}
+
+// operationBuckets are the buckets of both duration histograms.
+var operationBuckets = []float64{0.01, 0.1, 1, 10, 30, 60, 120, 300, 600}
+
+// operations returns the sleep-mode (or, with weights, the RL weight-update) operation metrics,
+// registering them the first time.
+func (m *metrics) operations(weights bool) *operationMetrics {
+	p, prefix, help := &m.sleepOps, "vllm:sleep_mode_operation", [2]string{"Duration of one sleep-mode operation.", "Sleep-mode operations currently awaited."}
+	if weights {
+		p, prefix, help = &m.weightOps, "vllm:rl_weight_update_operation", [2]string{"Duration of one weight-transfer operation.", "Weight-transfer operations currently awaited."}
+	}
+	if *p == nil {
+		o := &operationMetrics{
+			duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + "_duration_seconds", Help: help[0], Buckets: operationBuckets}, []string{"operation"}),
+			inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + "s_in_flight", Help: help[1]}, []string{"operation"}),
+		}
+		m.reg.MustRegister(o.duration, o.inFlight)
+		*p = o
+	}
+	return *p
 }
 
 // newMetrics registers vLLM's metrics on a fresh registry.
@@ -168,6 +202,15 @@ func newMetrics(cfg Config) *metrics {
 	m.reqGenTokens = histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", tokBuckets)
 	m.iterToks = histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
 
+	if names.current() {
+		m.newerFamilies(cfg, lv)
+	}
+	// http_requests_total: prometheus-fastapi-instrumentator's counter, children on first use.
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_requests_total", Help: "Total number of requests by method, status and handler.",
+	}, []string{"handler", "method", "status"})
+	reg.MustRegister(m.httpRequests)
+
 	// cache_config_info: the cache config as labels, no model_name (CacheConfig.metrics_info()).
 	info := prometheus.Labels{
 		"block_size":               strconv.Itoa(cfg.BlockSize),
@@ -200,4 +243,29 @@ func pyBool(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// newerFamilies registers the families of current vLLM (0.32) that older versions lack: the
+// engine sleep state (always, awake until the API server records a sleep) and the API server's
+// admission rejections (per model only, both reasons from the start).
+func (m *metrics) newerFamilies(cfg Config, lv prometheus.Labels) {
+	reg := m.reg
+	sleep := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "vllm:engine_sleep_state",
+		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+	}, []string{"model_name", "engine", "sleep_state"})
+	reg.MustRegister(sleep)
+	m.sleepState = sleep.MustCurryWith(lv)
+	m.sleepState.WithLabelValues("awake").Set(1)
+	m.sleepState.WithLabelValues("weights_offloaded").Set(0)
+	m.sleepState.WithLabelValues("discard_all").Set(0)
+	// admission_rejections: counted by the API server (AsyncLLM.check_admission), per model only.
+	rej := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vllm:admission_rejections_total", Help: "Number of admission attempts rejected by a queue limit, by reason.",
+	}, []string{"model_name", "reason"})
+	reg.MustRegister(rej)
+	m.admissionRejections = rej.MustCurryWith(prometheus.Labels{"model_name": cfg.ModelName})
+	for _, r := range []string{admissionMaxReqs, admissionMaxTokens} {
+		m.admissionRejections.WithLabelValues(r)
+	}
 }

@@ -163,6 +163,18 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns; the engine loop is stalled meanwhile, as in vLLM")
 	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
 	otlpTraces := fs.String("otlp-traces-endpoint", "", "OTLP endpoint for request traces (as vLLM's flag)")
+	podNames := fs.String("pod-names", "", "pod name of each --listen address, comma-separated (default <pod-name-prefix>-<i>)")
+	podPrefix := fs.String("pod-name-prefix", def.PodNamePrefix, "prefix of the pod names a rollout gives")
+	sdLabels := fs.String("sd-labels", "", "labels every target of GET /admin/targets carries, k=v,k=v")
+	maxQueuedReqs := fs.Int("max-num-queued-reqs", 0, "refuse requests (503) beyond this many unfinished ones (0: no limit)")
+	maxQueuedTokens := fs.Int("max-num-queued-tokens", 0, "refuse requests (503) while this many prompt tokens wait for prefill (0: no limit)")
+	devMode := fs.Bool("server-dev-mode", os.Getenv("VLLM_SERVER_DEV_MODE") == "1", "serve vLLM's development endpoints: /sleep, /wake_up, /is_sleeping, /pause, /resume, /is_paused, /update_weights")
+	apiPerRequest := fs.Duration("api-per-request", def.APIPerRequest, "API server CPU per request (parsing, chat template)")
+	apiPerPromptToken := fs.Duration("api-per-prompt-token", def.APIPerPromptToken, "API server CPU per prompt token (tokenization)")
+	apiPerOutputToken := fs.Duration("api-per-output-token", def.APIPerOutputToken, "API server CPU per generated token (detokenization, responses)")
+	sleepTime := fs.Duration("sleep-time", def.SleepTime, "how long a level 1 or 2 sleep takes (offloading the weights)")
+	wakeTime := fs.Duration("wake-time", def.WakeTime, "how long a wake-up takes (reloading the weights)")
+	weightUpdateTime := fs.Duration("weight-update-time", def.WeightUpdateTime, "how long POST /update_weights takes")
 	logLevel := fs.String("log-level", "info", "log level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -183,15 +195,32 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	cfg.NumGPUBlocks, cfg.BlockSize, cfg.MaxModelLen = *numBlocks, *blockSize, *maxModelLen
 	cfg.GPUMemoryUtilization, cfg.EnablePrefixCaching = *gpuUtil, *prefix
 	cfg.StepBase, cfg.PerSeq, cfg.PerPrefillToken, cfg.PerContextToken = *stepBase, *perSeq, *perPrefill, *perCtx
+	cfg.PodNamePrefix, cfg.MaxNumQueuedReqs, cfg.MaxNumQueuedTokens = *podPrefix, *maxQueuedReqs, *maxQueuedTokens
+	cfg.APIPerRequest, cfg.APIPerPromptToken, cfg.APIPerOutputToken = *apiPerRequest, *apiPerPromptToken, *apiPerOutputToken
+	cfg.SleepTime, cfg.WakeTime, cfg.WeightUpdateTime = *sleepTime, *wakeTime, *weightUpdateTime
+	labels, err := parseLabels(*sdLabels)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: --sd-labels: %v\n", err)
+		return 2
+	}
 	if cfg.MetricNames, err = sim.ParseMetricNames(*metricNames); err != nil {
 		fmt.Fprintf(stderr, "vllm-sim: --metric-names: %v\n", err)
 		return 2
 	}
 	addrs := strings.Split(*listen, ",")
+	names := splitList(*podNames)
+	if len(names) > 0 && len(names) != len(addrs) {
+		fmt.Fprintf(stderr, "vllm-sim: --pod-names has %d names for %d --listen addresses\n", len(names), len(addrs))
+		return 2
+	}
 	engines := make([]*sim.Engine, len(addrs))
 	for i := range addrs {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(i) // each pod its own clients
+		c.PodName = fmt.Sprintf("%s-%d", cfg.PodNamePrefix, i)
+		if len(names) > 0 {
+			c.PodName = names[i]
+		}
 		if engines[i], err = sim.NewEngine(c); err != nil {
 			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
 			return 2
@@ -251,6 +280,9 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		}
 		srv := sim.NewServer(eng, prof, log)
 		srv.ServeFleet(fleet)
+		if *devMode {
+			srv.EnableDevEndpoints()
+		}
 		ln, err := net.Listen("tcp", strings.TrimSpace(addr))
 		if err != nil {
 			log.Error().Err(err).Str("listen_addr", addr).Msg("cannot listen")
@@ -271,10 +303,11 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		}()
 		go func() { serveErr <- hs.Serve(ln) }()
 		sc := eng.Scenario()
-		log.Info().Int("pod", i).Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
+		log.Info().Int("pod", i).Str("pod_name", eng.PodName()).Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
 			Float64("arrival_rate", sc.ArrivalRate).Bool("engine_stalled", sc.EngineStalled).Str("metric_names", string(cfg.MetricNames)).
 			Str("profiler_dir", *profDir).Msg("vllm-sim serving")
 	}
+	fleet.SetTargets(bound, labels)
 	if ready != nil {
 		ready <- strings.Join(bound, ",")
 	}
@@ -295,4 +328,27 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	runs.Wait()
 	log.Info().Msg("vllm-sim stopped")
 	return code
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseLabels parses k=v,k=v.
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not k=v", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
