@@ -539,6 +539,16 @@ func (e *Engine) UpdateWeights(now time.Time) time.Time {
 	return e.startOperation(now, opUpdate, e.cfg.WeightUpdateTime)
 }
 
+// CatchUp runs the planned events due by now (an operation's end), as the engine loop would
+// at its next step: a handler that awaited an operation answers after its effects.
+func (e *Engine) CatchUp(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now.After(e.clock) {
+		e.life.advance(e, now)
+	}
+}
+
 // Sleeping is vLLM's /is_sleeping: the scheduler paused or the executor asleep.
 func (e *Engine) Sleeping() bool {
 	e.mu.Lock()

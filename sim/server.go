@@ -69,7 +69,7 @@ func (s *Server) EnableDevEndpoints() {
 		writeJSON(w, http.StatusOK, map[string]bool{"is_paused": s.eng.Paused()})
 	})
 	s.mux.HandleFunc("POST /update_weights", func(w http.ResponseWriter, r *http.Request) {
-		if !waitUntil(r.Context(), s.eng.UpdateWeights(time.Now())) {
+		if !s.await(r.Context(), s.eng.UpdateWeights(time.Now())) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"message": "Weights updated"})
@@ -127,6 +127,16 @@ func dropConnection(w http.ResponseWriter) {
 		}
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// await waits for an operation that ends at t and for its effects; false if the client went
+// away first.
+func (s *Server) await(ctx context.Context, t time.Time) bool {
+	if !waitUntil(ctx, t) {
+		return false
+	}
+	s.eng.CatchUp(time.Now())
+	return true
 }
 
 // waitUntil waits for t; false if the client went away first.
@@ -471,7 +481,7 @@ func (s *Server) devSleep(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"detail": "mode must be abort, wait or keep"})
 		return
 	}
-	if !waitUntil(r.Context(), s.eng.Sleep(time.Now(), level, mode)) {
+	if !s.await(r.Context(), s.eng.Sleep(time.Now(), level, mode)) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "sleeping", "level": level})
@@ -479,7 +489,7 @@ func (s *Server) devSleep(w http.ResponseWriter, r *http.Request) {
 
 // devWakeUp is vLLM's POST /wake_up: it answers when the engine is awake.
 func (s *Server) devWakeUp(w http.ResponseWriter, r *http.Request) {
-	if !waitUntil(r.Context(), s.eng.WakeUp(time.Now())) {
+	if !s.await(r.Context(), s.eng.WakeUp(time.Now())) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "awake", "tags": nil})
