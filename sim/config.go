@@ -60,6 +60,29 @@ type Config struct {
 	APIIdleShare      float64
 	APIStartupCPU     time.Duration
 
+	// KVRole "consumer" makes the server the decode side of disaggregated prefill/decode
+	// (vLLM's kv_role kv_consumer with the NixlConnector): requests of scenarios with
+	// RemotePrefill load their prompt's KV (KVBytesPerToken a token) over a link of
+	// KVTransferBandwidth bytes/s instead of computing it. "" = no KV connector.
+	KVRole              string
+	KVBytesPerToken     int
+	KVTransferBandwidth float64
+
+	// NumSpeculativeTokens > 0 turns on speculative decoding with that many draft tokens per
+	// step (vLLM's --speculative-config num_speculative_tokens).
+	NumSpeculativeTokens int
+
+	// EnableLoRA serves LoRA adapters (--enable-lora), at most MaxLoras of them in one batch
+	// (--max-loras); LoRAModules names them (--lora-modules), else lora-1, lora-2, ...
+	EnableLoRA  bool
+	MaxLoras    int
+	LoRAModules []string
+
+	// HostUptime: how long the host had been up when the server started. vLLM's engine
+	// timestamps are the host's monotonic clock (seconds since boot), which leaks into a few
+	// histograms (see finishUnstarted).
+	HostUptime time.Duration
+
 	// Operation times: a level-1/2 sleep (offloading or discarding the weights), a wake-up
 	// (reloading them), an RL weight update through /update_weights.
 	SleepTime        time.Duration
@@ -76,6 +99,9 @@ type Config struct {
 	PerContextToken time.Duration
 	Jitter          float64 // relative standard deviation of the step time
 }
+
+// KVConsumer is the KV role of the decode side of disaggregated serving.
+const KVConsumer = "consumer"
 
 // MetricNames is a generation of vLLM's metric names.
 type MetricNames string
@@ -121,6 +147,10 @@ func DefaultConfig() Config {
 		APIPerOutputToken:    15 * time.Microsecond,
 		APIIdleShare:         0.01,
 		APIStartupCPU:        9 * time.Second,
+		KVBytesPerToken:      131072, // Llama-3.1-8B, bf16: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
+		KVTransferBandwidth:  20e9,
+		MaxLoras:             1,
+		HostUptime:           72 * time.Hour,
 		SleepTime:            2 * time.Second,
 		WakeTime:             3 * time.Second,
 		WeightUpdateTime:     10 * time.Second,
@@ -151,6 +181,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("step base time must be > 0")
 	case c.MetricNames != "" && c.MetricNames != NamesNew && c.MetricNames != NamesLegacy && c.MetricNames != NamesBoth:
 		return fmt.Errorf("metric names must be new, legacy or both, got %q", c.MetricNames)
+	case c.KVRole != "" && c.KVRole != KVConsumer:
+		return fmt.Errorf("kv role must be %q or empty, got %q", KVConsumer, c.KVRole)
+	case c.KVRole != "" && (c.KVBytesPerToken < 1 || c.KVTransferBandwidth <= 0):
+		return fmt.Errorf("a KV consumer needs KV bytes per token >= 1 and a transfer bandwidth > 0")
+	case c.NumSpeculativeTokens < 0:
+		return fmt.Errorf("num speculative tokens must be >= 0, got %d", c.NumSpeculativeTokens)
+	case c.EnableLoRA && c.MaxLoras < 1:
+		return fmt.Errorf("max_loras must be >= 1, got %d", c.MaxLoras)
+	case (c.KVRole != "" || c.NumSpeculativeTokens > 0 || c.EnableLoRA) && c.MetricNames == NamesLegacy:
+		return fmt.Errorf("KV transfer, speculative decoding and LoRA metrics are current vLLM's: not with legacy names")
 	}
 	return nil
 }
@@ -206,6 +246,24 @@ type Scenario struct {
 	Replace      bool          `json:"replace,omitempty"`
 	ReplaceAfter time.Duration `json:"replace_after,omitempty"`
 	Revision     int           `json:"revision,omitempty"`
+	// RemotePrefill: the clients are a P/D proxy's, their prompts prefilled on another pod; on a
+	// KV consumer each request loads its prompt's KV (ignored elsewhere: prefilled locally).
+	RemotePrefill bool `json:"remote_prefill,omitempty"`
+	// KVStuck: KVStuckAfter the switch the prefill side stops answering: new KV transfers never
+	// complete, but KVFailShare of them fail with a transport error KVFailAfter after posting.
+	KVStuck      bool          `json:"kv_stuck,omitempty"`
+	KVStuckAfter time.Duration `json:"kv_stuck_after,omitempty"`
+	KVFailShare  float64       `json:"kv_fail_share,omitempty"`
+	KVFailAfter  time.Duration `json:"kv_fail_after,omitempty"`
+	// DraftAcceptance is how likely a draft token is accepted given the ones before it were,
+	// for the clients' traffic (repetitive text: high; random: low); from DraftAcceptanceAfter
+	// on, new clients' traffic has DraftAcceptanceLater instead (if set).
+	DraftAcceptance      float64       `json:"draft_acceptance,omitempty"`
+	DraftAcceptanceLater float64       `json:"draft_acceptance_later,omitempty"`
+	DraftAcceptanceAfter time.Duration `json:"draft_acceptance_after,omitempty"`
+	// LoRAShare of the requests ask for one of LoRAAdapters adapters, uniformly.
+	LoRAAdapters int     `json:"lora_adapters,omitempty"`
+	LoRAShare    float64 `json:"lora_share,omitempty"`
 	// TemplateCost is API server CPU each request costs beyond its tokens (a heavy chat
 	// template, tool schemas, multimodal preprocessing).
 	TemplateCost time.Duration `json:"template_cost,omitempty"`
@@ -275,6 +333,56 @@ func init() {
 	for _, sc := range lifecycleScenarios() {
 		Scenarios[sc.Name] = sc
 	}
+	for _, sc := range secondRingScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+}
+
+// secondRingScenarios are the incidents of issue 26: disaggregated prefill/decode (with
+// --kv-role consumer), speculative decoding (with --num-speculative-tokens), LoRA (with
+// --enable-lora --max-loras 4) and an API server that becomes the bottleneck.
+func secondRingScenarios() []Scenario {
+	healthy := Scenarios["healthy"]
+	pd := Scenario{
+		Name: "kv-consumer", Description: "the decode side of disaggregated serving (needs --kv-role consumer): 3 req/s from a P/D proxy, ~1500-token prompts prefilled on the prefill pods, ~150-token outputs; each request loads its prompt's KV over NIXL (~10 ms), waits deferred meanwhile, then decodes",
+		ArrivalRate: 3, PromptMean: 1500, PromptSigma: 0.3, OutputMean: 150, OutputSigma: 0.5, MaxTokens: 1024,
+		RemotePrefill: true, TimeoutShare: 1, TimeoutMin: 20 * time.Second, TimeoutMax: 40 * time.Second,
+	}
+	stuck := pd
+	stuck.Name = "kv-transfer-stuck"
+	stuck.Description = "kv-consumer, then 30 s after the switch the prefill side stops answering: new KV loads never complete (in_progress, holding their blocks; deferred), 30% fail with a transport error after 5 s (nixl_num_failed_transfers, finished_reason error); once the loads fill the KV cache new requests wait to start; clients give up after 20-40 s"
+	stuck.KVStuck, stuck.KVStuckAfter, stuck.KVFailShare, stuck.KVFailAfter = true, 30*time.Second, 0.3, 5*time.Second
+
+	spec := healthy
+	spec.Name = "spec-decode"
+	spec.Description = "healthy load of repetitive text (code edits, quoting RAG): with --num-speculative-tokens, a draft token is accepted with probability 0.8 given the previous one was (mean acceptance length ~2.95 with 3 tokens)"
+	spec.DraftAcceptance = 0.8
+	drop := spec
+	drop.Name = "spec-decode-acceptance-drop"
+	drop.Description = "spec-decode for 90 s, then the traffic turns random (acceptance 0.1): ITL (one per step) stays flat, the time per output token (decode time / (tokens - 1)) and e2e rise, acceptance falls, at an unchanged batch"
+	drop.DraftAcceptanceLater, drop.DraftAcceptanceAfter = 0.1, 90*time.Second
+	wide := Scenarios["wide-batch"]
+	wide.Name = "spec-decode-wide-batch"
+	wide.Description = "wide-batch's requests of repetitive text (acceptance 0.8, steady), a burst of 100 then 7 req/s: the batch widens to ~80-120, ITL and the time per output token rise together while the acceptance stays (the hard negative of spec-decode-acceptance-drop)"
+	wide.DraftAcceptance = 0.8
+	wide.ArrivalRate, wide.Burst = 7, 100 // speculation finishes requests ~3x sooner: more of them to widen the batch
+
+	lora := healthy
+	lora.Name = "lora-adapters"
+	lora.Description = "healthy load spread over 3 LoRA adapters (with --enable-lora --max-loras 4): every adapter finds a slot, nothing waits deferred"
+	lora.LoRAAdapters, lora.LoRAShare = 3, 1
+	hot := healthy
+	hot.Name = "lora-hot-adapters"
+	hot.Description = "6 req/s spread over 8 hot LoRA adapters (with --enable-lora --max-loras 4): requests for adapters without a slot wait deferred while the batch has room; the scheduler serves the adapters in the batch and starves the others until their requests drain"
+	hot.ArrivalRate, hot.LoRAAdapters, hot.LoRAShare = 6, 8, 1
+	hot.TimeoutShare, hot.TimeoutMin, hot.TimeoutMax = 1, 60*time.Second, 120*time.Second
+
+	front := Scenario{
+		Name: "frontend-bound", Description: "20 req/s of short chat requests with a heavy chat template (tool schemas: ~52 ms of API server CPU each): the API server's one core saturates (process_cpu_seconds_total ~1 core/s), requests wait for it before the engine sees them: TTFT grows outside queue + prefill, which stay short, as ITL does",
+		ArrivalRate: 20, PromptMean: 400, PromptSigma: 0.5, OutputMean: 40, OutputSigma: 0.5, MaxTokens: 512,
+		PrefixHitRate: 0.2, TemplateCost: 52 * time.Millisecond,
+	}
+	return []Scenario{pd, stuck, spec, drop, wide, lora, hot, front}
 }
 
 // lifecycleScenarios are the incidents of the server rather than of its load: the healthy load

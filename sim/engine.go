@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +48,20 @@ type request struct {
 	lastTokenAt  time.Time
 	preemptions  int
 	uniquePrefix bool // the prompt starts with something unique: no prefix-cache hit
+	lookedUp     bool // prefix cache (and KV connector) consulted at its first scheduling
+	localHits    int  // prompt tokens found in the prefix cache
+	external     int  // prompt tokens loaded from the KV connector
+	deferred     bool // skipped by the scheduler since it last waited (LoRA slot, KV load)
+	adapter      string
+	acceptance   float64 // draft tokens' acceptance probability for this request's text
+
+	remote      bool // its prompt was prefilled elsewhere (KV consumer): load the KV
+	fetch       fetchStage
+	fetchStart  time.Time
+	fetchDoneAt time.Time     // the load completes (zero: never, while the prefill side hangs)
+	fetchFailAt time.Time     // the load fails (zero: it does not)
+	fetchPost   time.Duration // NIXL post time
+	fetchXfer   time.Duration // NIXL transfer time
 	// uncounted preemptions: the scheduler's PREEMPTED events ride on the request's next output,
 	// so vllm:num_preemptions_total counts them when it emits its next token after recompute,
 	// and never if its client gives up first (scheduler.py, stats.py)
@@ -124,9 +139,11 @@ type Engine struct {
 	wake        chan struct{}
 	stall       engineStall // held by a flushing profiler (sim/profiler.go)
 
-	clock time.Time // the latest time the engine was stepped at: the server's "now"
-	api   apiServer // the API server process in front of the engine core (apiserver.go)
-	life  lifecycle // hangs, sleep, pauses, crashes and restarts (lifecycle.go)
+	clock    time.Time // the latest time the engine was stepped at: the server's "now"
+	boot     time.Time // the host's boot: vLLM's engine timestamps count from it (monotonic)
+	loraView loraView  // the API server's view of LoRA requests (lora.go)
+	api      apiServer // the API server process in front of the engine core (apiserver.go)
+	life     lifecycle // hangs, sleep, pauses, crashes and restarts (lifecycle.go)
 }
 
 // NewEngine builds an engine with its own metrics registry.
@@ -149,6 +166,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		wake:  make(chan struct{}, 1),
 		clock: start,
+		boot:  start.Add(-cfg.HostUptime),
 	}
 	e.life.podName = cfg.PodName
 	e.startProcess(start)
@@ -164,6 +182,7 @@ func (e *Engine) startProcess(now time.Time) {
 	e.m.reg.MustRegister(newProcessCollector(e))
 	e.waiting, e.running = nil, nil
 	e.usedBlocks, e.withTimeout = 0, 0
+	e.loraView = loraView{}
 }
 
 // Registry is the server's Prometheus registry: vLLM's metrics and the API server process's
@@ -268,14 +287,23 @@ type Handle struct {
 	Done <-chan Result
 }
 
-// Submit is a client's request reaching the API server at now (its arrival) on the HTTP route
-// handler; timeout 0 means the client waits forever. The API server may refuse it at a queue
-// limit (ErrQueueFull, ErrQueuedTokensFull) or because the server is down (ErrServerDown).
-func (e *Engine) Submit(now time.Time, handler string, promptTokens, maxTokens int, timeout time.Duration) (*Handle, error) {
+// Submit is a client's request for model (the served model, or a LoRA adapter's name; "" is
+// the served model) reaching the API server at now (its arrival) on the HTTP route handler;
+// timeout 0 means the client waits forever. The API server may refuse it: an unknown model
+// (ErrUnknownModel), a queue limit (ErrQueueFull, ErrQueuedTokensFull), or it is down
+// (ErrServerDown).
+func (e *Engine) Submit(now time.Time, handler, model string, promptTokens, maxTokens int, timeout time.Duration) (*Handle, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.life.down {
 		return nil, ErrServerDown
+	}
+	adapter := ""
+	if model != "" && model != e.cfg.ModelName {
+		if !e.cfg.EnableLoRA || !slices.Contains(e.cfg.LoRAModules, model) {
+			return nil, ErrUnknownModel
+		}
+		adapter = model
 	}
 	promptTokens = max(1, min(promptTokens, e.cfg.MaxModelLen-1))
 	if maxTokens <= 0 || promptTokens+maxTokens > e.cfg.MaxModelLen {
@@ -283,7 +311,7 @@ func (e *Engine) Submit(now time.Time, handler string, promptTokens, maxTokens i
 	}
 	natural := e.lognormalInt(e.scenarioOrHealthy().OutputMean, e.scenarioOrHealthy().OutputSigma)
 	r := &request{
-		arrival: now, handler: handler, promptLen: promptTokens,
+		arrival: now, handler: handler, promptLen: promptTokens, adapter: adapter,
 		targetOutput: min(natural, maxTokens), targetReason: reasonStop,
 		done: make(chan Result, 1),
 	}
@@ -334,8 +362,14 @@ func (e *Engine) enqueue(r *request) {
 	e.enqueueCore(r)
 }
 
-// enqueueCore is the engine core's add_request: the request joins the waiting queue.
+// enqueueCore is the engine core's add_request: the request joins the waiting queue; on a KV
+// consumer a request prefilled elsewhere is counted as waiting to start its KV load at once.
 func (e *Engine) enqueueCore(r *request) {
+	if r.remote && e.cfg.KVRole == KVConsumer {
+		r.fetch = fetchWaiting
+	} else {
+		r.remote = false
+	}
 	e.waiting = append(e.waiting, r)
 }
 
@@ -375,6 +409,10 @@ func (e *Engine) addSynthetic(at time.Time) {
 	}
 	if natural >= maxTok {
 		r.targetReason = reasonLength
+	}
+	r.adapter, r.remote, r.acceptance = e.drawAdapter(s), s.RemotePrefill, s.DraftAcceptance
+	if s.DraftAcceptanceLater > 0 && !at.Before(e.scenarioAt.Add(s.DraftAcceptanceAfter)) {
+		r.acceptance = s.DraftAcceptanceLater
 	}
 	e.accept(r, at, s.TemplateCost)
 }
@@ -428,6 +466,7 @@ func (e *Engine) Step(now time.Time) StepResult {
 		return StepResult{Duration: e.idleFor(now, time.Time{})}
 	}
 	e.expireTimeouts(now)
+	e.kvProgress(now)
 	if !e.coreSteps() {
 		// Paused or asleep on purpose: the core reads its input (new requests queue, client
 		// aborts are processed) but makes no step and sends no stats.
@@ -438,146 +477,22 @@ func (e *Engine) Step(now time.Time) StepResult {
 		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
 	}
 
-	// ---- schedule (vllm/v1/core/sched/scheduler.py) ----
-	type slot struct {
-		r     *request
-		chunk int
+	batch, preempted, admitted := e.schedule(now)
+	if len(batch) == 0 {
+		// Nothing could run (every waiting request waits for its KV transfer or a LoRA slot):
+		// vLLM's loop keeps stepping with empty schedules and sends stats.
+		e.publishGauges()
+		return StepResult{Duration: e.idleFor(now, e.nextTransferEvent())}
 	}
-	budget := e.cfg.MaxNumBatchedTokens
-	var batch []slot
-	preempted := 0
-	for i := 0; i < len(e.running) && budget > 0; i++ {
-		r := e.running[i]
-		chunk := min(r.numTokens()-r.numComputed, budget)
-		if chunk <= 0 {
-			continue
-		}
-		ok := true
-		for !e.canAllocate(r, chunk) {
-			// Preempt the lowest-priority (last) running request: free its
-			// blocks, recompute it later, put it at the front of the queue.
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
-			e.preempt(victim)
-			preempted++
-			if victim == r {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			break
-		}
-		e.allocate(r, chunk)
-		batch = append(batch, slot{r, chunk})
-		budget -= chunk
-	}
-	admitted := 0
-	if preempted == 0 && e.life.pause == pauseNone {
-		for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
-			r := e.waiting[0]
-			hits := 0
-			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching && !r.uniquePrefix {
-				// Prefix cache lookup on first scheduling: full blocks only, and
-				// at least one token must be computed. A prompt that starts with
-				// something unique matches no cached block.
-				hits = int(e.scenario.PrefixHitRate*float64(r.promptLen)) / e.cfg.BlockSize * e.cfg.BlockSize
-				hits = max(0, min(hits, (r.promptLen-1)/e.cfg.BlockSize*e.cfg.BlockSize))
-			}
-			chunk := min(r.numTokens()-r.numComputed-hits, budget)
-			if !e.canAllocate(r, hits+chunk) {
-				break
-			}
-			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching {
-				e.m.prefixQueries.Add(float64(r.promptLen))
-				e.m.prefixHits.Add(float64(hits))
-			}
-			r.numComputed += hits
-			e.allocate(r, chunk)
-			e.waiting[0] = nil
-			e.waiting = e.waiting[1:]
-			e.running = append(e.running, r)
-			if !r.scheduled {
-				r.scheduled = true
-				r.scheduledAt = now
-			}
-			batch = append(batch, slot{r, chunk})
-			budget -= chunk
-			admitted++
-		}
-	}
-
-	// ---- execute: the step's cost ----
-	prefillToks, decodeToks, ctxToks := 0, 0, 0
-	for _, s := range batch {
-		if s.chunk == 1 && s.r.numComputed == s.r.numTokens()-1 && s.r.output > 0 {
-			decodeToks++
-		} else {
-			prefillToks += s.chunk
-		}
-		ctxToks += s.r.numComputed + s.chunk
-	}
-	cost := float64(e.cfg.StepBase) +
-		float64(e.cfg.PerSeq)*float64(len(batch)) +
-		float64(e.cfg.PerPrefillToken)*float64(prefillToks) +
-		float64(e.cfg.PerContextToken)*float64(ctxToks)
-	if e.cfg.Jitter > 0 {
-		cost *= math.Max(0.5, 1+e.cfg.Jitter*e.rng.NormFloat64())
-	}
-	dur := time.Duration(cost)
+	dur, work := e.execute(batch)
 	end := now.Add(dur)
-
-	// ---- update from output (scheduler.update_from_output + output processor) ----
-	// The engine core stamps its outputs with the step's end; the API server processes them when
-	// its event loop gets to them, and stamps TTFT and e2e with that time.
-	tokens := 0
-	for _, s := range batch {
-		if s.r.numComputed+s.chunk >= s.r.numTokens() {
-			tokens++
-		}
-	}
-	seen := end
-	if tokens > 0 {
-		seen = e.processOutputs(end, tokens)
-	}
-	iterPrompt, iterGen, finished := 0, 0, 0
-	for _, s := range batch {
-		r := s.r
-		r.numComputed += s.chunk
-		if r.numComputed < r.numTokens() {
-			continue // partial prefill: no token this step
-		}
-		if r.uncounted > 0 {
-			e.m.preemptions.Add(float64(r.uncounted))
-			r.uncounted = 0
-		}
-		if r.firstTokenAt.IsZero() {
-			r.firstTokenAt, r.firstSeenAt = end, seen
-			e.m.ttft.Observe(seen.Sub(r.arrival).Seconds())
-			e.m.promptTokens.Add(float64(r.promptLen))
-			iterPrompt += r.promptLen
-		} else {
-			e.m.itl.Observe(end.Sub(r.lastTokenAt).Seconds())
-		}
-		r.output++
-		r.lastTokenAt = end
-		iterGen++
-		if r.output >= r.targetOutput {
-			e.removeRunning(r)
-			e.finish(r, r.targetReason, seen)
-			finished++
-		}
-	}
-	e.m.genTokens.Add(float64(iterGen))
-	if iterPrompt+iterGen > 0 {
-		e.m.iterToks.Observe(float64(iterPrompt + iterGen))
-	}
+	finished := e.updateFromOutput(batch, now, end)
 	e.steps++
 	e.publishGauges()
 	if e.onStep != nil {
 		e.onStep(StepRecord{
 			Start: now, Duration: dur, Scheduled: len(batch),
-			PrefillTokens: prefillToks, DecodeTokens: decodeToks, ContextTokens: ctxToks,
+			PrefillTokens: work.prefill, DecodeTokens: work.decode, ContextTokens: work.context,
 			Preemptions: preempted, Admitted: admitted, Finished: finished,
 			Running: len(e.running), Waiting: len(e.waiting), KVUsage: e.kvUsage(),
 		})
@@ -690,13 +605,66 @@ func (e *Engine) abort(r *request, now time.Time) {
 	if !r.deadline.IsZero() {
 		e.withTimeout--
 	}
+	if !r.firstTokenAt.IsZero() {
+		e.loraView.remove(r.adapter)
+	}
 	if r.done != nil {
 		r.done <- Result{FinishReason: reasonAbort, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: now}
 	}
 }
 
-// finish records a finished request the way vLLM's output processor does.
+// finish records a finished request the way vLLM's output processor does; at is when the API
+// server processed its final output.
 func (e *Engine) finish(r *request, reason string, at time.Time) {
+	if r.firstTokenAt.IsZero() {
+		e.finishUnstarted(r, reason, at, false)
+		return
+	}
+	e.settle(r, reason, at)
+	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	e.m.queue.Observe(r.scheduledAt.Sub(r.queuedAt).Seconds())
+	e.m.prefill.Observe(r.firstTokenAt.Sub(r.scheduledAt).Seconds())
+	e.m.decode.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds())
+	e.m.inference.Observe(r.lastTokenAt.Sub(r.scheduledAt).Seconds())
+	if e.m.tpotRequest != nil {
+		tpot := 0.0 // vLLM observes 0 for a request with a single token
+		if r.output > 1 {
+			tpot = r.lastTokenAt.Sub(r.firstTokenAt).Seconds() / float64(r.output-1)
+		}
+		e.m.tpotRequest.Observe(tpot)
+	}
+}
+
+// finishUnstarted records a request the engine finishes before its first token: aborted by a
+// pause or a sleep (mode abort), or failed (a KV load that failed). vLLM 0.32's output processor
+// takes that final output for the request's first (it is still "prefilling"): it observes a TTFT,
+// and computes the phase intervals from engine timestamps it never received, which are 0. So
+// the queue time is 0 minus the QUEUED timestamp when the output carried the request's events
+// (an error output does; a pause's abort output does not), and the prefill and inference times
+// are the engine's monotonic clock, the host's uptime: days, in the +Inf bucket, as vLLM does.
+func (e *Engine) finishUnstarted(r *request, reason string, at time.Time, events bool) {
+	e.settle(r, reason, at)
+	mono := func(t time.Time) float64 { return t.Sub(e.boot).Seconds() }
+	queued, scheduled := 0.0, 0.0
+	if events {
+		queued = mono(r.queuedAt)
+		if r.scheduled {
+			scheduled = mono(r.scheduledAt)
+		}
+	}
+	e.m.ttft.Observe(at.Sub(r.arrival).Seconds())
+	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	e.m.queue.Observe(scheduled - queued)
+	e.m.prefill.Observe(mono(at) - scheduled)
+	e.m.decode.Observe(0)
+	e.m.inference.Observe(mono(at) - scheduled)
+	if e.m.tpotRequest != nil {
+		e.m.tpotRequest.Observe(0)
+	}
+}
+
+// settle ends r: its blocks freed, its client answered, its finish counted.
+func (e *Engine) settle(r *request, reason string, at time.Time) {
 	e.freeBlocks(r)
 	if !r.deadline.IsZero() {
 		e.withTimeout--
@@ -704,36 +672,42 @@ func (e *Engine) finish(r *request, reason string, at time.Time) {
 	if r.done != nil {
 		r.done <- Result{FinishReason: reason, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: at}
 	}
+	if !r.firstTokenAt.IsZero() {
+		e.loraView.remove(r.adapter)
+	}
 	e.observeFinish(r, reason, at)
 	e.m.success.WithLabelValues(reason).Inc()
-	e.countSynthetic(r, "2xx")
-	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	if reason == reasonError {
+		e.countSynthetic(r, "5xx")
+	} else {
+		e.countSynthetic(r, "2xx")
+	}
 	e.m.reqPromptTokens.Observe(float64(r.promptLen))
 	e.m.reqGenTokens.Observe(float64(r.output))
-	if !r.scheduled {
-		return
-	}
-	e.m.queue.Observe(r.scheduledAt.Sub(r.queuedAt).Seconds())
-	if r.firstTokenAt.IsZero() {
-		return
-	}
-	e.m.prefill.Observe(r.firstTokenAt.Sub(r.scheduledAt).Seconds())
-	e.m.decode.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds())
-	e.m.inference.Observe(r.lastTokenAt.Sub(r.scheduledAt).Seconds())
-	if e.m.tpotRequest != nil && r.output > 1 {
-		e.m.tpotRequest.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds() / float64(r.output-1))
-	}
 }
 
 func (e *Engine) kvUsage() float64 {
 	return float64(e.usedBlocks) / float64(e.cfg.NumGPUBlocks)
 }
 
+// publishGauges is the API server setting the gauges from the engine's scheduler stats.
 func (e *Engine) publishGauges() {
 	e.m.running.Set(float64(len(e.running)))
 	e.m.waiting.Set(float64(len(e.waiting)))
+	deferred := 0
+	var stages [fetchDone + 1]int
+	for _, r := range e.waiting {
+		if r.deferred {
+			deferred++
+		}
+		stages[r.fetch]++
+	}
 	if e.m.waitingCapacity != nil {
-		e.m.waitingCapacity.Set(float64(len(e.waiting)))
+		e.m.waitingCapacity.Set(float64(len(e.waiting) - deferred))
+		e.m.waitingDeferred.Set(float64(deferred))
+	}
+	for st, g := range e.m.kvFetch {
+		g.Set(float64(stages[st]))
 	}
 	e.m.kvUsage.Set(e.kvUsage())
 }

@@ -48,7 +48,7 @@ func add(e *Engine, at time.Time, prompt, output int) *request {
 // submit is an HTTP client's request reaching the API server at at.
 func submit(t *testing.T, e *Engine, at time.Time, prompt, maxTokens int, timeout time.Duration) *Handle {
 	t.Helper()
-	h, err := e.Submit(at, "/v1/completions", prompt, maxTokens, timeout)
+	h, err := e.Submit(at, "/v1/completions", "", prompt, maxTokens, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 
 // Errors of Submit.
 var (
+	// ErrUnknownModel: neither the served model nor one of its LoRA adapters.
+	ErrUnknownModel = errors.New("the model does not exist")
 	// ErrServerDown: the server process is gone (crashed, restarting): nothing listens.
 	ErrServerDown = errors.New("the server is down")
 	// ErrQueueFull is vLLM's QueueOverflowError (503) at --max-num-queued-reqs.

@@ -229,7 +229,7 @@ func TestAQueueLimitRefusesRequestsAndCountsThemEvenDuringAHang(t *testing.T) {
 	if len(diff) != 1 || !strings.HasPrefix(diff[0], "vllm:admission_rejections_total{reason=max_num_queued_reqs}") {
 		t.Errorf("during a hang only the API server's rejection counter moves; changed: %v", diff)
 	}
-	if _, err := v.e.Submit(v.now, "/v1/completions", 10, 10, 0); err != ErrQueueFull {
+	if _, err := v.e.Submit(v.now, "/v1/completions", "", 10, 10, 0); err != ErrQueueFull {
 		t.Errorf("a request over the limit: %v, want ErrQueueFull", err)
 	}
 }

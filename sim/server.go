@@ -182,13 +182,19 @@ func writeOpenAIError(w http.ResponseWriter, code int, typ, msg string) {
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	cfg := s.eng.Config()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": cfg.ModelName, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
-			"root": cfg.ModelName, "parent": nil, "max_model_len": cfg.MaxModelLen,
-		}},
-	})
+	data := []map[string]any{{
+		"id": cfg.ModelName, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
+		"root": cfg.ModelName, "parent": nil, "max_model_len": cfg.MaxModelLen,
+	}}
+	if cfg.EnableLoRA {
+		for _, a := range cfg.LoRAModules {
+			data = append(data, map[string]any{
+				"id": a, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
+				"root": a, "parent": cfg.ModelName, "max_model_len": cfg.MaxModelLen,
+			})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // approxTokens estimates a token count from text (about 4 characters a token).
@@ -221,10 +227,6 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		return
 	}
 	cfg := s.eng.Config()
-	if req.Model != "" && req.Model != cfg.ModelName {
-		writeOpenAIError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return
-	}
 	var prompt int
 	if chat {
 		if len(req.Messages) == 0 {
@@ -258,10 +260,13 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		maxTokens = req.MaxCompletionTokens
 	}
 
-	h, err := s.eng.Submit(time.Now(), r.URL.Path, prompt, maxTokens, 0)
+	h, err := s.eng.Submit(time.Now(), r.URL.Path, req.Model, prompt, maxTokens, 0)
 	switch {
 	case errors.Is(err, ErrServerDown):
 		dropConnection(w)
+		return
+	case errors.Is(err, ErrUnknownModel):
+		writeOpenAIError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 		return
 	case err != nil: // a queue limit: vLLM's GracefulHTTPError
 		writeOpenAIError(w, http.StatusServiceUnavailable, "Service Unavailable", err.Error())
