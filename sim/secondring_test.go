@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -289,5 +290,89 @@ func TestLongPromptsRaiseTTFTThroughPrefillNotTheAPIServer(t *testing.T) {
 	ttft, queue, prefill := w.mean("vllm:time_to_first_token_seconds"), w.mean("vllm:request_queue_time_seconds"), w.mean("vllm:request_prefill_time_seconds")
 	if gap := ttft - queue - prefill; gap > 0.2*ttft {
 		t.Errorf("TTFT %.3fs, queue %.3fs, prefill %.3fs: the gap outside the engine should be small", ttft, queue, prefill)
+	}
+}
+
+// The families vLLM 0.32 creates under a feature, with its names, types, label names and
+// buckets (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py,
+// vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py).
+func TestFeatureFamiliesAreVLLMs(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.KVRole, cfg.NumSpeculativeTokens, cfg.EnableLoRA, cfg.MaxLoras = KVConsumer, 2, true, 2
+	v := newVirtual(t, cfg, "kv-consumer")
+	v.run(5 * time.Second)
+	mfs, err := v.e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type family struct {
+		typ     string
+		labels  string
+		buckets []float64
+	}
+	want := map[string]family{
+		"vllm:num_requests_kv_fetch_by_stage":                {"GAUGE", "engine,model_name,stage", nil},
+		"vllm:nixl_xfer_time_seconds":                        {"HISTOGRAM", "engine,model_name", []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 5}},
+		"vllm:nixl_post_time_seconds":                        {"HISTOGRAM", "engine,model_name", []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 5}},
+		"vllm:nixl_bytes_transferred":                        {"HISTOGRAM", "engine,model_name", []float64{2048, 8192, 32768, 131072, 524288, 2097152, 8388608, 33554432, 134217728, 536870912, 2147483648, 8589934592}},
+		"vllm:nixl_num_descriptors":                          {"HISTOGRAM", "engine,model_name", []float64{10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000}},
+		"vllm:nixl_num_failed_transfers_total":               {"COUNTER", "engine,model_name", nil},
+		"vllm:nixl_num_failed_notifications_total":           {"COUNTER", "engine,model_name", nil},
+		"vllm:nixl_num_kv_expired_reqs_total":                {"COUNTER", "engine,model_name", nil},
+		"vllm:nixl_num_notifications_after_expiry_total":     {"COUNTER", "engine,model_name", nil},
+		"vllm:spec_decode_num_drafts_total":                  {"COUNTER", "engine,model_name", nil},
+		"vllm:spec_decode_num_draft_tokens_total":            {"COUNTER", "engine,model_name", nil},
+		"vllm:spec_decode_num_accepted_tokens_total":         {"COUNTER", "engine,model_name", nil},
+		"vllm:spec_decode_num_accepted_tokens_per_pos_total": {"COUNTER", "engine,model_name,position", nil},
+		"vllm:lora_requests_info":                            {"GAUGE", "max_lora,running_lora_adapters,waiting_lora_adapters", nil},
+		"vllm:num_requests_waiting_by_reason":                {"GAUGE", "engine,model_name,reason", nil},
+		"vllm:engine_sleep_state":                            {"GAUGE", "engine,model_name,sleep_state", nil},
+		"vllm:admission_rejections_total":                    {"COUNTER", "model_name,reason", nil},
+		"vllm:external_prefix_cache_queries_total":           {"COUNTER", "engine,model_name", nil},
+		"vllm:prompt_tokens_by_source_total":                 {"COUNTER", "engine,model_name,source", nil},
+		"vllm:prompt_tokens_cached_total":                    {"COUNTER", "engine,model_name", nil},
+		"process_cpu_seconds_total":                          {"COUNTER", "", nil},
+		"process_open_fds":                                   {"GAUGE", "", nil},
+		"process_start_time_seconds":                         {"GAUGE", "", nil},
+	}
+	got := map[string]family{}
+	for _, mf := range mfs {
+		f := family{typ: mf.GetType().String()}
+		if len(mf.GetMetric()) > 0 {
+			m := mf.GetMetric()[0]
+			var names []string
+			for _, l := range m.GetLabel() {
+				names = append(names, l.GetName())
+			}
+			f.labels = strings.Join(names, ",")
+			for _, b := range m.GetHistogram().GetBucket() {
+				f.buckets = append(f.buckets, b.GetUpperBound())
+			}
+		}
+		got[mf.GetName()] = f
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("%s missing", name)
+		case g.typ != w.typ || g.labels != w.labels || fmt.Sprint(g.buckets) != fmt.Sprint(w.buckets):
+			t.Errorf("%s: %s {%s} %v, want %s {%s} %v", name, g.typ, g.labels, g.buckets, w.typ, w.labels, w.buckets)
+		}
+	}
+	var positions []string
+	for _, mf := range mfs {
+		if mf.GetName() == "vllm:spec_decode_num_accepted_tokens_per_pos_total" {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "position" {
+						positions = append(positions, l.GetValue())
+					}
+				}
+			}
+		}
+	}
+	if fmt.Sprint(positions) != "[0 1]" {
+		t.Errorf("positions %v, want one per speculative token from 0", positions)
 	}
 }
