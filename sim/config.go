@@ -36,6 +36,59 @@ type Config struct {
 	Seed        uint64
 	MaxWaiting  int // safety cap on synthetic arrivals queued; 0 = default
 
+	// Start is when the server process started (process_start_time_seconds); zero = now.
+	Start time.Time
+	// PodName is the pod this server runs as (GET /admin/targets); a rollout replaces it by
+	// PodNamePrefix-<replicaset hash>-<suffix>.
+	PodName       string
+	PodNamePrefix string
+
+	// API server admission limits (vLLM's --max-num-queued-reqs, --max-num-queued-tokens);
+	// 0 = none. Refused requests get 503 and count in vllm:admission_rejections_total.
+	MaxNumQueuedReqs   int
+	MaxNumQueuedTokens int
+
+	// API server CPU model: its event loop runs on one core; each request costs APIPerRequest
+	// (parsing, chat template) plus APIPerPromptToken per prompt token (tokenization) before it
+	// reaches the engine core; each engine step's outputs cost APIPerStep plus
+	// APIPerOutputToken per token (detokenization, responses, metrics). The idle loop takes
+	// APIIdleShare of a core; start-up (imports, tokenizer) APIStartupCPU.
+	APIPerRequest     time.Duration
+	APIPerPromptToken time.Duration
+	APIPerStep        time.Duration
+	APIPerOutputToken time.Duration
+	APIIdleShare      float64
+	APIStartupCPU     time.Duration
+
+	// KVRole "consumer" makes the server the decode side of disaggregated prefill/decode
+	// (vLLM's kv_role kv_consumer with the NixlConnector): requests of scenarios with
+	// RemotePrefill load their prompt's KV (KVBytesPerToken a token) over a link of
+	// KVTransferBandwidth bytes/s instead of computing it. "" = no KV connector.
+	KVRole              string
+	KVBytesPerToken     int
+	KVTransferBandwidth float64
+
+	// NumSpeculativeTokens > 0 turns on speculative decoding with that many draft tokens per
+	// step (vLLM's --speculative-config num_speculative_tokens).
+	NumSpeculativeTokens int
+
+	// EnableLoRA serves LoRA adapters (--enable-lora), at most MaxLoras of them in one batch
+	// (--max-loras); LoRAModules names them (--lora-modules), else lora-1, lora-2, ...
+	EnableLoRA  bool
+	MaxLoras    int
+	LoRAModules []string
+
+	// HostUptime: how long the host had been up when the server started. vLLM's engine
+	// timestamps are the host's monotonic clock (seconds since boot), which leaks into a few
+	// histograms (see finishUnstarted).
+	HostUptime time.Duration
+
+	// Operation times: a level-1/2 sleep (offloading or discarding the weights), a wake-up
+	// (reloading them), an RL weight update through /update_weights.
+	SleepTime        time.Duration
+	WakeTime         time.Duration
+	WeightUpdateTime time.Duration
+
 	// Step-time cost model. A step costs
 	//   StepBase + PerSeq*scheduled + PerPrefillToken*prefill_tokens + PerContextToken*context_tokens
 	// where context_tokens is the total context the batch's attention reads
@@ -46,6 +99,9 @@ type Config struct {
 	PerContextToken time.Duration
 	Jitter          float64 // relative standard deviation of the step time
 }
+
+// KVConsumer is the KV role of the decode side of disaggregated serving.
+const KVConsumer = "consumer"
 
 // MetricNames is a generation of vLLM's metric names.
 type MetricNames string
@@ -84,6 +140,20 @@ func DefaultConfig() Config {
 		MetricNames:          NamesNew,
 		Seed:                 1,
 		MaxWaiting:           50000,
+		PodNamePrefix:        "vllm-sim",
+		APIPerRequest:        300 * time.Microsecond,
+		APIPerPromptToken:    500 * time.Nanosecond,
+		APIPerStep:           150 * time.Microsecond,
+		APIPerOutputToken:    15 * time.Microsecond,
+		APIIdleShare:         0.01,
+		APIStartupCPU:        9 * time.Second,
+		KVBytesPerToken:      131072, // Llama-3.1-8B, bf16: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
+		KVTransferBandwidth:  20e9,
+		MaxLoras:             1,
+		HostUptime:           72 * time.Hour,
+		SleepTime:            2 * time.Second,
+		WakeTime:             3 * time.Second,
+		WeightUpdateTime:     10 * time.Second,
 		StepBase:             15 * time.Millisecond,
 		PerSeq:               50 * time.Microsecond,
 		PerPrefillToken:      25 * time.Microsecond,
@@ -111,6 +181,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("step base time must be > 0")
 	case c.MetricNames != "" && c.MetricNames != NamesNew && c.MetricNames != NamesLegacy && c.MetricNames != NamesBoth:
 		return fmt.Errorf("metric names must be new, legacy or both, got %q", c.MetricNames)
+	case c.KVRole != "" && c.KVRole != KVConsumer:
+		return fmt.Errorf("kv role must be %q or empty, got %q", KVConsumer, c.KVRole)
+	case c.KVRole != "" && (c.KVBytesPerToken < 1 || c.KVTransferBandwidth <= 0):
+		return fmt.Errorf("a KV consumer needs KV bytes per token >= 1 and a transfer bandwidth > 0")
+	case c.NumSpeculativeTokens < 0:
+		return fmt.Errorf("num speculative tokens must be >= 0, got %d", c.NumSpeculativeTokens)
+	case c.EnableLoRA && c.MaxLoras < 1:
+		return fmt.Errorf("max_loras must be >= 1, got %d", c.MaxLoras)
+	case (c.KVRole != "" || c.NumSpeculativeTokens > 0 || c.EnableLoRA) && c.MetricNames == NamesLegacy:
+		return fmt.Errorf("KV transfer, speculative decoding and LoRA metrics are current vLLM's: not with legacy names")
 	}
 	return nil
 }
@@ -140,6 +220,53 @@ type Scenario struct {
 	// vLLM #39863). Arrivals still join the queue and HTTP, /health and /metrics still answer,
 	// but nothing is scheduled, computed or finished.
 	EngineStalled bool `json:"engine_stalled"`
+	// Hang stops the engine core HangAfter the switch (a hang inside a step, a GPU fault, a
+	// collective hang; SIGSTOP of EngineCore), for HangFor (0: until released). Nothing the
+	// engine reports moves; the API server keeps accepting requests, which it cannot hand over.
+	Hang      bool          `json:"hang,omitempty"`
+	HangAfter time.Duration `json:"hang_after,omitempty"`
+	HangFor   time.Duration `json:"hang_for,omitempty"`
+	// Sleep: an operator puts the engine to sleep (level SleepLevel, mode abort) SleepAfter the
+	// switch, and wakes it SleepFor later (0: stays asleep until woken).
+	Sleep      bool          `json:"sleep,omitempty"`
+	SleepAfter time.Duration `json:"sleep_after,omitempty"`
+	SleepLevel int           `json:"sleep_level,omitempty"`
+	SleepFor   time.Duration `json:"sleep_for,omitempty"`
+	// WeightUpdateEvery: an RL trainer pauses generation (mode keep) and updates the weights
+	// (WeightUpdateFor, through /update_weights), then resumes; first WeightUpdateAfter the switch.
+	WeightUpdateEvery time.Duration `json:"weight_update_every,omitempty"`
+	WeightUpdateAfter time.Duration `json:"weight_update_after,omitempty"`
+	WeightUpdateFor   time.Duration `json:"weight_update_for,omitempty"`
+	// CrashAfter: the server process dies CrashAfter every start (the switch, then each
+	// restart) and is down for DownFor (nothing listens), then starts again empty.
+	CrashAfter time.Duration `json:"crash_after,omitempty"`
+	DownFor    time.Duration `json:"down_for,omitempty"`
+	// Replace: ReplaceAfter the switch the pod is replaced by a new pod of rollout revision
+	// Revision (a new pod name, an empty engine, every counter at 0).
+	Replace      bool          `json:"replace,omitempty"`
+	ReplaceAfter time.Duration `json:"replace_after,omitempty"`
+	Revision     int           `json:"revision,omitempty"`
+	// RemotePrefill: the clients are a P/D proxy's, their prompts prefilled on another pod; on a
+	// KV consumer each request loads its prompt's KV (ignored elsewhere: prefilled locally).
+	RemotePrefill bool `json:"remote_prefill,omitempty"`
+	// KVStuck: KVStuckAfter the switch the prefill side stops answering: new KV transfers never
+	// complete, but KVFailShare of them fail with a transport error KVFailAfter after posting.
+	KVStuck      bool          `json:"kv_stuck,omitempty"`
+	KVStuckAfter time.Duration `json:"kv_stuck_after,omitempty"`
+	KVFailShare  float64       `json:"kv_fail_share,omitempty"`
+	KVFailAfter  time.Duration `json:"kv_fail_after,omitempty"`
+	// DraftAcceptance is how likely a draft token is accepted given the ones before it were,
+	// for the clients' traffic (repetitive text: high; random: low); from DraftAcceptanceAfter
+	// on, new clients' traffic has DraftAcceptanceLater instead (if set).
+	DraftAcceptance      float64       `json:"draft_acceptance,omitempty"`
+	DraftAcceptanceLater float64       `json:"draft_acceptance_later,omitempty"`
+	DraftAcceptanceAfter time.Duration `json:"draft_acceptance_after,omitempty"`
+	// LoRAShare of the requests ask for one of LoRAAdapters adapters, uniformly.
+	LoRAAdapters int     `json:"lora_adapters,omitempty"`
+	LoRAShare    float64 `json:"lora_share,omitempty"`
+	// TemplateCost is API server CPU each request costs beyond its tokens (a heavy chat
+	// template, tool schemas, multimodal preprocessing).
+	TemplateCost time.Duration `json:"template_cost,omitempty"`
 	// Burst requests arrive at once when the scenario starts (a batch job
 	// fanning out), on top of the Poisson stream; it makes the signature show
 	// up in seconds instead of one request lifetime.
@@ -203,6 +330,86 @@ func init() {
 	for _, sc := range []Scenario{shared, collapse, stalled} {
 		Scenarios[sc.Name] = sc
 	}
+	for _, sc := range lifecycleScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+	for _, sc := range secondRingScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+}
+
+// secondRingScenarios are the incidents of issue 26: disaggregated prefill/decode (with
+// --kv-role consumer), speculative decoding (with --num-speculative-tokens), LoRA (with
+// --enable-lora --max-loras 4) and an API server that becomes the bottleneck.
+func secondRingScenarios() []Scenario {
+	healthy := Scenarios["healthy"]
+	pd := Scenario{
+		Name: "kv-consumer", Description: "the decode side of disaggregated serving (needs --kv-role consumer): 3 req/s from a P/D proxy, ~1500-token prompts prefilled on the prefill pods, ~150-token outputs; each request loads its prompt's KV over NIXL (~10 ms), waits deferred meanwhile, then decodes",
+		ArrivalRate: 3, PromptMean: 1500, PromptSigma: 0.3, OutputMean: 150, OutputSigma: 0.5, MaxTokens: 1024,
+		RemotePrefill: true, TimeoutShare: 1, TimeoutMin: 20 * time.Second, TimeoutMax: 40 * time.Second,
+	}
+	stuck := pd
+	stuck.Name = "kv-transfer-stuck"
+	stuck.Description = "kv-consumer, then 30 s after the switch the prefill side stops answering: new KV loads never complete (in_progress, holding their blocks; deferred), 30% fail with a transport error after 5 s (nixl_num_failed_transfers, finished_reason error); once the loads fill the KV cache new requests wait to start; clients give up after 20-40 s"
+	stuck.KVStuck, stuck.KVStuckAfter, stuck.KVFailShare, stuck.KVFailAfter = true, 30*time.Second, 0.3, 5*time.Second
+
+	spec := healthy
+	spec.Name = "spec-decode"
+	spec.Description = "healthy load of repetitive text (code edits, quoting RAG): with --num-speculative-tokens, a draft token is accepted with probability 0.8 given the previous one was (mean acceptance length ~2.95 with 3 tokens)"
+	spec.DraftAcceptance = 0.8
+	drop := spec
+	drop.Name = "spec-decode-acceptance-drop"
+	drop.Description = "spec-decode for 90 s, then the traffic turns random (acceptance 0.1): ITL (one per step) stays flat, the time per output token (decode time / (tokens - 1)) and e2e rise, acceptance falls, at an unchanged batch"
+	drop.DraftAcceptanceLater, drop.DraftAcceptanceAfter = 0.1, 90*time.Second
+	wide := Scenarios["wide-batch"]
+	wide.Name = "spec-decode-wide-batch"
+	wide.Description = "wide-batch's requests of repetitive text (acceptance 0.8, steady), a burst of 100 then 7 req/s: the batch widens to ~80-120, ITL and the time per output token rise together while the acceptance stays (the hard negative of spec-decode-acceptance-drop)"
+	wide.DraftAcceptance = 0.8
+	wide.ArrivalRate, wide.Burst = 7, 100 // speculation finishes requests ~3x sooner: more of them to widen the batch
+
+	lora := healthy
+	lora.Name = "lora-adapters"
+	lora.Description = "healthy load spread over 3 LoRA adapters (with --enable-lora --max-loras 4): every adapter finds a slot, nothing waits deferred"
+	lora.LoRAAdapters, lora.LoRAShare = 3, 1
+	hot := healthy
+	hot.Name = "lora-hot-adapters"
+	hot.Description = "6 req/s spread over 8 hot LoRA adapters (with --enable-lora --max-loras 4): requests for adapters without a slot wait deferred while the batch has room; the scheduler serves the adapters in the batch and starves the others until their requests drain"
+	hot.ArrivalRate, hot.LoRAAdapters, hot.LoRAShare = 6, 8, 1
+	hot.TimeoutShare, hot.TimeoutMin, hot.TimeoutMax = 1, 60*time.Second, 120*time.Second
+
+	front := Scenario{
+		Name: "frontend-bound", Description: "20 req/s of short chat requests with a heavy chat template (tool schemas: ~52 ms of API server CPU each): the API server's one core saturates (process_cpu_seconds_total ~1 core/s), requests wait for it before the engine sees them: TTFT grows outside queue + prefill, which stay short, as ITL does",
+		ArrivalRate: 20, PromptMean: 400, PromptSigma: 0.5, OutputMean: 40, OutputSigma: 0.5, MaxTokens: 512,
+		PrefixHitRate: 0.2, TemplateCost: 52 * time.Millisecond,
+	}
+	return []Scenario{pd, stuck, spec, drop, wide, lora, hot, front}
+}
+
+// lifecycleScenarios are the incidents of the server rather than of its load: the healthy load
+// on an engine core that hangs, sleeps, is paused for weight updates or keeps crashing.
+func lifecycleScenarios() []Scenario {
+	healthy := Scenarios["healthy"]
+	hang := healthy
+	hang.Name = "engine-hang"
+	hang.Description = "healthy load; 20 s after the switch the engine core stops (a hang in a step, a GPU fault, a collective hang: SIGSTOP of EngineCore) until released: every vllm: series freezes (a few running, none waiting), /metrics and /health still answer, the API server holds the new requests (process_open_fds climbs)"
+	hang.Hang, hang.HangAfter = true, 20*time.Second
+	hangQ := healthy
+	hangQ.Name = "engine-hang-queued"
+	hangQ.Description = "healthy load plus a burst of 400 requests at the switch; 3 s later, with the batch full and a queue, the engine core stops until released: the gauges freeze with running and waiting above 0"
+	hangQ.Burst, hangQ.Hang, hangQ.HangAfter = 400, true, 3*time.Second
+	sleep := healthy
+	sleep.Name = "sleep"
+	sleep.Description = "healthy load; 20 s after the switch an operator puts the engine to sleep (level 1, mode abort: the requests in flight are aborted and counted): engine_sleep_state{awake} 0, weights_offloaded 1; new requests are accepted and wait unscheduled (not counted by the gauges) until woken"
+	sleep.Sleep, sleep.SleepAfter, sleep.SleepLevel = true, 20*time.Second, 1
+	update := healthy
+	update.Name = "weight-update"
+	update.Description = "healthy load; from 20 s on, every 60 s an RL trainer pauses generation (mode keep: nothing scheduled, the gauges frozen where they were) and updates the weights through /update_weights for 15 s (rl_weight_update_operations_in_flight{operation=\"update\"} 1), then resumes"
+	update.WeightUpdateEvery, update.WeightUpdateAfter, update.WeightUpdateFor = 60*time.Second, 20*time.Second, 15*time.Second
+	loop := healthy
+	loop.Name = "restart-loop"
+	loop.Description = "healthy load; the server dies 40 s after each start and is down 15 s (the scrape fails), then starts empty: counters reset to 0, a new process_start_time_seconds, again and again (CrashLoopBackOff)"
+	loop.CrashAfter, loop.DownFor = 40*time.Second, 15*time.Second
+	return []Scenario{hang, hangQ, sleep, update, loop}
 }
 
 // ScenarioNames lists the built-in scenarios in a stable order.

@@ -4,15 +4,19 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Result is how a request submitted with Submit ended.
 type Result struct {
+	// Err is set when the request got no answer: the server went down (ErrServerDown).
+	Err              error
 	FinishReason     string
 	PromptTokens     int
 	CompletionTokens int
@@ -23,7 +27,10 @@ type Result struct {
 type request struct {
 	id        string
 	synthetic bool
-	arrival   time.Time // first QUEUED
+	handler   string    // the HTTP route it came in on ("" for synthetic clients: /v1/chat/completions)
+	arrival   time.Time // the API server received it (TTFT and e2e start here)
+	readyAt   time.Time // the API server has tokenized it and sent it to the engine core
+	queuedAt  time.Time // the engine core queued it (QUEUED event; queue time starts here)
 	deadline  time.Time // client timeout; zero = none
 
 	promptLen    int
@@ -36,10 +43,25 @@ type request struct {
 
 	scheduled    bool // ever scheduled
 	scheduledAt  time.Time
-	firstTokenAt time.Time
+	firstTokenAt time.Time // engine core timestamp of the first token
+	firstSeenAt  time.Time // the API server processed the first token (TTFT ends here)
 	lastTokenAt  time.Time
 	preemptions  int
 	uniquePrefix bool // the prompt starts with something unique: no prefix-cache hit
+	lookedUp     bool // prefix cache (and KV connector) consulted at its first scheduling
+	localHits    int  // prompt tokens found in the prefix cache
+	external     int  // prompt tokens loaded from the KV connector
+	deferred     bool // skipped by the scheduler since it last waited (LoRA slot, KV load)
+	adapter      string
+	acceptance   float64 // draft tokens' acceptance probability for this request's text
+
+	remote      bool // its prompt was prefilled elsewhere (KV consumer): load the KV
+	fetch       fetchStage
+	fetchStart  time.Time
+	fetchDoneAt time.Time     // the load completes (zero: never, while the prefill side hangs)
+	fetchFailAt time.Time     // the load fails (zero: it does not)
+	fetchPost   time.Duration // NIXL post time
+	fetchXfer   time.Duration // NIXL transfer time
 	// uncounted preemptions: the scheduler's PREEMPTED events ride on the request's next output,
 	// so vllm:num_preemptions_total counts them when it emits its next token after recompute,
 	// and never if its client gives up first (scheduler.py, stats.py)
@@ -84,6 +106,12 @@ type Stats struct {
 	Preemptions int64   `json:"preemptions"`
 	Steps       int64   `json:"steps"`
 	Dropped     int64   `json:"dropped_arrivals"`
+	// Held: requests the API server accepted and the engine core has not read (tokenizing, or
+	// sent to a hung engine core).
+	Held int `json:"held"`
+	// Connections: client connections open (requests not answered), one descriptor each.
+	Connections int `json:"connections"`
+	State
 }
 
 // Engine is the simulated vLLM V1 engine core: scheduler, KV block pool, model
@@ -110,6 +138,12 @@ type Engine struct {
 	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
 	wake        chan struct{}
 	stall       engineStall // held by a flushing profiler (sim/profiler.go)
+
+	clock    time.Time // the latest time the engine was stepped at: the server's "now"
+	boot     time.Time // the host's boot: vLLM's engine timestamps count from it (monotonic)
+	loraView loraView  // the API server's view of LoRA requests (lora.go)
+	api      apiServer // the API server process in front of the engine core (apiserver.go)
+	life     lifecycle // hangs, sleep, pauses, crashes and restarts (lifecycle.go)
 }
 
 // NewEngine builds an engine with its own metrics registry.
@@ -123,18 +157,46 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.MaxWaiting <= 0 {
 		cfg.MaxWaiting = 50000
 	}
-	e := &Engine{
-		cfg:  cfg,
-		m:    newMetrics(cfg),
-		rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		wake: make(chan struct{}, 1),
+	start := cfg.Start
+	if start.IsZero() {
+		start = time.Now()
 	}
+	e := &Engine{
+		cfg:   cfg,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		wake:  make(chan struct{}, 1),
+		clock: start,
+		boot:  start.Add(-cfg.HostUptime),
+	}
+	e.life.podName = cfg.PodName
+	e.startProcess(start)
 	e.scenario = Scenarios["idle"]
 	return e, nil
 }
 
-// Registry is the engine's Prometheus registry (vLLM metrics only).
-func (e *Engine) Registry() *prometheus.Registry { return e.m.reg }
+// startProcess starts the server process afresh at now: an empty engine, a new API server
+// process (its start time, no CPU used but its start-up), and new metrics, every counter at 0.
+func (e *Engine) startProcess(now time.Time) {
+	e.api = apiServer{start: now}
+	e.m = newMetrics(e.cfg)
+	e.m.reg.MustRegister(newProcessCollector(e))
+	e.waiting, e.running = nil, nil
+	e.usedBlocks, e.withTimeout = 0, 0
+	e.loraView = loraView{}
+}
+
+// Registry is the server's Prometheus registry: vLLM's metrics and the API server process's
+// series. A restart replaces it.
+func (e *Engine) Registry() *prometheus.Registry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.m.reg
+}
+
+// Gatherer gathers whichever registry the server has at the time (a restart replaces it).
+func (e *Engine) Gatherer() prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return e.Registry().Gather() })
+}
 
 // Config returns the engine configuration.
 func (e *Engine) Config() Config { return e.cfg }
@@ -162,10 +224,14 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.scenario, e.scenarioAt = s, now
+	e.planLife(s, now)
 	if reset {
+		e.api.held = e.dropSynthetic(e.api.held)
 		e.waiting = e.dropSynthetic(e.waiting)
 		e.running = e.dropSynthetic(e.running)
-		e.publishGauges()
+		if e.coreReports() {
+			e.publishGauges()
+		}
 	}
 	for range s.Burst {
 		e.addSynthetic(now)
@@ -209,6 +275,9 @@ func (e *Engine) Stats() Stats {
 		Preemptions: e.preemptions,
 		Steps:       e.steps,
 		Dropped:     e.dropped,
+		Held:        len(e.api.held),
+		Connections: e.openConnections(),
+		State:       e.life.state(),
 	}
 }
 
@@ -218,17 +287,31 @@ type Handle struct {
 	Done <-chan Result
 }
 
-// Submit enqueues a request from a client (arrival = now). timeout 0 means none.
-func (e *Engine) Submit(now time.Time, promptTokens, maxTokens int, timeout time.Duration) *Handle {
+// Submit is a client's request for model (the served model, or a LoRA adapter's name; "" is
+// the served model) reaching the API server at now (its arrival) on the HTTP route handler;
+// timeout 0 means the client waits forever. The API server may refuse it: an unknown model
+// (ErrUnknownModel), a queue limit (ErrQueueFull, ErrQueuedTokensFull), or it is down
+// (ErrServerDown).
+func (e *Engine) Submit(now time.Time, handler, model string, promptTokens, maxTokens int, timeout time.Duration) (*Handle, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.life.down {
+		return nil, ErrServerDown
+	}
+	adapter := ""
+	if model != "" && model != e.cfg.ModelName {
+		if !e.cfg.EnableLoRA || !slices.Contains(e.cfg.LoRAModules, model) {
+			return nil, ErrUnknownModel
+		}
+		adapter = model
+	}
 	promptTokens = max(1, min(promptTokens, e.cfg.MaxModelLen-1))
 	if maxTokens <= 0 || promptTokens+maxTokens > e.cfg.MaxModelLen {
 		maxTokens = e.cfg.MaxModelLen - promptTokens
 	}
 	natural := e.lognormalInt(e.scenarioOrHealthy().OutputMean, e.scenarioOrHealthy().OutputSigma)
 	r := &request{
-		arrival: now, promptLen: promptTokens,
+		arrival: now, handler: handler, promptLen: promptTokens, adapter: adapter,
 		targetOutput: min(natural, maxTokens), targetReason: reasonStop,
 		done: make(chan Result, 1),
 	}
@@ -237,14 +320,18 @@ func (e *Engine) Submit(now time.Time, promptTokens, maxTokens int, timeout time
 	}
 	if timeout > 0 {
 		r.deadline = now.Add(timeout)
-		e.withTimeout++
 	}
-	e.enqueue(r)
+	switch e.accept(r, now, 0) {
+	case admissionMaxReqs:
+		return nil, ErrQueueFull
+	case admissionMaxTokens:
+		return nil, ErrQueuedTokensFull
+	}
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
-	return &Handle{r: r, Done: r.done}
+	return &Handle{r: r, Done: r.done}, nil
 }
 
 // Abort removes a submitted request (the client went away) as vLLM does on
@@ -262,9 +349,27 @@ func (e *Engine) scenarioOrHealthy() Scenario {
 	return Scenarios["healthy"]
 }
 
+// enqueue puts r straight into the engine core's queue (tests that drive the scheduler by hand).
 func (e *Engine) enqueue(r *request) {
 	e.nextID++
 	r.id = "cmpl-" + strconv.FormatInt(e.nextID, 10)
+	if r.queuedAt.IsZero() {
+		r.queuedAt = r.arrival
+	}
+	if r.readyAt.IsZero() {
+		r.readyAt = r.arrival
+	}
+	e.enqueueCore(r)
+}
+
+// enqueueCore is the engine core's add_request: the request joins the waiting queue; on a KV
+// consumer a request prefilled elsewhere is counted as waiting to start its KV load at once.
+func (e *Engine) enqueueCore(r *request) {
+	if r.remote && e.cfg.KVRole == KVConsumer {
+		r.fetch = fetchWaiting
+	} else {
+		r.remote = false
+	}
 	e.waiting = append(e.waiting, r)
 }
 
@@ -291,8 +396,8 @@ func (e *Engine) addSynthetic(at time.Time) {
 		span := s.TimeoutMax - s.TimeoutMin
 		deadline = at.Add(s.TimeoutMin + time.Duration(e.rng.Float64()*float64(span)))
 	}
-	if len(e.waiting) >= e.cfg.MaxWaiting {
-		e.dropped++
+	if len(e.waiting)+len(e.api.held) >= e.cfg.MaxWaiting || e.life.down {
+		e.dropped++ // a safety cap; or the server is down: the client cannot connect
 		return
 	}
 	r := &request{
@@ -305,10 +410,11 @@ func (e *Engine) addSynthetic(at time.Time) {
 	if natural >= maxTok {
 		r.targetReason = reasonLength
 	}
-	if !deadline.IsZero() {
-		e.withTimeout++
+	r.adapter, r.remote, r.acceptance = e.drawAdapter(s), s.RemotePrefill, s.DraftAcceptance
+	if s.DraftAcceptanceLater > 0 && !at.Before(e.scenarioAt.Add(s.DraftAcceptanceAfter)) {
+		r.acceptance = s.DraftAcceptanceLater
 	}
-	e.enqueue(r)
+	e.accept(r, at, s.TemplateCost)
 }
 
 // expireTimeouts aborts requests whose clients gave up by now.
@@ -336,160 +442,77 @@ func (e *Engine) Step(now time.Time) StepResult {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
+	e.clock = now
+	e.life.advance(e, now)
+	if e.life.down {
+		// The server process is gone: nothing listens, clients cannot connect.
+		e.generate(now)
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
+	}
 	e.generate(now)
+	if e.life.hung {
+		// The engine core is stopped (a hang in a step, a GPU fault, a collective hang): the API
+		// server accepts and tokenizes requests and sends them on, but nothing reads them; the
+		// core neither steps nor sends stats, so no vllm: series moves. Clients that give up are
+		// dropped by the API server; the core sees their aborts when it runs again.
+		e.dropGoneClients(now)
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
+	}
+	e.intake(now)
 	if e.scenario.EngineStalled {
 		// Wedged: arrivals queue up, the gauges are still published, but no step runs (nor
 		// the client timeouts, which the engine loop would process).
 		e.publishGauges()
-		idle := 50 * time.Millisecond
-		if !e.nextArrival.IsZero() {
-			idle = min(idle, max(e.nextArrival.Sub(now), time.Millisecond))
-		}
-		return StepResult{Duration: idle}
+		return StepResult{Duration: e.idleFor(now, time.Time{})}
 	}
 	e.expireTimeouts(now)
+	e.kvProgress(now)
+	if !e.coreSteps() {
+		// Paused or asleep on purpose: the core reads its input (new requests queue, client
+		// aborts are processed) but makes no step and sends no stats.
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
+	}
 	if len(e.running) == 0 && len(e.waiting) == 0 {
 		e.publishGauges()
-		idle := 50 * time.Millisecond
-		if !e.nextArrival.IsZero() {
-			idle = min(idle, max(e.nextArrival.Sub(now), time.Millisecond))
-		}
-		return StepResult{Duration: idle}
+		return StepResult{Duration: e.idleFor(now, e.life.nextEvent)}
 	}
 
-	// ---- schedule (vllm/v1/core/sched/scheduler.py) ----
-	type slot struct {
-		r     *request
-		chunk int
+	batch, preempted, admitted := e.schedule(now)
+	if len(batch) == 0 {
+		// Nothing could run (every waiting request waits for its KV transfer or a LoRA slot):
+		// vLLM's loop keeps stepping with empty schedules and sends stats.
+		e.publishGauges()
+		return StepResult{Duration: e.idleFor(now, e.nextTransferEvent())}
 	}
-	budget := e.cfg.MaxNumBatchedTokens
-	var batch []slot
-	preempted := 0
-	for i := 0; i < len(e.running) && budget > 0; i++ {
-		r := e.running[i]
-		chunk := min(r.numTokens()-r.numComputed, budget)
-		if chunk <= 0 {
-			continue
-		}
-		ok := true
-		for !e.canAllocate(r, chunk) {
-			// Preempt the lowest-priority (last) running request: free its
-			// blocks, recompute it later, put it at the front of the queue.
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
-			e.preempt(victim)
-			preempted++
-			if victim == r {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			break
-		}
-		e.allocate(r, chunk)
-		batch = append(batch, slot{r, chunk})
-		budget -= chunk
-	}
-	admitted := 0
-	if preempted == 0 {
-		for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
-			r := e.waiting[0]
-			hits := 0
-			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching && !r.uniquePrefix {
-				// Prefix cache lookup on first scheduling: full blocks only, and
-				// at least one token must be computed. A prompt that starts with
-				// something unique matches no cached block.
-				hits = int(e.scenario.PrefixHitRate*float64(r.promptLen)) / e.cfg.BlockSize * e.cfg.BlockSize
-				hits = max(0, min(hits, (r.promptLen-1)/e.cfg.BlockSize*e.cfg.BlockSize))
-			}
-			chunk := min(r.numTokens()-r.numComputed-hits, budget)
-			if !e.canAllocate(r, hits+chunk) {
-				break
-			}
-			if r.numComputed == 0 && !r.scheduled && e.cfg.EnablePrefixCaching {
-				e.m.prefixQueries.Add(float64(r.promptLen))
-				e.m.prefixHits.Add(float64(hits))
-			}
-			r.numComputed += hits
-			e.allocate(r, chunk)
-			e.waiting[0] = nil
-			e.waiting = e.waiting[1:]
-			e.running = append(e.running, r)
-			if !r.scheduled {
-				r.scheduled = true
-				r.scheduledAt = now
-			}
-			batch = append(batch, slot{r, chunk})
-			budget -= chunk
-			admitted++
-		}
-	}
-
-	// ---- execute: the step's cost ----
-	prefillToks, decodeToks, ctxToks := 0, 0, 0
-	for _, s := range batch {
-		if s.chunk == 1 && s.r.numComputed == s.r.numTokens()-1 && s.r.output > 0 {
-			decodeToks++
-		} else {
-			prefillToks += s.chunk
-		}
-		ctxToks += s.r.numComputed + s.chunk
-	}
-	cost := float64(e.cfg.StepBase) +
-		float64(e.cfg.PerSeq)*float64(len(batch)) +
-		float64(e.cfg.PerPrefillToken)*float64(prefillToks) +
-		float64(e.cfg.PerContextToken)*float64(ctxToks)
-	if e.cfg.Jitter > 0 {
-		cost *= math.Max(0.5, 1+e.cfg.Jitter*e.rng.NormFloat64())
-	}
-	dur := time.Duration(cost)
+	dur, work := e.execute(batch)
 	end := now.Add(dur)
-
-	// ---- update from output (scheduler.update_from_output + output processor) ----
-	iterPrompt, iterGen, finished := 0, 0, 0
-	for _, s := range batch {
-		r := s.r
-		r.numComputed += s.chunk
-		if r.numComputed < r.numTokens() {
-			continue // partial prefill: no token this step
-		}
-		if r.uncounted > 0 {
-			e.m.preemptions.Add(float64(r.uncounted))
-			r.uncounted = 0
-		}
-		if r.firstTokenAt.IsZero() {
-			r.firstTokenAt = end
-			e.m.ttft.Observe(end.Sub(r.arrival).Seconds())
-			e.m.promptTokens.Add(float64(r.promptLen))
-			iterPrompt += r.promptLen
-		} else {
-			e.m.itl.Observe(end.Sub(r.lastTokenAt).Seconds())
-		}
-		r.output++
-		r.lastTokenAt = end
-		iterGen++
-		if r.output >= r.targetOutput {
-			e.removeRunning(r)
-			e.finish(r, r.targetReason, end)
-			finished++
-		}
-	}
-	e.m.genTokens.Add(float64(iterGen))
-	if iterPrompt+iterGen > 0 {
-		e.m.iterToks.Observe(float64(iterPrompt + iterGen))
-	}
+	finished := e.updateFromOutput(batch, now, end)
 	e.steps++
 	e.publishGauges()
 	if e.onStep != nil {
 		e.onStep(StepRecord{
 			Start: now, Duration: dur, Scheduled: len(batch),
-			PrefillTokens: prefillToks, DecodeTokens: decodeToks, ContextTokens: ctxToks,
+			PrefillTokens: work.prefill, DecodeTokens: work.decode, ContextTokens: work.context,
 			Preemptions: preempted, Admitted: admitted, Finished: finished,
 			Running: len(e.running), Waiting: len(e.waiting), KVUsage: e.kvUsage(),
 		})
 	}
 	return StepResult{Duration: dur, Busy: true}
+}
+
+// idleFor is how long an idle engine loop may sleep from now: until the next synthetic arrival,
+// the next request the API server hands over, or event (zero: none), and at most 50 ms.
+func (e *Engine) idleFor(now, event time.Time) time.Duration {
+	idle := 50 * time.Millisecond
+	for _, t := range []time.Time{e.nextArrival, event} {
+		if !t.IsZero() {
+			idle = min(idle, max(t.Sub(now), time.Millisecond))
+		}
+	}
+	if len(e.api.held) > 0 && !e.life.hung {
+		idle = min(idle, max(e.api.held[0].readyAt.Sub(now), time.Millisecond))
+	}
+	return idle
 }
 
 func (e *Engine) blocksFor(tokens int) int { return (tokens + e.cfg.BlockSize - 1) / e.cfg.BlockSize }
@@ -534,6 +557,16 @@ func (e *Engine) removeRunning(r *request) {
 	}
 }
 
+func (e *Engine) removeHeld(r *request) bool {
+	for i, x := range e.api.held {
+		if x == r {
+			e.api.held = append(e.api.held[:i], e.api.held[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Engine) removeWaiting(r *request) bool {
 	for i, x := range e.waiting {
 		if x == r {
@@ -552,6 +585,15 @@ func (e *Engine) removeWaiting(r *request) bool {
 // (vllm/v1/engine/output_processor.py); what it got so far stays in prompt_tokens_total, TTFT,
 // ITL and generation_tokens_total.
 func (e *Engine) abort(r *request, now time.Time) {
+	if e.removeHeld(r) {
+		if !r.deadline.IsZero() {
+			e.withTimeout--
+		}
+		if r.done != nil {
+			r.done <- Result{FinishReason: reasonAbort, PromptTokens: r.promptLen, Finished: now}
+		}
+		return
+	}
 	if !e.removeWaiting(r) {
 		n := len(e.running)
 		e.removeRunning(r)
@@ -563,13 +605,66 @@ func (e *Engine) abort(r *request, now time.Time) {
 	if !r.deadline.IsZero() {
 		e.withTimeout--
 	}
+	if !r.firstTokenAt.IsZero() {
+		e.loraView.remove(r.adapter)
+	}
 	if r.done != nil {
 		r.done <- Result{FinishReason: reasonAbort, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: now}
 	}
 }
 
-// finish records a finished request the way vLLM's output processor does.
+// finish records a finished request the way vLLM's output processor does; at is when the API
+// server processed its final output.
 func (e *Engine) finish(r *request, reason string, at time.Time) {
+	if r.firstTokenAt.IsZero() {
+		e.finishUnstarted(r, reason, at, false)
+		return
+	}
+	e.settle(r, reason, at)
+	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	e.m.queue.Observe(r.scheduledAt.Sub(r.queuedAt).Seconds())
+	e.m.prefill.Observe(r.firstTokenAt.Sub(r.scheduledAt).Seconds())
+	e.m.decode.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds())
+	e.m.inference.Observe(r.lastTokenAt.Sub(r.scheduledAt).Seconds())
+	if e.m.tpotRequest != nil {
+		tpot := 0.0 // vLLM observes 0 for a request with a single token
+		if r.output > 1 {
+			tpot = r.lastTokenAt.Sub(r.firstTokenAt).Seconds() / float64(r.output-1)
+		}
+		e.m.tpotRequest.Observe(tpot)
+	}
+}
+
+// finishUnstarted records a request the engine finishes before its first token: aborted by a
+// pause or a sleep (mode abort), or failed (a KV load that failed). vLLM 0.32's output processor
+// takes that final output for the request's first (it is still "prefilling"): it observes a TTFT,
+// and computes the phase intervals from engine timestamps it never received, which are 0. So
+// the queue time is 0 minus the QUEUED timestamp when the output carried the request's events
+// (an error output does; a pause's abort output does not), and the prefill and inference times
+// are the engine's monotonic clock, the host's uptime: days, in the +Inf bucket, as vLLM does.
+func (e *Engine) finishUnstarted(r *request, reason string, at time.Time, events bool) {
+	e.settle(r, reason, at)
+	mono := func(t time.Time) float64 { return t.Sub(e.boot).Seconds() }
+	queued, scheduled := 0.0, 0.0
+	if events {
+		queued = mono(r.queuedAt)
+		if r.scheduled {
+			scheduled = mono(r.scheduledAt)
+		}
+	}
+	e.m.ttft.Observe(at.Sub(r.arrival).Seconds())
+	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	e.m.queue.Observe(scheduled - queued)
+	e.m.prefill.Observe(mono(at) - scheduled)
+	e.m.decode.Observe(0)
+	e.m.inference.Observe(mono(at) - scheduled)
+	if e.m.tpotRequest != nil {
+		e.m.tpotRequest.Observe(0)
+	}
+}
+
+// settle ends r: its blocks freed, its client answered, its finish counted.
+func (e *Engine) settle(r *request, reason string, at time.Time) {
 	e.freeBlocks(r)
 	if !r.deadline.IsZero() {
 		e.withTimeout--
@@ -577,35 +672,42 @@ func (e *Engine) finish(r *request, reason string, at time.Time) {
 	if r.done != nil {
 		r.done <- Result{FinishReason: reason, PromptTokens: r.promptLen, CompletionTokens: r.output, Finished: at}
 	}
+	if !r.firstTokenAt.IsZero() {
+		e.loraView.remove(r.adapter)
+	}
 	e.observeFinish(r, reason, at)
 	e.m.success.WithLabelValues(reason).Inc()
-	e.m.e2e.Observe(at.Sub(r.arrival).Seconds())
+	if reason == reasonError {
+		e.countSynthetic(r, "5xx")
+	} else {
+		e.countSynthetic(r, "2xx")
+	}
 	e.m.reqPromptTokens.Observe(float64(r.promptLen))
 	e.m.reqGenTokens.Observe(float64(r.output))
-	if !r.scheduled {
-		return
-	}
-	e.m.queue.Observe(r.scheduledAt.Sub(r.arrival).Seconds())
-	if r.firstTokenAt.IsZero() {
-		return
-	}
-	e.m.prefill.Observe(r.firstTokenAt.Sub(r.scheduledAt).Seconds())
-	e.m.decode.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds())
-	e.m.inference.Observe(r.lastTokenAt.Sub(r.scheduledAt).Seconds())
-	if e.m.tpotRequest != nil && r.output > 1 {
-		e.m.tpotRequest.Observe(r.lastTokenAt.Sub(r.firstTokenAt).Seconds() / float64(r.output-1))
-	}
 }
 
 func (e *Engine) kvUsage() float64 {
 	return float64(e.usedBlocks) / float64(e.cfg.NumGPUBlocks)
 }
 
+// publishGauges is the API server setting the gauges from the engine's scheduler stats.
 func (e *Engine) publishGauges() {
 	e.m.running.Set(float64(len(e.running)))
 	e.m.waiting.Set(float64(len(e.waiting)))
+	deferred := 0
+	var stages [fetchDone + 1]int
+	for _, r := range e.waiting {
+		if r.deferred {
+			deferred++
+		}
+		stages[r.fetch]++
+	}
 	if e.m.waitingCapacity != nil {
-		e.m.waitingCapacity.Set(float64(len(e.waiting)))
+		e.m.waitingCapacity.Set(float64(len(e.waiting) - deferred))
+		e.m.waitingDeferred.Set(float64(deferred))
+	}
+	for st, g := range e.m.kvFetch {
+		g.Set(float64(stages[st]))
 	}
 	e.m.kvUsage.Set(e.kvUsage())
 }

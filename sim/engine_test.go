@@ -25,6 +25,7 @@ func tinyConfig() Config {
 func newTiny(t *testing.T, mutate func(*Config)) *Engine {
 	t.Helper()
 	c := tinyConfig()
+	c.Start = epoch
 	if mutate != nil {
 		mutate(&c)
 	}
@@ -42,6 +43,16 @@ func add(e *Engine, at time.Time, prompt, output int) *request {
 	r := &request{arrival: at, promptLen: prompt, targetOutput: output, targetReason: reasonStop, synthetic: true}
 	e.enqueue(r)
 	return r
+}
+
+// submit is an HTTP client's request reaching the API server at at.
+func submit(t *testing.T, e *Engine, at time.Time, prompt, maxTokens int, timeout time.Duration) *Handle {
+	t.Helper()
+	h, err := e.Submit(at, "/v1/completions", "", prompt, maxTokens, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func counterValue(t *testing.T, e *Engine, key string) float64 {
@@ -160,7 +171,7 @@ func TestScheduler(t *testing.T) {
 	t.Run("a preempted request whose client gives up before it resumes is never counted", func(t *testing.T) {
 		e := newTiny(t, nil)
 		add(e, epoch, 28, 30)
-		h := e.Submit(epoch, 28, 30, time.Hour)
+		h := submit(t, e, epoch, 28, 30, time.Hour)
 		now := epoch
 		for i := 0; i < 400 && h.r.preemptions == 0; i++ {
 			now = now.Add(e.Step(now).Duration)
@@ -203,7 +214,7 @@ func TestScheduler(t *testing.T) {
 func TestClientTimeouts(t *testing.T) {
 	t.Run("a request whose client gives up is removed and never counted as finished, as in every vLLM V1 release", func(t *testing.T) {
 		e := newTiny(t, nil)
-		h := e.Submit(epoch, 8, 60, 500*time.Millisecond)
+		h := submit(t, e, epoch, 8, 60, 500*time.Millisecond)
 		now := epoch
 		for now.Sub(epoch) < time.Second {
 			now = now.Add(e.Step(now).Duration)

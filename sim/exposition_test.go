@@ -77,6 +77,29 @@ func TestExpositionIsPrometheusClients(t *testing.T) {
 		t.Errorf("created timestamp %q is not rendered as prometheus_client does (1.7...e+09)", m[1])
 	}
 
+	// The API server process's own series, as prometheus_client's process collector renders
+	// them: a counter without a _created sample, the start time in exponent form.
+	for _, want := range []string{
+		"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ",
+		"# TYPE process_open_fds gauge\nprocess_open_fds ",
+		"# TYPE process_max_fds gauge\nprocess_max_fds 1.048576e+06\n",
+		"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ",
+		"# TYPE process_virtual_memory_bytes gauge\n",
+		"# TYPE vllm:engine_sleep_state gauge\n",
+		`vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="awake"} 1.0`,
+		`vllm:admission_rejections_total{model_name="meta-llama/Llama-3.1-8B-Instruct",reason="max_num_queued_reqs"} 0.0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "process_cpu_seconds_created") {
+		t.Error("process_cpu_seconds_total has no _created sample in prometheus_client")
+	}
+	if !regexp.MustCompile(`\nprocess_start_time_seconds [0-9.]+e\+09\n`).MatchString(body) {
+		t.Error("process_start_time_seconds is not rendered as prometheus_client does (1.7...e+09)")
+	}
+
 	if ctype, _ := scrape(t, url, "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"); !strings.HasPrefix(ctype, "text/plain; version=0.0.4") {
 		t.Errorf("content type %q for a scraper that prefers OpenMetrics: vllm-sim answers the text format", ctype)
 	}

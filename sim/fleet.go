@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,6 +26,10 @@ type FleetScenario struct {
 	HotWeight  float64 `json:"hot_weight"`
 	// StalledPods wedges the engines of the first StalledPods pods (the load still arrives).
 	StalledPods int `json:"stalled_pods"`
+	// RolloutStagger > 0: a rollout replaces every pod by a new pod (a new name, an empty
+	// engine, counters at 0), pod i RolloutStagger x (i+1) after the switch.
+	RolloutStagger time.Duration `json:"rollout_stagger,omitempty"`
+	revision       int
 }
 
 // FleetScenarios are the built-in multi-pod loads.
@@ -37,6 +42,10 @@ var FleetScenarios = map[string]FleetScenario{
 		Name: "router-imbalance", Description: "short requests at 20 req/s per pod overall (the fleet is about 60% busy), but the router sends pod 0 eight shares to every other pod's one: pod 0 is past the knee while its siblings idle",
 		Load: "overload", RatePerPod: 20, HotWeight: 8,
 	},
+	"rollout": {
+		Name: "rollout", Description: "healthy load; a rollout replaces every pod by a new one, 10 s apart: new pod names (GET /admin/targets), empty engines, counters from 0, a new process_start_time_seconds; no pod-scoped series has a day of history",
+		Load: "healthy", RolloutStagger: 10 * time.Second,
+	},
 }
 
 // Fleet is several simulated pods of one model, each an Engine of its own behind its own
@@ -44,6 +53,11 @@ var FleetScenarios = map[string]FleetScenario{
 type Fleet struct {
 	Engines []*Engine
 	current string
+
+	mu       sync.Mutex
+	addrs    []string          // each pod's scrape address, for GET /admin/targets
+	labels   map[string]string // added to every target
+	revision int               // rollouts so far
 }
 
 // NewFleet wraps engines (one per pod) as a fleet.
@@ -69,6 +83,12 @@ func (f *Fleet) Apply(name string, reset bool, now time.Time) error {
 			return fmt.Errorf("unknown scenario %q (fleet: %s; per pod: %s)", name, strings.Join(FleetScenarioNames(), ", "), strings.Join(ScenarioNames(), ", "))
 		}
 		fs = FleetScenario{Name: name, Load: name}
+	}
+	if fs.RolloutStagger > 0 {
+		f.mu.Lock()
+		f.revision++
+		fs.revision = f.revision
+		f.mu.Unlock()
 	}
 	for i, sc := range f.Plan(fs) {
 		f.Engines[i].SetScenario(sc, reset, now)
@@ -103,6 +123,9 @@ func (f *Fleet) Plan(fs FleetScenario) []Scenario {
 			sc.ArrivalRate = fs.RatePerPod * float64(n) * w / shares
 		}
 		sc.EngineStalled = sc.EngineStalled || i < fs.StalledPods
+		if fs.RolloutStagger > 0 {
+			sc.Replace, sc.ReplaceAfter, sc.Revision = true, fs.RolloutStagger*time.Duration(i+1), fs.revision
+		}
 		out[i] = sc
 	}
 	return out
@@ -160,4 +183,40 @@ func (f *Fleet) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, f.state())
 	})
+}
+
+// SetTargets records each pod's scrape address and the labels every target carries, for
+// GET /admin/targets.
+func (f *Fleet) SetTargets(addrs []string, labels map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addrs, f.labels = addrs, labels
+}
+
+// target is one entry of Prometheus's HTTP service discovery
+// (https://prometheus.io/docs/prometheus/latest/http_sd/).
+type target struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// Targets lists the pods as Prometheus's HTTP service discovery reads them: each pod's address
+// with its current pod name, so that a rollout shows up as new pods (a pod whose server is
+// down stays listed, as a crash-looping pod does).
+func (f *Fleet) Targets() []target {
+	f.mu.Lock()
+	addrs, labels := f.addrs, f.labels
+	f.mu.Unlock()
+	out := []target{}
+	for i, a := range addrs {
+		if i >= len(f.Engines) {
+			break
+		}
+		l := map[string]string{"pod": f.Engines[i].PodName()}
+		for k, v := range labels {
+			l[k] = v
+		}
+		out = append(out, target{Targets: []string{a}, Labels: l})
+	}
+	return out
 }

@@ -28,6 +28,9 @@ func (v *vclock) resetIntegrals() { v.waitingArea, v.runningArea, v.area = 0, 0,
 
 func newVirtual(t *testing.T, cfg Config, scenario string) *vclock {
 	t.Helper()
+	if cfg.Start.IsZero() {
+		cfg.Start = epoch
+	}
 	e, err := NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)

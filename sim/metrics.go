@@ -83,6 +83,50 @@ type metrics struct {
 	tpotRequest                             prometheus.Observer // nil in legacy mode
 	e2e, queue, prefill, decode, inference  prometheus.Observer
 	reqPromptTokens, reqGenTokens, iterToks prometheus.Observer
+
+	waitingDeferred prometheus.Gauge                // num_requests_waiting_by_reason{reason="deferred"}
+	kvFetch         map[fetchStage]prometheus.Gauge // num_requests_kv_fetch_by_stage; nil but on a KV consumer
+	nixl            *nixlMetrics                    // nil without the NIXL connector
+	spec            *specMetrics                    // nil without speculative decoding
+	loraInfo        *prometheus.GaugeVec            // lora_requests_info; nil without LoRA
+	externalQueries counters                        // external_prefix_cache_queries_total
+	externalHits    counters                        // external_prefix_cache_hits_total
+	promptBySource  *prometheus.CounterVec          // prompt_tokens_by_source_total{source}
+	promptCached    prometheus.Counter              // prompt_tokens_cached_total
+
+	sleepState          *prometheus.GaugeVec   // sleep_state, curried with model_name and engine
+	admissionRejections *prometheus.CounterVec // reason, curried with model_name (no engine label)
+	httpRequests        *prometheus.CounterVec // the Instrumentator's: handler, method, status
+	// sleep-mode and RL weight-update operation metrics, created on first use as vLLM does
+	sleepOps, weightOps *operationMetrics
+}
+
+// operationMetrics are vLLM's in-flight gauge and duration histogram of the sleep-mode or RL
+// weight-transfer operations (labelled by operation only, on the API server's registry).
+type operationMetrics struct {
+	inFlight *prometheus.GaugeVec
+	duration *prometheus.HistogramVec
+}
+
+// operationBuckets are the buckets of both duration histograms.
+var operationBuckets = []float64{0.01, 0.1, 1, 10, 30, 60, 120, 300, 600}
+
+// operations returns the sleep-mode (or, with weights, the RL weight-update) operation metrics,
+// registering them the first time.
+func (m *metrics) operations(weights bool) *operationMetrics {
+	p, prefix, help := &m.sleepOps, "vllm:sleep_mode_operation", [2]string{"Duration of one sleep-mode operation.", "Sleep-mode operations currently awaited."}
+	if weights {
+		p, prefix, help = &m.weightOps, "vllm:rl_weight_update_operation", [2]string{"Duration of one weight-transfer operation.", "Weight-transfer operations currently awaited."}
+	}
+	if *p == nil {
+		o := &operationMetrics{
+			duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + "_duration_seconds", Help: help[0], Buckets: operationBuckets}, []string{"operation"}),
+			inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + "s_in_flight", Help: help[1]}, []string{"operation"}),
+		}
+		m.reg.MustRegister(o.duration, o.inFlight)
+		*p = o
+	}
+	return *p
 }
 
 // newMetrics registers vLLM's metrics on a fresh registry.
@@ -115,15 +159,16 @@ func newMetrics(cfg Config) *metrics {
 	m.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
 	m.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
 	if names.current() {
-		// vllm-sim defers nothing (no LoRA budget, no KV transfer): every waiting request waits
-		// for capacity, and "deferred" stays 0.
+		// capacity: waiting for scheduling capacity; deferred: skipped by the scheduler for a
+		// reason of their own (a KV transfer not done, no LoRA slot), until scheduled.
 		byReason := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vllm:num_requests_waiting_by_reason",
 			Help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
 		}, []string{"model_name", "engine", "reason"})
 		reg.MustRegister(byReason)
 		m.waitingCapacity = byReason.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "reason": "capacity"})
-		byReason.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "reason": "deferred"}).Set(0)
+		m.waitingDeferred = byReason.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "reason": "deferred"})
+		m.waitingDeferred.Set(0)
 		m.kvUsage = append(m.kvUsage, gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."))
 		m.prefixQueries = append(m.prefixQueries, counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."))
 		m.prefixHits = append(m.prefixHits, counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."))
@@ -168,6 +213,16 @@ func newMetrics(cfg Config) *metrics {
 	m.reqGenTokens = histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", tokBuckets)
 	m.iterToks = histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
 
+	if names.current() {
+		m.newerFamilies(cfg, lv)
+		m.featureFamilies(cfg, lv)
+	}
+	// http_requests_total: prometheus-fastapi-instrumentator's counter, children on first use.
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_requests_total", Help: "Total number of requests by method, status and handler.",
+	}, []string{"handler", "method", "status"})
+	reg.MustRegister(m.httpRequests)
+
 	// cache_config_info: the cache config as labels, no model_name (CacheConfig.metrics_info()).
 	info := prometheus.Labels{
 		"block_size":               strconv.Itoa(cfg.BlockSize),
@@ -200,4 +255,91 @@ func pyBool(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// newerFamilies registers the families of current vLLM (0.32) that older versions lack: the
+// engine sleep state (always, awake until the API server records a sleep) and the API server's
+// admission rejections (per model only, both reasons from the start).
+func (m *metrics) newerFamilies(cfg Config, lv prometheus.Labels) {
+	reg := m.reg
+	sleep := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "vllm:engine_sleep_state",
+		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+	}, []string{"model_name", "engine", "sleep_state"})
+	reg.MustRegister(sleep)
+	m.sleepState = sleep.MustCurryWith(lv)
+	m.sleepState.WithLabelValues("awake").Set(1)
+	m.sleepState.WithLabelValues("weights_offloaded").Set(0)
+	m.sleepState.WithLabelValues("discard_all").Set(0)
+	// admission_rejections: counted by the API server (AsyncLLM.check_admission), per model only.
+	rej := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vllm:admission_rejections_total", Help: "Number of admission attempts rejected by a queue limit, by reason.",
+	}, []string{"model_name", "reason"})
+	reg.MustRegister(rej)
+	m.admissionRejections = rej.MustCurryWith(prometheus.Labels{"model_name": cfg.ModelName})
+	for _, r := range []string{admissionMaxReqs, admissionMaxTokens} {
+		m.admissionRejections.WithLabelValues(r)
+	}
+}
+
+// specMetrics are SpecDecodingProm's counters, with speculative decoding only.
+type specMetrics struct {
+	drafts, draftTokens, accepted prometheus.Counter
+	perPos                        []prometheus.Counter // accepted tokens by draft position
+}
+
+// featureFamilies registers what vLLM 0.32 exports only under a feature: the KV connector's
+// (kv_fetch_by_stage on a consumer, NIXL's), speculative decoding's, LoRA's; and the prompt-token
+// and connector prefix-cache counters it always has.
+func (m *metrics) featureFamilies(cfg Config, lv prometheus.Labels) {
+	reg := m.reg
+	labels := []string{"model_name", "engine"}
+	counter := func(name, help string) prometheus.Counter {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v.With(lv)
+	}
+	m.externalQueries = counters{counter("vllm:external_prefix_cache_queries_total", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.")}
+	m.externalHits = counters{counter("vllm:external_prefix_cache_hits_total", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.")}
+	bySource := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:prompt_tokens_by_source_total", Help: "Number of prompt tokens by source."}, []string{"model_name", "engine", "source"})
+	reg.MustRegister(bySource)
+	m.promptBySource = bySource.MustCurryWith(lv)
+	for _, src := range []string{"local_compute", "local_cache_hit", "external_kv_transfer"} {
+		m.promptBySource.WithLabelValues(src)
+	}
+	m.promptCached = counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
+
+	if cfg.KVRole == KVConsumer {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vllm:num_requests_kv_fetch_by_stage",
+			Help: "Number of waiting requests by async KV load stage. Stage labels: 'waiting_to_start' = needs an async KV load that has not started; 'in_progress' = load started and not yet reported finished; 'completed_waiting' = load finished, request not running yet.",
+		}, []string{"model_name", "engine", "stage"})
+		reg.MustRegister(g)
+		m.kvFetch = map[fetchStage]prometheus.Gauge{}
+		for st := fetchWaiting; st <= fetchDone; st++ {
+			m.kvFetch[st] = g.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "stage": kvFetchStages[st]})
+			m.kvFetch[st].Set(0)
+		}
+	}
+	if cfg.KVRole != "" {
+		m.nixl = newNixlMetrics(reg, lv)
+	}
+	if k := cfg.NumSpeculativeTokens; k > 0 {
+		m.spec = &specMetrics{
+			drafts:      counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts."),
+			draftTokens: counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens."),
+			accepted:    counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens."),
+		}
+		pos := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:spec_decode_num_accepted_tokens_per_pos_total", Help: "Accepted tokens per draft position."}, []string{"model_name", "engine", "position"})
+		reg.MustRegister(pos)
+		for i := range k {
+			m.spec.perPos = append(m.spec.perPos, pos.With(prometheus.Labels{"model_name": cfg.ModelName, "engine": cfg.Engine, "position": strconv.Itoa(i)}))
+		}
+	}
+	if cfg.EnableLoRA {
+		// No model_name or engine label: the adapters' state is the label set.
+		m.loraInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:lora_requests_info", Help: "Running stats on lora requests."},
+			[]string{"max_lora", "waiting_lora_adapters", "running_lora_adapters"})
+		reg.MustRegister(m.loraInfo)
+	}
 }

@@ -3,9 +3,11 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +32,7 @@ func NewServer(eng *Engine, prof *Profiler, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": "0.11.0+sim"})
 	})
-	s.mux.Handle("GET /metrics", metricsHandler(eng.Registry()))
+	s.mux.Handle("GET /metrics", metricsHandler(eng.Gatherer()))
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
@@ -44,7 +46,34 @@ func NewServer(eng *Engine, prof *Profiler, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("POST /admin/scenario", s.setScenario)
 	s.mux.HandleFunc("GET /admin/profile", s.profileState)
 	s.mux.HandleFunc("GET /admin/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, eng.Stats()) })
+	s.mux.HandleFunc("POST /admin/hang", s.adminHang)
+	s.mux.HandleFunc("POST /admin/restart", s.adminRestart)
 	return s
+}
+
+// EnableDevEndpoints serves vLLM's development endpoints (VLLM_SERVER_DEV_MODE=1): sleep mode
+// (/sleep, /wake_up, /is_sleeping) and the RL ones this model covers (/pause, /resume,
+// /is_paused, /update_weights).
+func (s *Server) EnableDevEndpoints() {
+	s.mux.HandleFunc("POST /sleep", s.devSleep)
+	s.mux.HandleFunc("POST /wake_up", s.devWakeUp)
+	s.mux.HandleFunc("GET /is_sleeping", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"is_sleeping": s.eng.Sleeping()})
+	})
+	s.mux.HandleFunc("POST /pause", s.devPause)
+	s.mux.HandleFunc("POST /resume", func(w http.ResponseWriter, _ *http.Request) {
+		s.eng.Resume()
+		writeJSON(w, http.StatusOK, map[string]string{"status": "resumed"})
+	})
+	s.mux.HandleFunc("GET /is_paused", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"is_paused": s.eng.Paused()})
+	})
+	s.mux.HandleFunc("POST /update_weights", func(w http.ResponseWriter, r *http.Request) {
+		if !s.await(r.Context(), s.eng.UpdateWeights(time.Now())) {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"message": "Weights updated"})
+	})
 }
 
 // ServeFleet adds GET and POST /admin/fleet: this pod is one of f's, and a fleet scenario
@@ -53,18 +82,77 @@ func (s *Server) ServeFleet(f *Fleet) {
 	h := f.Handler()
 	s.mux.Handle("GET /admin/fleet", h)
 	s.mux.Handle("POST /admin/fleet", h)
+	s.mux.HandleFunc("GET /admin/targets", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, f.Targets()) })
 }
 
-// ServeHTTP implements http.Handler, answering unknown paths like FastAPI does.
+// ServeHTTP implements http.Handler, answering unknown paths like FastAPI does. While the
+// server process is down (a crash, a restart) only the /admin/ endpoints answer: every other
+// connection is closed without an answer, as a port with nothing behind it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if !strings.HasPrefix(r.URL.Path, "/admin/") && s.eng.Down() {
+		dropConnection(w)
+		return
+	}
+	_, pattern := s.mux.Handler(r)
+	if pattern == "" && !s.knownPath(r.URL.Path) {
 		// Unknown path (or a profiler path without a profiler): FastAPI's 404.
-		if !s.knownPath(r.URL.Path) {
-			writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		s.eng.CountHTTP("none", r.Method, http.StatusNotFound)
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.mux.ServeHTTP(rec, r)
+	if !strings.HasPrefix(r.URL.Path, "/admin/") {
+		s.eng.CountHTTP(r.URL.Path, r.Method, rec.status)
+	}
+}
+
+// statusRecorder remembers the status a handler answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// dropConnection closes the client's connection without an answer.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			_ = c.Close()
 			return
 		}
 	}
-	s.mux.ServeHTTP(w, r)
+	panic(http.ErrAbortHandler)
+}
+
+// await waits for an operation that ends at t and for its effects; false if the client went
+// away first.
+func (s *Server) await(ctx context.Context, t time.Time) bool {
+	if !waitUntil(ctx, t) {
+		return false
+	}
+	s.eng.CatchUp(time.Now())
+	return true
+}
+
+// waitUntil waits for t; false if the client went away first.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // knownPath reports whether some method is registered for path (so the mux
@@ -94,13 +182,19 @@ func writeOpenAIError(w http.ResponseWriter, code int, typ, msg string) {
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	cfg := s.eng.Config()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": cfg.ModelName, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
-			"root": cfg.ModelName, "parent": nil, "max_model_len": cfg.MaxModelLen,
-		}},
-	})
+	data := []map[string]any{{
+		"id": cfg.ModelName, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
+		"root": cfg.ModelName, "parent": nil, "max_model_len": cfg.MaxModelLen,
+	}}
+	if cfg.EnableLoRA {
+		for _, a := range cfg.LoRAModules {
+			data = append(data, map[string]any{
+				"id": a, "object": "model", "created": s.started.Unix(), "owned_by": "vllm",
+				"root": a, "parent": cfg.ModelName, "max_model_len": cfg.MaxModelLen,
+			})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // approxTokens estimates a token count from text (about 4 characters a token).
@@ -133,10 +227,6 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		return
 	}
 	cfg := s.eng.Config()
-	if req.Model != "" && req.Model != cfg.ModelName {
-		writeOpenAIError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return
-	}
 	var prompt int
 	if chat {
 		if len(req.Messages) == 0 {
@@ -170,13 +260,27 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		maxTokens = req.MaxCompletionTokens
 	}
 
-	h := s.eng.Submit(time.Now(), prompt, maxTokens, 0)
+	h, err := s.eng.Submit(time.Now(), r.URL.Path, req.Model, prompt, maxTokens, 0)
+	switch {
+	case errors.Is(err, ErrServerDown):
+		dropConnection(w)
+		return
+	case errors.Is(err, ErrUnknownModel):
+		writeOpenAIError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	case err != nil: // a queue limit: vLLM's GracefulHTTPError
+		writeOpenAIError(w, http.StatusServiceUnavailable, "Service Unavailable", err.Error())
+		return
+	}
 	var res Result
 	select {
 	case res = <-h.Done:
 	case <-r.Context().Done():
 		s.eng.Abort(h, time.Now()) // client disconnect
 		return
+	}
+	if res.Err != nil {
+		panic(http.ErrAbortHandler) // the server went down under the request
 	}
 	if d := time.Until(res.Finished); d > 0 {
 		// The engine computed the step ahead of the wall clock; answer when it ends.
@@ -294,4 +398,113 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// adminHang stops the engine core (body {"for":"90s"}, no duration: until released) or ends a
+// hang (body {"release":true}).
+func (s *Server) adminHang(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		For     string `json:"for"`
+		Release bool   `json:"release"`
+	}
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	if body.Release {
+		s.eng.Release()
+		s.log.Info().Msg("engine core hang released")
+		writeJSON(w, http.StatusOK, s.eng.Stats())
+		return
+	}
+	d, ok := parseDuration(w, "for", body.For)
+	if !ok {
+		return
+	}
+	s.eng.Hang(time.Now(), d)
+	s.log.Info().Dur("hang_for", d).Msg("engine core hung")
+	writeJSON(w, http.StatusOK, s.eng.Stats())
+}
+
+// adminRestart crashes the server process and starts it again: body {"down":"10s"} (how long
+// nothing listens; default 0) and {"new_pod":true} (the new process is a new pod: a new name).
+func (s *Server) adminRestart(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Down   string `json:"down"`
+		NewPod bool   `json:"new_pod"`
+	}
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	d, ok := parseDuration(w, "down", body.Down)
+	if !ok {
+		return
+	}
+	s.eng.Restart(time.Now(), d, body.NewPod)
+	s.log.Info().Dur("down_for", d).Bool("new_pod", body.NewPod).Msg("server restarted")
+	writeJSON(w, http.StatusOK, s.eng.Stats())
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(v); err != nil && err != io.EOF {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid JSON body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func parseDuration(w http.ResponseWriter, field, v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": field + " must be a duration like 90s"})
+		return 0, false
+	}
+	return d, true
+}
+
+// devSleep is vLLM's POST /sleep?level=1&mode=abort: it answers when the engine sleeps.
+func (s *Server) devSleep(w http.ResponseWriter, r *http.Request) {
+	level, mode := 1, r.URL.Query().Get("mode")
+	if v := r.URL.Query().Get("level"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 2 {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"detail": "level must be 0, 1 or 2"})
+			return
+		}
+		level = n
+	}
+	switch mode {
+	case "":
+		mode = "abort"
+	case "abort", "wait", "keep":
+	default:
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"detail": "mode must be abort, wait or keep"})
+		return
+	}
+	if !s.await(r.Context(), s.eng.Sleep(time.Now(), level, mode)) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "sleeping", "level": level})
+}
+
+// devWakeUp is vLLM's POST /wake_up: it answers when the engine is awake.
+func (s *Server) devWakeUp(w http.ResponseWriter, r *http.Request) {
+	if !s.await(r.Context(), s.eng.WakeUp(time.Now())) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "awake", "tags": nil})
+}
+
+// devPause is vLLM's POST /pause?mode=abort|wait|keep.
+func (s *Server) devPause(w http.ResponseWriter, r *http.Request) {
+	if err := s.eng.Pause(time.Now(), r.URL.Query().Get("mode")); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "paused"})
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -439,4 +440,94 @@ func TestProfiler(t *testing.T) {
 			t.Fatalf("state %+v", s)
 		}
 	})
+}
+
+// Over HTTP, a hung engine core is what an SRE sees on vLLM: /health 200, /metrics answers, a
+// request is accepted and held by the API server, and answered once the hang ends.
+func TestAHungEngineStillAnswersHealthAndMetricsAndHoldsRequests(t *testing.T) {
+	url, e := startServer(t, DefaultConfig(), "idle", nil)
+	post := func(path, body string) int {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	if code := post("/admin/hang", `{}`); code != 200 {
+		t.Fatalf("POST /admin/hang: %d", code)
+	}
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"hello","max_tokens":3}`))
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	waitFor(t, 30*time.Second, "the API server to hold the request", func() bool { return e.Stats().Held == 1 })
+	for _, p := range []string{"/health", "/metrics"} {
+		resp, err := http.Get(url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s answered %d while the engine core is stopped, want 200", p, resp.StatusCode)
+		}
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("the request was answered (%d) while the engine core was stopped", code)
+	default:
+	}
+	if code := post("/admin/hang", `{"release":true}`); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+	if code := <-done; code != 200 {
+		t.Fatalf("the held request was answered %d after the hang, want 200", code)
+	}
+}
+
+// A server that is down (a crash) closes connections without an answer; it comes back empty
+// with a new process start time.
+func TestARestartedServerComesBackEmpty(t *testing.T) {
+	url, e := startServer(t, DefaultConfig(), "healthy", nil)
+	sample := func(name string) string {
+		_, body := scrape(t, url, "")
+		m := regexp.MustCompile(`\n` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)\n`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no %s", name)
+		}
+		return m[1]
+	}
+	waitFor(t, 30*time.Second, "requests to finish", func() bool {
+		return counterValue(t, e, "vllm:request_success_total{finished_reason=stop}")+counterValue(t, e, "vllm:request_success_total{finished_reason=length}") > 0
+	})
+	before, created := sample("process_start_time_seconds"), sample("vllm:prompt_tokens_created")
+	resp, err := http.Post(url+"/admin/restart", "application/json", strings.NewReader(`{"down":"1h"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := http.Get(url + "/metrics"); err == nil {
+		t.Fatal("/metrics answered while the server is down; want the connection dropped")
+	}
+	resp, err = http.Post(url+"/admin/restart", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if after := sample("process_start_time_seconds"); after == before {
+		t.Errorf("process_start_time_seconds %s did not change across a restart", after)
+	}
+	if after := sample("vllm:prompt_tokens_created"); after == created {
+		t.Errorf("the counters were not created anew by the restart (prompt_tokens_created %s)", after)
+	}
+	if st := e.Stats(); st.Restarts != 1 || st.Down {
+		t.Errorf("after one restart: %+v", st)
+	}
 }

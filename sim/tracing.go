@@ -23,9 +23,11 @@ type FinishedRequest struct {
 	ID               string
 	PromptTokens     int
 	CompletionTokens int
-	Arrival          time.Time // first queued
+	Arrival          time.Time // the API server received it
+	Queued           time.Time // the engine core queued it
 	Scheduled        time.Time // first scheduled (re-queueing after preemption does not move it)
-	FirstToken       time.Time
+	FirstToken       time.Time // the engine's timestamp of the first token
+	FirstTokenSeen   time.Time // the API server processed it (time_to_first_token ends here)
 	LastToken        time.Time
 	Finished         time.Time // the iteration that produced the final output
 }
@@ -46,7 +48,8 @@ func (e *Engine) observeFinish(r *request, reason string, at time.Time) {
 	}
 	e.onFinish(FinishedRequest{
 		ID: r.id, PromptTokens: r.promptLen, CompletionTokens: r.output,
-		Arrival: r.arrival, Scheduled: r.scheduledAt, FirstToken: r.firstTokenAt, LastToken: r.lastTokenAt,
+		Arrival: r.arrival, Queued: r.queuedAt, Scheduled: r.scheduledAt, FirstToken: r.firstTokenAt,
+		FirstTokenSeen: r.firstSeenAt, LastToken: r.lastTokenAt,
 		Finished: at,
 	})
 }
@@ -129,9 +132,9 @@ func (t *Tracer) Record(f FinishedRequest) {
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(f.Arrival))
 	secs := func(d time.Duration) float64 { return d.Seconds() }
 	span.SetAttributes(
-		attribute.Float64("gen_ai.latency.time_to_first_token", secs(f.FirstToken.Sub(f.Arrival))),
+		attribute.Float64("gen_ai.latency.time_to_first_token", secs(f.FirstTokenSeen.Sub(f.Arrival))),
 		attribute.Float64("gen_ai.latency.e2e", secs(f.Finished.Sub(f.Arrival))),
-		attribute.Float64("gen_ai.latency.time_in_queue", secs(f.Scheduled.Sub(f.Arrival))),
+		attribute.Float64("gen_ai.latency.time_in_queue", secs(f.Scheduled.Sub(f.Queued))),
 		attribute.Int("gen_ai.usage.prompt_tokens", f.PromptTokens),
 		attribute.Int("gen_ai.usage.completion_tokens", f.CompletionTokens),
 		attribute.Float64("gen_ai.latency.time_in_model_prefill", secs(f.FirstToken.Sub(f.Scheduled))),

@@ -62,8 +62,8 @@ func TestFinishedRequestsAreTracedAsVLLMDoesAndAbortedOnesAreNot(t *testing.T) {
 			}
 			e := newTiny(t, nil)
 			e.SetFinishObserver(tr.Record)
-			finished := e.Submit(epoch, 8, 20, 0)
-			aborted := e.Submit(epoch.Add(time.Millisecond), 8, 40, 0)
+			finished := submit(t, e, epoch, 8, 20, 0)
+			aborted := submit(t, e, epoch.Add(time.Millisecond), 8, 40, 0)
 			now := epoch
 			for i := 0; i < 3; i++ {
 				now = now.Add(e.Step(now).Duration)
@@ -138,8 +138,10 @@ func TestFinishedRequestsAreTracedAsVLLMDoesAndAbortedOnesAreNot(t *testing.T) {
 			}
 			sum := tags["gen_ai.latency.time_in_queue"].(float64) + tags["gen_ai.latency.time_in_model_prefill"].(float64) +
 				tags["gen_ai.latency.time_in_model_decode"].(float64)
-			if mathAbs(sum-e2e) > 1e-6 {
-				t.Errorf("queue + prefill + decode = %v s, want e2e %v s", sum, e2e)
+			// The rest of e2e is the API server's: tokenization before the engine queued the
+			// request, processing the final output after the engine produced it.
+			if gap := e2e - sum; gap <= 0 || gap > 0.01 {
+				t.Errorf("queue + prefill + decode = %v s, e2e %v s: want e2e a few milliseconds longer (the API server's share)", sum, e2e)
 			}
 		})
 	}

@@ -1,11 +1,15 @@
 // Command vllm-sim is a stand-in for a vLLM OpenAI-compatible server, for
 // demos, end-to-end tests and benchmarks of the responder. Inside runs a model
-// of the vLLM V1 scheduler in real time (continuous batching limited by
+// of vLLM's API server process and V1 engine core in real time: the API server
+// accepts, tokenizes (on one event-loop core) and answers requests and serves
+// /metrics; the engine core schedules them (continuous batching limited by
 // --max-num-seqs and --max-num-batched-tokens, chunked prefill, a KV block
-// pool of --num-gpu-blocks x --block-size tokens, preemption by recompute)
-// fed by a synthetic load (Poisson arrivals, lognormal prompt and output
-// lengths, client timeouts). Every metric is produced by that model, never
-// written directly: the scenarios change the load, not the numbers.
+// pool of --num-gpu-blocks x --block-size tokens, preemption by recompute,
+// LoRA slots, async KV loads, speculative decoding), fed by a synthetic load
+// (Poisson arrivals, lognormal prompt and output lengths, client timeouts).
+// Every metric is produced by that model, never written directly: the
+// scenarios change the load or the server's state (a hang, a sleep, a crash),
+// not the numbers.
 //
 // Usage:
 //
@@ -17,9 +21,7 @@
 //	                              several addresses serve several pods of the model, one engine each (seeds
 //	                              --seed, --seed+1, ...), switched together by /admin/fleet
 //	--model-name NAME             served model name, the model_name label (default meta-llama/Llama-3.1-8B-Instruct)
-//	--scenario NAME               initial load of every pod: idle, healthy, overload, kv-pressure, long-prompts, wide-batch,
-//	                              client-timeouts, shared-prefix, prefix-collapse, engine-stalled, or a fleet scenario
-//	                              (engine-stall, router-imbalance) (default healthy)
+//	--scenario NAME               initial load of every pod: a pod scenario or a fleet scenario (lists below) (default healthy)
 //	--arrival-rate R              override the initial scenario's arrival rate, requests/s (default: the scenario's)
 //	--seed N                      RNG seed; the same seed and load give the same engine behaviour (default 1)
 //	--max-num-seqs N              cap on the running batch (default 256)
@@ -31,11 +33,35 @@
 //	--enable-prefix-caching       model prefix cache hits (default true)
 //	--step-base D                 fixed cost of an engine step (default 15ms)
 //	--per-seq D                   cost per scheduled request (default 50us)
-//	--per-prefill-token D         compute cost per prefill token (default 25us)
+//	--per-prefill-token D         compute cost per prefill (or draft) token (default 25us)
 //	--per-context-token D         memory-bandwidth cost per token of context read by the batch (default 700ns)
 //	--metric-names new|legacy|both  legacy emits vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds
 //	                              and vllm:gpu_prefix_cache_* instead of the current names (vLLM before 0.9.2);
 //	                              both emits the old and the new names at once (0.9.2 to 0.11) (default new)
+//	--max-num-queued-reqs N       the API server refuses (503, vllm:admission_rejections_total{reason=
+//	                              "max_num_queued_reqs"}) a request that would make more than N unfinished (default 0: none)
+//	--max-num-queued-tokens N     ... while N prompt tokens wait for their prefill (reason "max_num_queued_tokens") (default 0)
+//	--api-per-request D           API server CPU per request: parsing, chat template (default 300us)
+//	--api-per-prompt-token D      API server CPU per prompt token: tokenization (default 500ns)
+//	--api-per-output-token D      API server CPU per generated token: detokenization, responses (default 15us)
+//	--kv-role consumer            the decode side of disaggregated prefill/decode (vLLM's kv_role kv_consumer with the
+//	                              NixlConnector): requests of remote_prefill scenarios load their prompt's KV;
+//	                              exports vllm:num_requests_kv_fetch_by_stage and the vllm:nixl_* families (default: none)
+//	--kv-bytes-per-token N        KV bytes a token's transfer moves (default 131072, Llama-3.1-8B bf16)
+//	--kv-transfer-bandwidth B     KV transfer link, bytes/s (default 2e10)
+//	--num-speculative-tokens K    speculative decoding with K draft tokens a step (vLLM's --speculative-config
+//	                              num_speculative_tokens); exports vllm:spec_decode_* (default 0: off)
+//	--enable-lora                 serve LoRA adapters; exports vllm:lora_requests_info
+//	--max-loras N                 adapters in one batch (default 1, as vLLM)
+//	--lora-modules A,B|A=PATH,... adapter names (the paths are ignored; default lora-1, lora-2, ...); a request whose
+//	                              "model" is one of them uses it
+//	--server-dev-mode             serve vLLM's development endpoints (as VLLM_SERVER_DEV_MODE=1, also taken from it):
+//	                              /sleep, /wake_up, /is_sleeping, /pause, /resume, /is_paused, /update_weights
+//	--sleep-time D, --wake-time D, --weight-update-time D
+//	                              how long a level 1/2 sleep, a wake-up and an /update_weights take (default 2s, 3s, 10s)
+//	--pod-names A,B,...           each --listen address's pod name, for GET /admin/targets (default <prefix>-0, -1, ...)
+//	--pod-name-prefix P           prefix of the pod names (default vllm-sim); a rollout names pods P-<hash>-<suffix>
+//	--sd-labels k=v,...           labels every target of GET /admin/targets carries (e.g. namespace=demo)
 //	--profiler-dir DIR            enable POST /start_profile and /stop_profile, writing traces to DIR
 //	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
 //	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s);
@@ -50,22 +76,39 @@
 //
 // HTTP endpoints:
 //
-//	GET  /health, /ping, /version     liveness (200)
-//	GET  /metrics                     vLLM's Prometheus metrics (only the vllm: ones)
-//	GET  /v1/models                   lists --model-name
-//	POST /v1/completions              non-streaming; the request runs through the engine and the
-//	POST /v1/chat/completions         answer comes when it finishes (a disconnect aborts it)
+//	GET  /health, /ping, /version     liveness (200; also while the engine core hangs)
+//	GET  /metrics                     vLLM's Prometheus metrics and the API server process's (process_*,
+//	                                  http_requests_total)
+//	GET  /v1/models                   lists --model-name (and the LoRA adapters)
+//	POST /v1/completions              non-streaming; the request runs through the API server and the engine and the
+//	POST /v1/chat/completions         answer comes when it finishes (a disconnect aborts it); 503 at a queue limit
 //	POST /start_profile, /stop_profile  as vLLM: 404 without a profiler dir, 200 with an empty body;
 //	                                  stop returns after writing <host>_rank<N>.<ms>.pt.trace.json.gz
+//	POST /sleep?level=1&mode=abort    with --server-dev-mode, as vLLM's: answers when asleep
+//	POST /wake_up, GET /is_sleeping   {"status":"awake","tags":null}, {"is_sleeping":bool}
+//	POST /pause?mode=abort|wait|keep  {"status":"paused"}; POST /resume; GET /is_paused
+//	POST /update_weights              an RL weight update (rl_weight_update_operations_in_flight{operation="update"})
 //	GET  /admin/profile               {"active":bool,"starts":n,"stops":n,"traces":[...]}
 //	GET  /admin/scenario              the current scenario and engine stats
 //	POST /admin/scenario              switch: body {"scenario":"overload"} or ?name=overload; optional
 //	                                  "arrival_rate" (number) and "reset" (default true: the old scenario's
-//	                                  synthetic requests vanish uncounted so the new signature shows at once)
-//	GET  /admin/stats                 engine stats (running, waiting, KV blocks, preemptions)
+//	                                  synthetic requests vanish uncounted so the new signature shows at once).
+//	                                  A switch also ends what the previous scenario did to the server: a hang is
+//	                                  released, a sleeping or paused engine resumes, a server that is down restarts
+//	GET  /admin/stats                 engine stats: running, waiting, KV blocks, preemptions, held (requests the API
+//	                                  server has not handed over), connections, pod, restarts, down, hung, paused, asleep
+//	POST /admin/hang                  stop the engine core now: body {"for":"90s"} (no duration: until released);
+//	                                  {"release":true} ends a hang (the held requests reach the engine at once)
+//	POST /admin/restart               crash the server and start it again: {"down":"10s"} (nothing answers but
+//	                                  /admin/*), {"new_pod":true} (the new process is a new pod: a new name)
 //	GET  /admin/fleet                 every pod's scenario and stats
 //	POST /admin/fleet                 switch every pod: body {"scenario":"router-imbalance"} (a fleet scenario)
 //	                                  or a pod scenario name (every pod gets it); optional "reset"
+//	GET  /admin/targets               the pods as Prometheus HTTP service discovery reads them:
+//	                                  [{"targets":["127.0.0.1:8000"],"labels":{"pod":"vllm-sim-0",...}}, ...]
+//
+// While a server is down (restart-loop, /admin/restart) every connection but /admin/* is closed without an
+// answer, as a port with nothing behind it: the scrape fails (up 0).
 //
 // Scenarios (calibrated for the default engine flags; signature within 15-60 s of switching):
 //
@@ -89,7 +132,50 @@
 //	shared-prefix    1 req/s of ~3000-token chat prompts sharing a system prompt: ~90% prefix-cache hits
 //	prefix-collapse  shared-prefix for 90 s, then a template change puts a request id at the top of every
 //	                 prompt: same lengths, hit rate ~0, prefill ~4x and TTFT p99 ~0.45 s
-//	engine-stalled   healthy load on a wedged engine: no step, no token, the queue grows 4/s; /health 200
+//	engine-stalled   healthy load on a wedged engine (vllm#39863): no step, no token, the queue gauge grows 4/s;
+//	                 /health 200
+//
+// The server's own incidents (issue 24), on the healthy load:
+//
+//	engine-hang      20 s after the switch the engine core stops (a hang in a step, a GPU fault, a collective
+//	                 hang: SIGSTOP of EngineCore) until released (POST /admin/hang {"release":true}, or a switch):
+//	                 every vllm: series freezes (gauges, counters, histograms; ~13 running, 0 waiting),
+//	                 /metrics and /health answer, the API server holds the new requests (process_open_fds +4/s,
+//	                 process_cpu_seconds_total barely moves). Released, the held requests reach the engine at
+//	                 once: their TTFT holds the hang, their queue time does not, and a burst drains
+//	engine-hang-queued  a burst of 400 at the switch, the core stops 3 s later: frozen with ~230 running, ~180 waiting
+//	sleep            20 s after the switch an operator puts the engine to sleep (level 1, mode abort): the requests
+//	                 in flight are aborted and counted (finished_reason abort), running and waiting read 0,
+//	                 engine_sleep_state{awake} 0 and {weights_offloaded} 1 once the 2 s sleep completes
+//	                 (vllm:sleep_mode_operations_in_flight{operation="sleep"} 1 meanwhile). New requests are not
+//	                 refused (vLLM 0.32 queues them unscheduled, uncounted by the gauges) until /wake_up
+//	weight-update    from 20 s on, every 60 s an RL trainer pauses generation (mode keep: nothing scheduled, the
+//	                 gauges frozen with requests running, engine_sleep_state awake) and updates the weights for
+//	                 15 s (vllm:rl_weight_update_operations_in_flight{operation="update"} 1), then resumes
+//	restart-loop     the server dies 40 s after each start and is down 15 s (scrapes fail), then starts empty:
+//	                 counters at 0, a new process_start_time_seconds, the same pod name (CrashLoopBackOff)
+//
+// The second ring (issue 26), each with the flags it needs:
+//
+//	kv-consumer      (--kv-role consumer) 3 req/s from a P/D proxy, ~1500-token prompts prefilled elsewhere,
+//	                 ~150-token outputs: each loads its prompt's KV over NIXL (~10 ms, waiting deferred), TTFT ~80 ms
+//	kv-transfer-stuck  (--kv-role consumer) kv-consumer, then 30 s after the switch the prefill side stops
+//	                 answering: new loads stay in_progress holding their blocks (~60-80 deferred), 30% fail after
+//	                 5 s (vllm:nixl_num_failed_transfers_total ~1/s, finished_reason error), tokens stop;
+//	                 clients give up after 20-40 s
+//	spec-decode      (--num-speculative-tokens 3) healthy load of repetitive text: acceptance 0.65 (0.8 a
+//	                 position), ITL ~17 ms a step, ~6 ms per output token
+//	spec-decode-acceptance-drop  spec-decode for 90 s, then random text: acceptance ~0.04, ITL ~+15%, time per
+//	                 output token ~3x (~18 ms), the batch stays narrow (~10)
+//	spec-decode-wide-batch  the hard negative: a burst of 100 then 7 req/s of ~500-token outputs with steady
+//	                 acceptance: running ~80-130, ITL and time per output token up ~5x together
+//	lora-adapters    (--enable-lora --max-loras 4) healthy load over 3 adapters: nothing deferred
+//	lora-hot-adapters  (--enable-lora --max-loras 4) 6 req/s over 8 adapters: ~20-60 requests deferred for a slot
+//	                 while the batch has room (~10-45 running), queue time seconds; lora_requests_info lists 4
+//	                 running adapters and, as vLLM 0.32, no waiting one
+//	frontend-bound   20 req/s of short chats with a heavy chat template (~52 ms of API server CPU each): the API
+//	                 server's core saturates (process_cpu_seconds_total 1/s), TTFT grows ~0.15 s/s outside queue
+//	                 (~0) and prefill (~30 ms); the engine is not busy (ITL ~25 ms)
 //
 // Fleet scenarios (several --listen addresses; POST /admin/fleet):
 //
@@ -97,6 +183,8 @@
 //	router-imbalance 20 req/s per pod overall of overload-shaped requests, the router sending pod 0 eight
 //	                 shares to every other pod's one: with 3 pods, 48 req/s on pod 0 (past the knee) and
 //	                 6 on each sibling
+//	rollout          healthy load; every pod is replaced by a new pod, 10 s apart: new names in GET /admin/targets
+//	                 (one new ReplicaSet hash), empty engines, counters from 0: no pod-scoped series has history
 //
 // Aborts and preemptions are recorded as real vLLM V1 records them (docs/vllm-facts.md): a client that gives
 // up is never counted as finished (request_success_total{finished_reason="abort"} stays 0; its
@@ -163,6 +251,25 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns; the engine loop is stalled meanwhile, as in vLLM")
 	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
 	otlpTraces := fs.String("otlp-traces-endpoint", "", "OTLP endpoint for request traces (as vLLM's flag)")
+	podNames := fs.String("pod-names", "", "pod name of each --listen address, comma-separated (default <pod-name-prefix>-<i>)")
+	podPrefix := fs.String("pod-name-prefix", def.PodNamePrefix, "prefix of the pod names a rollout gives")
+	sdLabels := fs.String("sd-labels", "", "labels every target of GET /admin/targets carries, k=v,k=v")
+	maxQueuedReqs := fs.Int("max-num-queued-reqs", 0, "refuse requests (503) beyond this many unfinished ones (0: no limit)")
+	maxQueuedTokens := fs.Int("max-num-queued-tokens", 0, "refuse requests (503) while this many prompt tokens wait for prefill (0: no limit)")
+	devMode := fs.Bool("server-dev-mode", os.Getenv("VLLM_SERVER_DEV_MODE") == "1", "serve vLLM's development endpoints: /sleep, /wake_up, /is_sleeping, /pause, /resume, /is_paused, /update_weights")
+	apiPerRequest := fs.Duration("api-per-request", def.APIPerRequest, "API server CPU per request (parsing, chat template)")
+	apiPerPromptToken := fs.Duration("api-per-prompt-token", def.APIPerPromptToken, "API server CPU per prompt token (tokenization)")
+	apiPerOutputToken := fs.Duration("api-per-output-token", def.APIPerOutputToken, "API server CPU per generated token (detokenization, responses)")
+	sleepTime := fs.Duration("sleep-time", def.SleepTime, "how long a level 1 or 2 sleep takes (offloading the weights)")
+	wakeTime := fs.Duration("wake-time", def.WakeTime, "how long a wake-up takes (reloading the weights)")
+	weightUpdateTime := fs.Duration("weight-update-time", def.WeightUpdateTime, "how long POST /update_weights takes")
+	kvRole := fs.String("kv-role", "", "consumer: the decode side of disaggregated prefill/decode (NixlConnector, kv_role kv_consumer)")
+	kvBytes := fs.Int("kv-bytes-per-token", def.KVBytesPerToken, "KV cache bytes per token a KV transfer moves")
+	kvBandwidth := fs.Float64("kv-transfer-bandwidth", def.KVTransferBandwidth, "KV transfer bandwidth, bytes/s")
+	numSpec := fs.Int("num-speculative-tokens", 0, "speculative decoding with this many draft tokens per step (0: off)")
+	enableLoRA := fs.Bool("enable-lora", false, "serve LoRA adapters")
+	maxLoras := fs.Int("max-loras", def.MaxLoras, "LoRA adapters in one batch")
+	loraModules := fs.String("lora-modules", "", "LoRA adapter names, comma-separated (default lora-1, lora-2, ...)")
 	logLevel := fs.String("log-level", "info", "log level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -183,15 +290,38 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	cfg.NumGPUBlocks, cfg.BlockSize, cfg.MaxModelLen = *numBlocks, *blockSize, *maxModelLen
 	cfg.GPUMemoryUtilization, cfg.EnablePrefixCaching = *gpuUtil, *prefix
 	cfg.StepBase, cfg.PerSeq, cfg.PerPrefillToken, cfg.PerContextToken = *stepBase, *perSeq, *perPrefill, *perCtx
+	cfg.PodNamePrefix, cfg.MaxNumQueuedReqs, cfg.MaxNumQueuedTokens = *podPrefix, *maxQueuedReqs, *maxQueuedTokens
+	cfg.APIPerRequest, cfg.APIPerPromptToken, cfg.APIPerOutputToken = *apiPerRequest, *apiPerPromptToken, *apiPerOutputToken
+	cfg.SleepTime, cfg.WakeTime, cfg.WeightUpdateTime = *sleepTime, *wakeTime, *weightUpdateTime
+	cfg.KVRole, cfg.KVBytesPerToken, cfg.KVTransferBandwidth = *kvRole, *kvBytes, *kvBandwidth
+	cfg.NumSpeculativeTokens, cfg.EnableLoRA, cfg.MaxLoras = *numSpec, *enableLoRA, *maxLoras
+	for _, m := range splitList(*loraModules) {
+		name, _, _ := strings.Cut(m, "=") // vLLM's name=path: the path does not matter here
+		cfg.LoRAModules = append(cfg.LoRAModules, name)
+	}
+	labels, err := parseLabels(*sdLabels)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: --sd-labels: %v\n", err)
+		return 2
+	}
 	if cfg.MetricNames, err = sim.ParseMetricNames(*metricNames); err != nil {
 		fmt.Fprintf(stderr, "vllm-sim: --metric-names: %v\n", err)
 		return 2
 	}
 	addrs := strings.Split(*listen, ",")
+	names := splitList(*podNames)
+	if len(names) > 0 && len(names) != len(addrs) {
+		fmt.Fprintf(stderr, "vllm-sim: --pod-names has %d names for %d --listen addresses\n", len(names), len(addrs))
+		return 2
+	}
 	engines := make([]*sim.Engine, len(addrs))
 	for i := range addrs {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(i) // each pod its own clients
+		c.PodName = fmt.Sprintf("%s-%d", cfg.PodNamePrefix, i)
+		if len(names) > 0 {
+			c.PodName = names[i]
+		}
 		if engines[i], err = sim.NewEngine(c); err != nil {
 			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
 			return 2
@@ -251,6 +381,9 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		}
 		srv := sim.NewServer(eng, prof, log)
 		srv.ServeFleet(fleet)
+		if *devMode {
+			srv.EnableDevEndpoints()
+		}
 		ln, err := net.Listen("tcp", strings.TrimSpace(addr))
 		if err != nil {
 			log.Error().Err(err).Str("listen_addr", addr).Msg("cannot listen")
@@ -271,10 +404,12 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		}()
 		go func() { serveErr <- hs.Serve(ln) }()
 		sc := eng.Scenario()
-		log.Info().Int("pod", i).Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
+		log.Info().Int("pod", i).Str("pod_name", eng.PodName()).Str("listen_addr", ln.Addr().String()).Str("model_name", cfg.ModelName).Str("scenario", sc.Name).
 			Float64("arrival_rate", sc.ArrivalRate).Bool("engine_stalled", sc.EngineStalled).Str("metric_names", string(cfg.MetricNames)).
-			Str("profiler_dir", *profDir).Msg("vllm-sim serving")
+			Str("profiler_dir", *profDir).Str("kv_role", cfg.KVRole).Int("num_speculative_tokens", cfg.NumSpeculativeTokens).
+			Bool("enable_lora", cfg.EnableLoRA).Int("max_loras", cfg.MaxLoras).Bool("server_dev_mode", *devMode).Msg("vllm-sim serving")
 	}
+	fleet.SetTargets(bound, labels)
 	if ready != nil {
 		ready <- strings.Join(bound, ",")
 	}
@@ -295,4 +430,27 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	runs.Wait()
 	log.Info().Msg("vllm-sim stopped")
 	return code
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseLabels parses k=v,k=v.
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not k=v", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

@@ -86,6 +86,10 @@ func TestBadFlagsExitNonZero(t *testing.T) {
 		{"an unknown scenario is rejected", []string{"--scenario", "nope"}},
 		{"unknown metric names are rejected", []string{"--metric-names", "old"}},
 		{"an impossible KV pool is rejected", []string{"--num-gpu-blocks", "1"}},
+		{"a KV role other than consumer is rejected", []string{"--kv-role", "producer"}},
+		{"as many pod names as addresses", []string{"--pod-names", "a,b"}},
+		{"service discovery labels are k=v", []string{"--sd-labels", "namespace"}},
+		{"no speculation with a negative token count", []string{"--num-speculative-tokens", "-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out syncBuffer
@@ -155,4 +159,65 @@ func TestSeveralListenAddressesServeAFleet(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("did not stop within 10s of cancellation")
 	}
+}
+
+// The feature flags turn on what vLLM exports under each feature, and the pods are listed for
+// Prometheus's HTTP service discovery under their names.
+func TestFeatureFlagsTurnOnTheirFamiliesAndEndpoints(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- runWith(ctx, []string{"--listen", "127.0.0.1:0,127.0.0.1:0", "--scenario", "idle", "--pod-names", "vllm-a,vllm-b",
+			"--sd-labels", "namespace=demo", "--kv-role", "consumer", "--num-speculative-tokens", "3", "--enable-lora", "--max-loras", "4",
+			"--lora-modules", "sql=/adapters/sql,chat", "--server-dev-mode"}, &logs, ready)
+	}()
+	var addrs []string
+	select {
+	case a := <-ready:
+		addrs = strings.Split(a, ",")
+	case code := <-done:
+		t.Fatalf("exited early with %d: %s", code, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready within 10s")
+	}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get("http://" + addrs[0] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	resp, err := http.Post("http://"+addrs[0]+"/v1/completions", "application/json", strings.NewReader(`{"model":"sql","prompt":"select","max_tokens":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a request for the adapter sql: %d", resp.StatusCode)
+	}
+	metrics := get("/metrics")
+	for _, family := range []string{"vllm:num_requests_kv_fetch_by_stage", "vllm:nixl_xfer_time_seconds", "vllm:spec_decode_num_drafts_total",
+		`vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="2"}`,
+		`vllm:lora_requests_info{max_lora="4",running_lora_adapters="`} {
+		if !strings.Contains(metrics, family) {
+			t.Errorf("/metrics lacks %s", family)
+		}
+	}
+	if targets := get("/admin/targets"); !strings.Contains(targets, `"labels":{"namespace":"demo","pod":"vllm-a"}`) || !strings.Contains(targets, `"pod":"vllm-b"`) {
+		t.Errorf("/admin/targets: %s", targets)
+	}
+	if models := get("/v1/models"); !strings.Contains(models, `"id":"sql"`) || !strings.Contains(models, `"id":"chat"`) {
+		t.Errorf("/v1/models does not list the adapters: %s", models)
+	}
+	if s := get("/is_sleeping"); !strings.Contains(s, `"is_sleeping":false`) {
+		t.Errorf("/is_sleeping with --server-dev-mode: %s", s)
+	}
+	cancel()
+	<-done
 }
