@@ -309,7 +309,7 @@ func TestSlackRateLimitsAndServerErrorsAreRetriedWithoutDuplicatePosts(t *testin
 			})
 			url, out, stop := serveWith(t, fmt.Sprintf(`prometheus: {url: %q}
 log: {level: error}
-slack: {bot_token: xoxb-test, signing_secret: s, channel: "#vllm", api_url: %q, charts: false}
+slack: {bot_token: xoxb-test, signing_secret: s, channel: C0INCIDENT, api_url: %q, charts: false}
 `, prom.URL, slack.APIURL()), nil)
 			mustAccept(t, postHook(url, webhook("g1", "VLLMKVCacheNearFull", "vllm-kv", "f1")), 1, 0)
 			testenv.WaitFor(t, 30*time.Second, "the notification to land", func() bool {

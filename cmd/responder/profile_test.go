@@ -47,7 +47,7 @@ func TestSlackProfileCommandCapturesAProfileOnTheRealProfiler(t *testing.T) {
 
 	fs := fakeslack.New(t, "response")
 	const secret = "signing-s3cret"
-	url_, _ := startResponder(t, prom.URL, fmt.Sprintf(`slack: {bot_token: xoxb-test, signing_secret: %s, channel: "#vllm", api_url: %q, charts: false}
+	url_, _ := startResponder(t, prom.URL, fmt.Sprintf(`slack: {bot_token: xoxb-test, signing_secret: %s, channel: C0INCIDENT, api_url: %q, charts: false}
 profile: {enabled: true, default_duration: 1s, cooldown: 1s}
 `, secret, fs.APIURL()))
 

@@ -40,7 +40,7 @@ func TestNoSecretAppearsInLogsOrAnswers(t *testing.T) {
 	u, out, stop := serveWith(t, fmt.Sprintf(`prometheus: {url: %q, bearer_token: %q, query_timeout: 2s}
 log: {level: debug}
 webhook: {bearer_token: %q}
-slack: {bot_token: %q, signing_secret: %q, channel: "#vllm", api_url: %q, charts: false}
+slack: {bot_token: %q, signing_secret: %q, channel: C0INCIDENT, api_url: %q, charts: false}
 redis: {url: "redis://:%s@%s/0"}
 `, promURL, promToken, webhookToken, botToken, signingSecret, slack.APIURL(), redisPassword, raddr), &logs)
 

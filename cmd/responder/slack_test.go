@@ -39,7 +39,7 @@ func TestServeWithSlackPostsTheDiagnosisToSlack(t *testing.T) {
 	defer slackSrv.Close()
 
 	prom := startRecordedPrometheus(t)
-	url, out := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, signing_secret: s, channel: "#vllm", api_url: "`+slackSrv.URL+`/", charts: false}
+	url, out := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, signing_secret: s, channel: C0VLLM, api_url: "`+slackSrv.URL+`/", charts: false}
 `)
 	body := `{"version":"4","groupKey":"g","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{"alertname":"VLLMKVCacheNearFull"},"commonAnnotations":{},"externalURL":"http://am",
 "alerts":[{"status":"firing","labels":{"alertname":"VLLMKVCacheNearFull","pod":"vllm-kv","namespace":"llm","model_name":"llama"},"annotations":{},"startsAt":"2026-11-29T10:00:00Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://prom","fingerprint":"f1"}]}`
@@ -69,7 +69,7 @@ func TestServeWithSlackPostsTheDiagnosisToSlack(t *testing.T) {
 func TestTheChartIsRenderedFromARealPrometheusAndUploadedIntoTheThread(t *testing.T) {
 	fs := fakeslack.New(t, "chat.postMessage", "files.getUploadURLExternal", "upload", "files.completeUploadExternal")
 	prom := startRecordedPrometheus(t)
-	url, _ := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, channel: "#vllm", api_url: "`+fs.APIURL()+`", charts: true}
+	url, _ := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, channel: C0INCIDENT, api_url: "`+fs.APIURL()+`", charts: true}
 `)
 	body := `{"version":"4","groupKey":"g-chart","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{"alertname":"VLLMTimeToFirstTokenP99High"},"commonAnnotations":{},"externalURL":"http://am",
 "alerts":[{"status":"firing","labels":{"alertname":"VLLMTimeToFirstTokenP99High","pod":"vllm-capacity","namespace":"llm","model_name":"llama"},"annotations":{},"startsAt":"` +

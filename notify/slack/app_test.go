@@ -102,7 +102,7 @@ type envOpt func(*Config, *appOptions)
 func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 	t.Helper()
 	fs := fakeslack.New(t, allowed...)
-	cfg := &Config{BotToken: "xoxb-test", SigningSecret: signingSecret, Channel: "#vllm", APIURL: fs.APIURL()}
+	cfg := &Config{BotToken: "xoxb-test", SigningSecret: signingSecret, Channel: "#" + fakeslack.ChannelName, APIURL: fs.APIURL()}
 	cfg.SetDefaults()
 	cfg.PostInterval = time.Millisecond
 	e := &env{slack: fs, cfg: cfg, triager: &fakeTriager{}, capturer: &fakeCapturer{}, silencer: &fakeSilencer{}}

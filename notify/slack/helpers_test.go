@@ -58,7 +58,8 @@ type harness struct {
 
 func newHarness(t *testing.T, st store.Store, prom RangeQuerier, allowed ...string) *harness {
 	t.Helper()
-	fs := fakeslack.New(t, allowed...)
+	// The workspace knows the configured channel by its name: the notifier resolves it.
+	fs := fakeslack.New(t, append(allowed, "conversations.list")...)
 	cfg := testConfig(fs.APIURL())
 	if st == nil {
 		st = store.NewMemory()

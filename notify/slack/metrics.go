@@ -6,13 +6,14 @@ import (
 
 // Slack API methods the metrics name (a fixed set).
 const (
-	MethodPostMessage   = "chat.postMessage"
-	MethodUpdate        = "chat.update"
-	MethodPostEphemeral = "chat.postEphemeral"
-	MethodFileUpload    = "files.upload"
-	MethodUsergroups    = "usergroups.users.list"
-	MethodResponseURL   = "response_url"
-	MethodHistory       = "conversations.history"
+	MethodPostMessage       = "chat.postMessage"
+	MethodUpdate            = "chat.update"
+	MethodPostEphemeral     = "chat.postEphemeral"
+	MethodFileUpload        = "files.upload"
+	MethodUsergroups        = "usergroups.users.list"
+	MethodResponseURL       = "response_url"
+	MethodHistory           = "conversations.history"
+	MethodConversationsList = "conversations.list"
 )
 
 // Results of a Slack API call.
@@ -24,7 +25,7 @@ const (
 )
 
 var (
-	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL, MethodHistory}
+	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL, MethodHistory, MethodConversationsList}
 	apiResults  = []string{ResultOK, ResultRateLimited, ResultError, ResultTimeout}
 	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
 )

@@ -26,8 +26,6 @@ const (
 	// unansweredKeyPrefix marks a group whose parent post timed out without an answer: it may
 	// be in the channel, so the retry looks for it before posting again.
 	unansweredKeyPrefix = "slack:unanswered:"
-	// channelKeyPrefix remembers the id of a channel configured by name (history needs it).
-	channelKeyPrefix = "slack:channel:"
 	// parentEventType is the message metadata that marks a parent message, with its group.
 	parentEventType = "vllm_responder_parent"
 )
@@ -61,6 +59,8 @@ type Notifier struct {
 	prom  RangeQuerier
 	opts  RenderOptions
 	now   func() time.Time
+	// channel is the configured channel, resolved to its id at the first post.
+	channel *channelRef
 }
 
 var _ notify.Notifier = (*Notifier)(nil)
@@ -81,13 +81,15 @@ func newNotifier(o notifierOptions) (*Notifier, error) {
 	if now == nil {
 		now = time.Now
 	}
+	log := o.Logger
 	return &Notifier{
-		cfg:   o.Config,
-		store: o.Store,
-		api:   o.API,
-		log:   o.Logger,
-		prom:  o.Prometheus,
-		now:   now,
+		channel: newChannelRef(o.Config, o.API, o.Store, log, now),
+		cfg:     o.Config,
+		store:   o.Store,
+		api:     o.API,
+		log:     o.Logger,
+		prom:    o.Prometheus,
+		now:     now,
 		opts: RenderOptions{
 			Buttons:      o.Config.Interactive(),
 			Capture:      o.Capture,
@@ -334,24 +336,11 @@ type unansweredPost struct {
 
 // markUnanswered records that a parent post of the group timed out without an answer.
 func (n *Notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
-	rec := unansweredPost{At: at, Channel: n.channelID(ctx)}
+	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx)}
 	b, _ := json.Marshal(rec)
 	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(groupKey), b, time.Hour); err != nil {
 		log.Warn().Err(err).Msg("recording an unanswered parent post")
 	}
-}
-
-// channelID is the configured channel's id: the channel itself when it is one, else the id
-// Slack answered with for an earlier post ("" when none is known yet).
-func (n *Notifier) channelID(ctx context.Context) string {
-	if c := n.cfg.Channel; c != "" && !strings.HasPrefix(c, "#") && strings.ToUpper(c) == c {
-		return c
-	}
-	b, ok, err := n.store.Get(ctx, channelKeyPrefix+n.cfg.Channel)
-	if err != nil || !ok {
-		return ""
-	}
-	return string(b)
 }
 
 // findUnanswered looks, after a parent post of the group timed out, for that post in the
@@ -368,7 +357,7 @@ func (n *Notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *n
 	if json.Unmarshal(b, &rec) != nil {
 		return nil, true
 	}
-	ch := cmp.Or(rec.Channel, n.channelID(ctx))
+	ch := cmp.Or(rec.Channel, n.channel.ID(ctx))
 	if ch == "" {
 		log.Warn().Msg("the last parent post timed out and the channel's id is unknown: posting again (it may duplicate)")
 		return nil, true
@@ -411,13 +400,12 @@ func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, item
 		opts = append(opts, slackgo.MsgOptionMetadata(slackgo.SlackMetadata{EventType: parentEventType,
 			EventPayload: map[string]any{"group": hashKey(nt.GroupKey)}}))
 	}
-	ch, ts, err := n.api.Post(ctx, n.cfg.Channel, opts...)
+	target := n.channel.target(ctx)
+	ch, ts, err := n.api.Post(ctx, target, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if nt.GroupKey != "" && ch != "" && ch != n.cfg.Channel {
-		_ = n.store.Set(ctx, channelKeyPrefix+n.cfg.Channel, []byte(ch), 30*24*time.Hour)
-	}
+	n.channel.posted(ctx, target, ch)
 	kind := "parent"
 	if len(items) > n.cfg.StormThreshold {
 		kind = "storm"

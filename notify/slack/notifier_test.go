@@ -48,7 +48,7 @@ func TestAGroupsLifeIsOneParentRepliesOnlyOnNewsAndAResolvedEdit(t *testing.T) {
 	// First notification: the parent message, then the chart in its thread.
 	notifyOK(t, h.n, firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")))
 	posts := h.slack.Calls("chat.postMessage")
-	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "" || posts[0].Form.Get("channel") != "#vllm-incidents" {
+	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "" || posts[0].Form.Get("channel") != "C0INCIDENT" {
 		t.Fatalf("want one parent post to the channel, got %+v", posts)
 	}
 	parentTS := "1700000000.000001"
@@ -471,6 +471,118 @@ func TestAParentPostAnsweredTooLateIsNotPostedTwice(t *testing.T) {
 	th, err := h.n.loadThread(context.Background(), "late")
 	if err != nil || th == nil || th.TS != "1700000000.000002" || th.Channel != "C0INCIDENT" {
 		t.Fatalf("the retry must adopt the late post as the group's thread, got %+v %v", th, err)
+	}
+}
+
+// The first parent post of all, to a channel configured by name, is recorded by Slack but
+// answered after request_timeout: nothing has told the notifier the channel's id yet, so it must
+// resolve the name itself (conversations.list, paged) to look the post up in the history, and
+// adopt it instead of posting a second parent.
+func TestAFirstParentPostAnsweredTooLateToANamedChannelIsNotPostedTwice(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cfg.Channel = "#incidents"
+	h.cfg.RequestTimeout = 300 * time.Millisecond
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var mu sync.Mutex
+	var channel []map[string]any // what Slack carried out, answered or not
+	h.slack.Handle("conversations.list", func(c fakeslack.Call) fakeslack.Response {
+		// Two pages: the channel is on the second.
+		if c.Form.Get("cursor") == "" {
+			return fakeslack.Response{Body: map[string]any{"ok": true, "channels": []map[string]any{{"id": "C0GENERAL", "name": "general"}},
+				"response_metadata": map[string]any{"next_cursor": "page2"}}}
+		}
+		return fakeslack.Response{Body: map[string]any{"ok": true, "channels": []map[string]any{{"id": "C0INCIDENT", "name": "incidents"}}}}
+	})
+	h.slack.Handle("chat.postMessage", func(c fakeslack.Call) fakeslack.Response {
+		var md map[string]any
+		_ = json.Unmarshal([]byte(c.Form.Get("metadata")), &md)
+		mu.Lock()
+		ts := fmt.Sprintf("1700000000.%06d", len(channel)+1)
+		channel = append(channel, map[string]any{"type": "message", "ts": ts, "text": c.Form.Get("text"), "metadata": md})
+		mu.Unlock()
+		// Recorded now, answered long after the deadline.
+		return fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "channel": "C0INCIDENT", "ts": ts}, Hold: release}
+	})
+	h.slack.Handle("conversations.history", func(c fakeslack.Call) fakeslack.Response {
+		if c.Form.Get("channel") != "C0INCIDENT" {
+			t.Errorf("history asked for channel %q, want the id C0INCIDENT", c.Form.Get("channel"))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "messages": slices.Clone(channel)}}
+	})
+	nt := firingNotification("late", item(playbooks.VerdictKVPressure, "vllm-0"))
+	if retry, err := h.n.Notify(context.Background(), nt); err == nil || !retry {
+		t.Fatalf("the post that timed out: retry=%v err=%v; want a retryable failure", retry, err)
+	}
+	notifyOK(t, h.n, nt) // the retry
+	posts := h.slack.Calls("chat.postMessage")
+	if len(posts) != 1 {
+		t.Fatalf("want 1 parent post, got %d: the late one was posted again", len(posts))
+	}
+	if got := posts[0].Form.Get("channel"); got != "C0INCIDENT" {
+		t.Errorf("posted to %q, want the resolved id C0INCIDENT", got)
+	}
+	th, err := h.n.loadThread(context.Background(), "late")
+	if err != nil || th == nil || th.TS != "1700000000.000001" || th.Channel != "C0INCIDENT" {
+		t.Fatalf("the retry must adopt the late post as the group's thread, got %+v %v", th, err)
+	}
+	if lists := h.slack.Calls("conversations.list"); len(lists) != 2 {
+		t.Errorf("want the name resolved once (2 pages), got %d conversations.list calls", len(lists))
+	}
+}
+
+// The channel's name cannot be resolved (the token lacks channels:read): the diagnosis is posted
+// by name all the same, and the name is not looked up again at every post.
+func TestAChannelNameThatCannotBeResolvedIsPostedToByName(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage")
+	h.slack.Handle("conversations.list", func(fakeslack.Call) fakeslack.Response {
+		return fakeslack.Response{Body: map[string]any{"ok": false, "error": "missing_scope", "needed": "channels:read"}}
+	})
+	notifyOK(t, h.n, firingNotification("g1", item(playbooks.VerdictKVPressure, "vllm-0")))
+	notifyOK(t, h.n, firingNotification("g2", item(playbooks.VerdictKVPressure, "vllm-1")))
+	for _, p := range h.slack.Calls("chat.postMessage") {
+		if got := p.Form.Get("channel"); got != "#vllm-incidents" && got != "C0INCIDENT" {
+			t.Errorf("posted to %q, want the channel by name (or by the id Slack answered with)", got)
+		}
+	}
+	if posts := h.slack.Calls("chat.postMessage"); len(posts) != 2 || posts[0].Form.Get("channel") != "#vllm-incidents" {
+		t.Fatalf("want 2 posts, the first by name; got %d", len(posts))
+	}
+	// Asked with private channels, then the public ones only; not again for the second group.
+	if lists := h.slack.Calls("conversations.list"); len(lists) != 2 {
+		t.Errorf("conversations.list called %d times, want 2 (once without groups:read)", len(lists))
+	}
+}
+
+// Without groups:read Slack refuses a listing that includes private channels: the name is looked
+// up among the public ones.
+func TestWithoutGroupsReadTheNameIsLookedUpAmongThePublicChannels(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage")
+	h.slack.Handle("conversations.list", func(c fakeslack.Call) fakeslack.Response {
+		if strings.Contains(c.Form.Get("types"), "private_channel") {
+			return fakeslack.Response{Body: map[string]any{"ok": false, "error": "missing_scope", "needed": "groups:read"}}
+		}
+		return fakeslack.Response{Body: map[string]any{"ok": true, "channels": []map[string]any{{"id": "C0INCIDENT", "name": "vllm-incidents"}}}}
+	})
+	notifyOK(t, h.n, firingNotification("g1", item(playbooks.VerdictKVPressure, "vllm-0")))
+	if got := h.slack.Calls("chat.postMessage")[0].Form.Get("channel"); got != "C0INCIDENT" {
+		t.Fatalf("posted to %q, want the id C0INCIDENT", got)
+	}
+}
+
+// The hard negative: a channel configured by its id is never looked up.
+func TestAChannelConfiguredByIDIsNotLookedUp(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage")
+	h.cfg.Channel = "C0INCIDENT"
+	h.slack.Handle("conversations.list", func(fakeslack.Call) fakeslack.Response {
+		t.Error("conversations.list called for a channel configured by id")
+		return fakeslack.Response{Body: map[string]any{"ok": false, "error": "unexpected"}}
+	})
+	notifyOK(t, h.n, firingNotification("g1", item(playbooks.VerdictKVPressure, "vllm-0")))
+	if got := h.slack.Calls("chat.postMessage")[0].Form.Get("channel"); got != "C0INCIDENT" {
+		t.Fatalf("posted to %q, want C0INCIDENT", got)
 	}
 }
 

@@ -35,13 +35,14 @@ func TestWithTheStoreDownAFiringGroupIsStillPosted(t *testing.T) {
 		t.Fatalf("%d posts, want 1", n)
 	}
 
+	before := len(h.slack.Calls(""))
 	res := firingNotification("g1", notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})
 	res.Status = notify.StatusResolved
 	retry, err = h.n.Notify(context.Background(), res)
 	if err == nil || !retry {
 		t.Fatalf("resolution with the store down: retry=%v err=%v, want a retryable error", retry, err)
 	}
-	if n := len(h.slack.Calls("")); n != 1 {
+	if n := len(h.slack.Calls("")); n != before {
 		t.Fatalf("the resolution called Slack: %v", h.slack.Methods())
 	}
 }

@@ -23,7 +23,8 @@ import (
 func correctionEnv(t *testing.T, allowed ...string) (*env, *Notifier, *playbooks.Set) {
 	t.Helper()
 	var rec *Notifier
-	e := newEnv(t, allowed, func(c *Config, o *appOptions) { o.Records = lateRecords{&rec} })
+	// The notifier resolves the channel's name at its first post.
+	e := newEnv(t, append(allowed, "conversations.list"), func(c *Config, o *appOptions) { o.Records = lateRecords{&rec} })
 	n, err := newNotifier(notifierOptions{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.New(zerolog.NewTestWriter(t))})
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func benchBigNotification(t *benchTB, responderBin string, proxy *countingProxy)
 	resp := startResponder(t, responderBin, fmt.Sprintf(`prometheus: {url: %q}
 log: {level: warn, format: json}
 webhook: {max_body_bytes: 4194304}
-slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: false, post_interval: 10ms}
+slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, post_interval: 10ms}
 `, proxy.URL, slack.APIURL()), io.Discard)
 	var alerts []stormAlert
 	for i := range bigAlerts {

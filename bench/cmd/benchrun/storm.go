@@ -98,7 +98,7 @@ func benchStorm(t *benchTB, responderBin string, proxy *countingProxy) stormRepo
 	slack := fakeslack.New(t, "chat.postMessage", "chat.update")
 	resp := startResponder(t, responderBin, fmt.Sprintf(`prometheus: {url: %q}
 log: {level: warn, format: json}
-slack: {bot_token: xoxb-bench, channel: "#vllm-incidents", api_url: %q, charts: false, post_interval: 10ms}
+slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, post_interval: 10ms}
 `, proxy.URL, slack.APIURL()), io.Discard)
 	time.Sleep(time.Second)
 	rep.idleG, _ = metric(resp.URL, "go_goroutines")

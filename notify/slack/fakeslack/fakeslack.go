@@ -15,6 +15,12 @@ import (
 	"time"
 )
 
+// The workspace's incident channel: every post lands there.
+const (
+	ChannelID   = "C0INCIDENT"
+	ChannelName = "vllm-incidents"
+)
+
 // Call is one request the server received.
 type Call struct {
 	Method string // the API method ("chat.postMessage"), "upload" or "response"
@@ -99,7 +105,11 @@ func (s *Server) nextTS() string {
 func (s *Server) defaults() map[string]Handler {
 	return map[string]Handler{
 		"chat.postMessage": func(c Call) Response {
-			return ok(map[string]any{"channel": "C0INCIDENT", "ts": s.nextTS()})
+			return ok(map[string]any{"channel": ChannelID, "ts": s.nextTS()})
+		},
+		// One page: the workspace's incident channel.
+		"conversations.list": func(c Call) Response {
+			return ok(map[string]any{"channels": []map[string]any{{"id": ChannelID, "name": ChannelName}}})
 		},
 		"chat.update": func(c Call) Response {
 			return ok(map[string]any{"channel": c.Form.Get("channel"), "ts": c.Form.Get("ts"), "text": c.Form.Get("text")})
