@@ -92,7 +92,10 @@ func UsageText(maxCapture time.Duration) string {
 const (
 	maxCommandText     = 512
 	minProfileDuration = time.Second
-	maxProfileDuration = 5 * time.Minute // whatever profile.max_duration says
+	// maxProfileDuration bounds what the parser accepts, whatever profile.max_duration says: a
+	// duration above profile.max_duration (appOptions.MaxCapture) passes the parser and is
+	// refused by startProfile, which names that key.
+	maxProfileDuration = 5 * time.Minute
 )
 
 var (
