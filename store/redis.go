@@ -7,14 +7,16 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
 // Redis is a Store on Redis (or Sentinel, through go-redis' universal client), shared by replicas.
 type Redis struct {
-	client redis.UniversalClient
-	prefix string
+	client  redis.UniversalClient
+	prefix  string
+	limiter *redis_rate.Limiter // Pace's
 }
 
 // NewRedis connects to the Redis at url (redis://[:password@]host:port/db). password, when set,
@@ -49,7 +51,7 @@ func NewRedisClient(c redis.UniversalClient, prefix string) *Redis {
 	if prefix == "" {
 		prefix = "vllm-responder:"
 	}
-	return &Redis{client: c, prefix: prefix}
+	return &Redis{client: c, prefix: prefix, limiter: redis_rate.NewLimiter(c)}
 }
 
 // Client returns the underlying client (the lock implementation shares it).

@@ -73,7 +73,7 @@ var retryableSlackErrors = map[string]bool{
 // metrics by method and result, treats `ok: false` as the error it is, says whether a failure
 // is worth a retry and how long Slack asked to wait (it never retries itself: notify.Retry
 // does), and posts to one channel at most once per post_interval (across replicas with
-// SharePacing). Notifier and the Slack app handlers share one.
+// a store.Pacer). Notifier and the Slack app handlers share one.
 type API struct {
 	client  *slackgo.Client
 	http    *http.Client

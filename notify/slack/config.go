@@ -54,7 +54,7 @@ type Config struct {
 	AllowedChannels   []string `yaml:"allowed_channels,omitempty"`
 
 	// PostInterval paces posts and edits to one channel (Slack allows about one a second), across
-	// every replica sharing Redis (API.SharePacing), within the process otherwise.
+	// every replica sharing Redis (a store.Pacer), within the process otherwise.
 	PostInterval time.Duration `yaml:"post_interval,omitempty"`
 	// RequestTimeout bounds every Slack API call.
 	RequestTimeout time.Duration `yaml:"request_timeout,omitempty"`

@@ -6,14 +6,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // pacer spaces calls to one channel by interval: within this process by reserving slots, or,
-// once shared (SharePacing), across every replica with a GCRA limiter in Redis
-// (go-redis/redis_rate). While Redis cannot be reached the replica paces on its own again.
+// once shared (sharePacing with a store.Pacer, Redis), across every replica that shares the
+// store. While the store cannot be reached the replica paces on its own again.
 type pacer struct {
 	interval time.Duration
 	log      zerolog.Logger
@@ -21,13 +21,12 @@ type pacer struct {
 	mu   sync.Mutex
 	next map[string]time.Time
 
-	shared    *redis_rate.Limiter
-	prefix    string
-	localTill atomic.Int64 // Unix nanoseconds: after a Redis failure, pace locally until then
+	shared    store.Pacer
+	localTill atomic.Int64 // Unix nanoseconds: after a failure of the shared store, pace locally until then
 }
 
-// After a failed shared wait, the replica paces on its own for sharedRetry before asking Redis
-// again, and each ask is bounded by sharedTimeout: a Redis that is down or unreachable must not
+// After a failed shared wait, the replica paces on its own for sharedRetry before asking the store
+// again, and each ask is bounded by sharedTimeout: a store that is down or unreachable must not
 // slow every Slack call by a dial timeout.
 const (
 	sharedRetry   = 10 * time.Second
@@ -38,13 +37,12 @@ func newPacer(interval time.Duration, log zerolog.Logger) *pacer {
 	return &pacer{interval: interval, log: log, next: map[string]time.Time{}}
 }
 
-// SharePacing makes post_interval hold across every replica that shares rdb: N replicas then post
-// to a channel no faster than one, instead of N times as fast. keyPrefix is the store's
-// (redis.key_prefix).
-func (a *API) SharePacing(rdb redis.UniversalClient, keyPrefix string) {
-	a.pace.shared = redis_rate.NewLimiter(rdb)
-	a.pace.prefix = keyPrefix + "slack:pace:"
-}
+// sharePacing makes post_interval hold across every replica that shares the store p: N replicas
+// then post to a channel no faster than one, instead of N times as fast.
+func (a *API) sharePacing(p store.Pacer) { a.pace.shared = p }
+
+// paceKeyPrefix names a channel's pace in the shared store.
+const paceKeyPrefix = "slack:pace:"
 
 // wait returns when a call to channel may go.
 func (p *pacer) wait(ctx context.Context, channel string) error {
@@ -58,24 +56,20 @@ func (p *pacer) wait(ctx context.Context, channel string) error {
 		}
 		p.localTill.Store(time.Now().Add(sharedRetry).UnixNano())
 		p.log.Warn().Err(err).Str("channel", channel).Dur("for", sharedRetry).
-			Msg("shared Slack pacing unavailable (Redis); pacing within this replica")
+			Msg("shared Slack pacing unavailable (the store); pacing within this replica")
 	}
 	return p.waitLocal(ctx, channel)
 }
 
 func (p *pacer) waitShared(ctx context.Context, channel string) error {
-	limit := redis_rate.Limit{Rate: 1, Burst: 1, Period: p.interval}
 	for {
 		actx, cancel := context.WithTimeout(ctx, sharedTimeout)
-		res, err := p.shared.Allow(actx, p.prefix+channel, limit)
+		wait, err := p.shared.Pace(actx, paceKeyPrefix+channel, p.interval)
 		cancel()
-		if err != nil {
+		if err != nil || wait <= 0 {
 			return err
 		}
-		if res.Allowed > 0 {
-			return nil
-		}
-		if err := sleep(ctx, res.RetryAfter); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
 	}

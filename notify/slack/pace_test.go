@@ -53,7 +53,7 @@ func TestPacingIsSharedByReplicasThroughRedis(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		a := newAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
-		a.SharePacing(st.Client(), prefix)
+		a.sharePacing(st)
 		apis = append(apis, a)
 	}
 	if took := postAll(t, apis, 3); took < 5*interval {
@@ -77,7 +77,7 @@ func TestPacingFallsBackToTheReplicaWhenRedisIsDown(t *testing.T) {
 	cfg := testConfig(fs.APIURL())
 	cfg.PostInterval = interval
 	a := newAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
-	a.SharePacing(st.Client(), "x:")
+	a.sharePacing(st)
 	if took := postAll(t, []*API{a}, 3); took < 2*interval {
 		t.Fatalf("3 posts took %s; pacing within the replica needs at least %s", took, 2*interval)
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -57,20 +56,14 @@ type Slack struct {
 
 var _ notify.Notifier = (*Slack)(nil)
 
-// redisShared is a store shared through Redis (*store.Redis).
-type redisShared interface {
-	Client() redis.UniversalClient
-	Key(key string) string
-}
-
 // New builds the integration. Call Start to receive commands and clicks, and Close on shutdown.
 func New(o Options) (*Slack, error) {
 	if o.Config == nil {
 		return nil, errors.New("slack: no config")
 	}
 	api := newAPI(o.Config, NewMetrics(o.Registerer), o.Logger, nil)
-	if r, ok := o.Store.(redisShared); ok {
-		api.SharePacing(r.Client(), r.Key("")) // post_interval across replicas
+	if p, ok := o.Store.(store.Pacer); ok {
+		api.sharePacing(p) // post_interval across the replicas that share the store
 	}
 	n, err := newNotifier(notifierOptions{Config: o.Config, Store: o.Store, API: api, Logger: o.Logger,
 		Prometheus: o.Prometheus, Silence: o.Silencer != nil, Capture: o.Capturer != nil})

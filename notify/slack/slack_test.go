@@ -57,8 +57,8 @@ func TestNewBuildsTheIntegrationAndStartMountsTheAppOnlyWhenSlackCanReachIt(t *t
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rs.Close() })
-		if p := newSlack(t, testConfig(fs.APIURL()), rs, nil).api.pace; p.shared == nil || p.prefix != "tenant-a:slack:pace:" {
-			t.Errorf("with Redis: shared=%v prefix=%q, want shared under tenant-a:slack:pace:", p.shared != nil, p.prefix)
+		if p := newSlack(t, testConfig(fs.APIURL()), rs, nil).api.pace; p.shared != store.Pacer(rs) {
+			t.Errorf("with Redis: shared=%v, want the Redis store", p.shared)
 		}
 		if p := newSlack(t, testConfig(fs.APIURL()), store.NewMemory(), nil).api.pace; p.shared != nil {
 			t.Error("with the memory store the pacing is shared")
