@@ -19,9 +19,9 @@ import (
 // errSlackTimeout is the cause of a Slack call's deadline.
 var errSlackTimeout = errors.New("slack API call timed out")
 
-// RetryableError marks a failure that may succeed later (rate limit, timeout, 5xx): the
+// retryableError marks a failure that may succeed later (rate limit, timeout, 5xx): the
 // notification can be handed back for a retry (notify.Retry waits, never this package).
-type RetryableError struct {
+type retryableError struct {
 	Err error
 	// Unanswered: the call may have been carried out although no answer came in time (a
 	// timeout), so a retry may duplicate it.
@@ -34,21 +34,21 @@ type RetryableError struct {
 
 // unanswered reports whether err is a call that timed out without an answer.
 func unanswered(err error) bool {
-	var r *RetryableError
+	var r *retryableError
 	return errors.As(err, &r) && r.Unanswered
 }
 
-func (e *RetryableError) Error() string { return e.Err.Error() }
-func (e *RetryableError) Unwrap() error { return e.Err }
+func (e *retryableError) Error() string { return e.Err.Error() }
+func (e *retryableError) Unwrap() error { return e.Err }
 
 // RetryAfter implements notify.RetryAfterer: the wait Slack asked for, if it did.
-func (e *RetryableError) RetryAfter() (time.Duration, bool) { return e.Wait, e.RateLimited }
+func (e *retryableError) RetryAfter() (time.Duration, bool) { return e.Wait, e.RateLimited }
 
-var _ notify.RetryAfterer = (*RetryableError)(nil)
+var _ notify.RetryAfterer = (*retryableError)(nil)
 
-// IsRetryable reports whether err is worth retrying.
-func IsRetryable(err error) bool {
-	var r *RetryableError
+// isRetryable reports whether err is worth retrying.
+func isRetryable(err error) bool {
+	var r *retryableError
 	return errors.As(err, &r)
 }
 
@@ -100,7 +100,7 @@ func newAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 		opts = append(opts, slackgo.OptionAppLevelToken(cfg.AppToken.Reveal()))
 	}
 	if m == nil {
-		m = NewMetrics(nil)
+		m = newMetrics(nil)
 	}
 	return &API{
 		client:  slackgo.New(cfg.BotToken.Reveal(), opts...),
@@ -122,7 +122,7 @@ func (a *API) Metrics() *Metrics { return a.metrics }
 func (a *API) call(ctx context.Context, method, channel string, fn func(ctx context.Context) error) error {
 	if channel != "" {
 		if err := a.pace.wait(ctx, channel); err != nil {
-			return &RetryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
+			return &retryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
 		}
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, a.cfg.RequestTimeout, errSlackTimeout)
@@ -136,44 +136,44 @@ func (a *API) call(ctx context.Context, method, channel string, fn func(ctx cont
 	}
 	err = fmt.Errorf("%s: %w", method, err)
 	if retryable {
-		return &RetryableError{Err: err, Unanswered: result == ResultTimeout,
-			RateLimited: result == ResultRateLimited, Wait: retryAfter}
+		return &retryableError{Err: err, Unanswered: result == resultTimeout,
+			RateLimited: result == resultRateLimited, Wait: retryAfter}
 	}
 	return err
 }
 
 func classify(err error, timedOut bool) (result string, retryAfter time.Duration, retryable bool) {
 	if err == nil {
-		return ResultOK, 0, false
+		return resultOK, 0, false
 	}
 	var rl *slackgo.RateLimitedError
 	if errors.As(err, &rl) {
-		return ResultRateLimited, rl.RetryAfter, true
+		return resultRateLimited, rl.RetryAfter, true
 	}
 	var sc slackgo.StatusCodeError
 	if errors.As(err, &sc) {
-		return ResultError, 0, sc.Retryable()
+		return resultError, 0, sc.Retryable()
 	}
 	var se slackgo.SlackErrorResponse
 	if errors.As(err, &se) {
 		if se.Err == "ratelimited" {
-			return ResultRateLimited, time.Second, true
+			return resultRateLimited, time.Second, true
 		}
-		return ResultError, 0, retryableSlackErrors[se.Err]
+		return resultError, 0, retryableSlackErrors[se.Err]
 	}
 	var ne net.Error
 	if timedOut || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return ResultTimeout, 0, true
+		return resultTimeout, 0, true
 	}
 	if errors.Is(err, context.Canceled) {
-		return ResultError, 0, true
+		return resultError, 0, true
 	}
 	// Connection failures and the like: worth a later try.
 	var oe *net.OpError
 	if errors.As(err, &oe) {
-		return ResultError, 0, true
+		return resultError, 0, true
 	}
-	return ResultError, 0, false
+	return resultError, 0, false
 }
 
 // errNotOK is returned when Slack answered without the message's timestamp: `ok: false` with no
@@ -182,7 +182,7 @@ var errNotOK = errors.New("slack answered ok: false")
 
 // Post posts a message and returns the channel id and the message's timestamp.
 func (a *API) Post(ctx context.Context, channel string, opts ...slackgo.MsgOption) (channelID, ts string, err error) {
-	err = a.call(ctx, MethodPostMessage, channel, func(ctx context.Context) error {
+	err = a.call(ctx, methodPostMessage, channel, func(ctx context.Context) error {
 		var e error
 		channelID, ts, e = a.client.PostMessageContext(ctx, channel, opts...)
 		if e == nil && ts == "" {
@@ -197,7 +197,7 @@ func (a *API) Post(ctx context.Context, channel string, opts ...slackgo.MsgOptio
 // newest first: at most one page of 100.
 func (a *API) History(ctx context.Context, channelID, oldest string) ([]slackgo.Message, error) {
 	var msgs []slackgo.Message
-	err := a.call(ctx, MethodHistory, "", func(ctx context.Context) error {
+	err := a.call(ctx, methodHistory, "", func(ctx context.Context) error {
 		resp, e := a.client.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
 			ChannelID: channelID, Oldest: oldest, Inclusive: true, Limit: 100, IncludeAllMetadata: true})
 		if e == nil {
@@ -210,7 +210,7 @@ func (a *API) History(ctx context.Context, channelID, oldest string) ([]slackgo.
 
 // Update edits a message.
 func (a *API) Update(ctx context.Context, channel, ts string, opts ...slackgo.MsgOption) error {
-	return a.call(ctx, MethodUpdate, channel, func(ctx context.Context) error {
+	return a.call(ctx, methodUpdate, channel, func(ctx context.Context) error {
 		_, gotTS, _, e := a.client.UpdateMessageContext(ctx, channel, ts, opts...)
 		if e == nil && gotTS == "" {
 			e = errNotOK
@@ -221,7 +221,7 @@ func (a *API) Update(ctx context.Context, channel, ts string, opts ...slackgo.Ms
 
 // Ephemeral posts a message only user sees.
 func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slackgo.MsgOption) error {
-	return a.call(ctx, MethodPostEphemeral, channel, func(ctx context.Context) error {
+	return a.call(ctx, methodPostEphemeral, channel, func(ctx context.Context) error {
 		_, e := a.client.PostEphemeralContext(ctx, channel, user, opts...)
 		return e
 	})
@@ -230,7 +230,7 @@ func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slack
 // Upload uploads a file (files upload v2: get URL, upload, complete) into a channel or thread.
 // Its callers do not retry it: the body is a stream sent once.
 func (a *API) Upload(ctx context.Context, p slackgo.UploadFileParameters) error {
-	return a.call(ctx, MethodFileUpload, "", func(ctx context.Context) error {
+	return a.call(ctx, methodFileUpload, "", func(ctx context.Context) error {
 		_, e := a.client.UploadFileContext(ctx, p)
 		return e
 	})
@@ -266,9 +266,9 @@ func (a *API) checkResponseURL(raw string) error {
 // Respond posts to an interaction's or command's response_url.
 func (a *API) Respond(ctx context.Context, responseURL string, msg *slackgo.WebhookMessage) error {
 	if err := a.checkResponseURL(responseURL); err != nil {
-		return fmt.Errorf("%s: %w", MethodResponseURL, err)
+		return fmt.Errorf("%s: %w", methodResponseURL, err)
 	}
-	return a.call(ctx, MethodResponseURL, "", func(ctx context.Context) error {
+	return a.call(ctx, methodResponseURL, "", func(ctx context.Context) error {
 		return slackgo.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
 	})
 }
@@ -276,7 +276,7 @@ func (a *API) Respond(ctx context.Context, responseURL string, msg *slackgo.Webh
 // UsergroupMembers lists the user ids in a user group.
 func (a *API) UsergroupMembers(ctx context.Context, group string) ([]string, error) {
 	var members []string
-	err := a.call(ctx, MethodUsergroups, "", func(ctx context.Context) error {
+	err := a.call(ctx, methodUsergroups, "", func(ctx context.Context) error {
 		var e error
 		members, e = a.client.GetUserGroupMembersContext(ctx, group)
 		return e

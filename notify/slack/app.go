@@ -130,7 +130,7 @@ func newApp(o appOptions) (*App, error) {
 	if o.MaxCapture > 0 && o.MaxCapture < maxProfileDuration {
 		a.maxCapt = o.MaxCapture
 	}
-	a.usage = UsageText(a.maxCapt)
+	a.usage = usageText(a.maxCapt)
 	a.auth = newAuthorizer(o.Config, o.API, a.now)
 	return a, nil
 }
@@ -172,7 +172,7 @@ func (a *App) goWork(what string, fn func(ctx context.Context)) {
 func rateLimitRetried(ctx context.Context, cfg *Config, call func(ctx context.Context) error) error {
 	return notify.Retry(ctx, cfg.RetryPolicy(), func(ctx context.Context) (bool, error) {
 		err := call(ctx)
-		var r *RetryableError
+		var r *retryableError
 		return errors.As(err, &r) && r.RateLimited, err
 	}, nil)
 }
@@ -272,7 +272,7 @@ func ephemeral(text string) *slackgo.Msg {
 // HandleCommand answers a /vllm command at once (well inside Slack's 3 seconds) and starts the
 // work whose result follows through response_url (the subcommandTable's entry).
 func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
-	c, err := ParseCommand(cmd.Text)
+	c, err := parseCommand(cmd.Text)
 	log := a.log.With().Str("user_id", cmd.UserID).Str("channel_id", cmd.ChannelID).Logger()
 	if err != nil {
 		a.metrics.Commands.WithLabelValues("invalid").Inc()
@@ -281,7 +281,7 @@ func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
 	}
 	a.metrics.Commands.WithLabelValues(c.Sub).Inc()
 	log.Info().Str("subcommand", c.Sub).Str("command", c.String()).Msg("slack command")
-	s, _ := findSubcommand(c.Sub) // ParseCommand returns only the table's
+	s, _ := findSubcommand(c.Sub) // parseCommand returns only the table's
 	return s.start(a, log, cmd, c)
 }
 
@@ -341,7 +341,7 @@ func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.Sla
 		return
 	}
 	blocks := append([]slackgo.Block{slackgo.NewContextBlock("", slackgo.NewTextBlockObject(slackgo.MarkdownType,
-		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, DiagnosisBlocks(d)...)
+		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, diagnosisBlocks(d)...)
 	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
@@ -357,7 +357,7 @@ func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slac
 	} else {
 		d = withoutRecord(d)
 	}
-	return buttonBlock(a.cfg.ButtonKey(), buttonScope{d: d, labels: d.Scope, now: a.now(),
+	return buttonBlock(a.cfg.buttonKey(), buttonScope{d: d, labels: d.Scope, now: a.now(),
 		silenceConfigured: a.silence != nil, capture: a.capture != nil})
 }
 

@@ -113,7 +113,7 @@ func newEnv(t *testing.T, allowed []string, opts ...envOpt) *env {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e.m = NewMetrics(nil)
+	e.m = newMetrics(nil)
 	o.API = newAPI(cfg, e.m, o.Logger, nil)
 	app, err := newApp(o)
 	if err != nil {
@@ -247,7 +247,7 @@ func TestTriageIsAcknowledgedAtOnceAndTheDiagnosisFollowsOnResponseURL(t *testin
 		t.Fatal(err)
 	}
 	raw := string(calls[0].Body)
-	if msg.ResponseType != "in_channel" || !strings.Contains(raw, "Inconclusive") || !strings.Contains(raw, ActionCapture) {
+	if msg.ResponseType != "in_channel" || !strings.Contains(raw, "Inconclusive") || !strings.Contains(raw, actionCapture) {
 		t.Errorf("response %s", raw)
 	}
 	// The capture button asks before it stalls a serving pod.
@@ -373,7 +373,7 @@ func TestStatusListsCapturesAndIncidents(t *testing.T) {
 
 func (e *env) click(t *testing.T, action string, labels map[string]string, user string) {
 	t.Helper()
-	v, _ := EncodeButtonValue(e.cfg.ButtonKey(), action, ButtonValue{Labels: labels})
+	v, _ := encodeButtonValue(e.cfg.buttonKey(), action, buttonValue{Labels: labels})
 	payload, _ := json.Marshal(map[string]any{
 		"type":         "block_actions",
 		"user":         map[string]any{"id": user, "name": "alice"},
@@ -393,7 +393,7 @@ var alertLabels = map[string]string{"alertname": "VLLMKVCacheNearFull", "pod": "
 
 func TestSilenceButtonSilencesTheAlertsLabelsAndSaysWhoDidIt(t *testing.T) {
 	e := newEnv(t, []string{"chat.postMessage"})
-	e.click(t, ActionSilence, alertLabels, "U1")
+	e.click(t, actionSilence, alertLabels, "U1")
 	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
 	if post.Form.Get("thread_ts") != "1700000000.000001" || !strings.Contains(post.Form.Get("text"), "<@U1> silenced `VLLMKVCacheNearFull` for 1h0m0s") {
 		t.Errorf("reply %v", post.Form)
@@ -408,7 +408,7 @@ func TestSilenceRefusalIsEphemeralAndSaysWhy(t *testing.T) {
 	e := newEnv(t, []string{"chat.postEphemeral"}, func(c *Config, _ *appOptions) {
 		c.AllowedChannels = []string{"C0OPS"}
 	})
-	e.click(t, ActionSilence, alertLabels, "U1")
+	e.click(t, actionSilence, alertLabels, "U1")
 	c := e.slack.WaitCalls(t, "chat.postEphemeral", 1, 10*time.Second)[0]
 	if c.Form.Get("user") != "U1" || !strings.Contains(c.Form.Get("text"), "You may not silence alerts: this is limited to certain channels: <#C0OPS>") {
 		t.Errorf("ephemeral %v", c.Form)
@@ -420,7 +420,7 @@ func TestSilenceRefusalIsEphemeralAndSaysWhy(t *testing.T) {
 
 func TestCaptureButtonWithoutACapturerSaysSo(t *testing.T) {
 	e := newEnv(t, []string{"chat.postEphemeral"}, func(_ *Config, o *appOptions) { o.Capturer = nil })
-	e.click(t, ActionCapture, alertLabels, "U1")
+	e.click(t, actionCapture, alertLabels, "U1")
 	c := e.slack.WaitCalls(t, "chat.postEphemeral", 1, 10*time.Second)[0]
 	if !strings.Contains(c.Form.Get("text"), "not configured") {
 		t.Errorf("ephemeral %v", c.Form)
@@ -429,7 +429,7 @@ func TestCaptureButtonWithoutACapturerSaysSo(t *testing.T) {
 
 func TestCaptureButtonStartsACaptureAndPostsTheReportInTheThread(t *testing.T) {
 	e := newEnv(t, []string{"chat.postMessage"})
-	e.click(t, ActionCapture, alertLabels, "U1")
+	e.click(t, actionCapture, alertLabels, "U1")
 	posts := e.slack.WaitCalls(t, "chat.postMessage", 2, 10*time.Second)
 	all := posts[0].Form.Get("text") + posts[1].Form.Get("text")
 	if !strings.Contains(all, "started a profile capture of pod `vllm-0`") || !strings.Contains(all, "/profiles/vllm-0.pt.trace.json.gz") ||
@@ -440,7 +440,7 @@ func TestCaptureButtonStartsACaptureAndPostsTheReportInTheThread(t *testing.T) {
 
 func TestRerunButtonRunsTheAlertsPlaybookAndRepliesInTheThread(t *testing.T) {
 	e := newEnv(t, []string{"chat.postMessage"})
-	e.click(t, ActionRerun, alertLabels, "U1")
+	e.click(t, actionRerun, alertLabels, "U1")
 	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
 	if post.Form.Get("thread_ts") != "1700000000.000001" || !strings.Contains(unesc([]byte(post.Form.Get("blocks"))), "Triage re-run by <@U1>") {
 		t.Errorf("reply %v", post.Form)

@@ -1,11 +1,10 @@
-package slack_test
+package slack
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	slack "github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -56,7 +55,7 @@ func BenchmarkDiagnosisBlocks(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(slack.DiagnosisBlocks(d)) == 0 {
+		if len(diagnosisBlocks(d)) == 0 {
 			b.Fatal("no blocks")
 		}
 	}
@@ -67,7 +66,7 @@ func BenchmarkDiagnosisBlocksJSON(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(slack.DiagnosisBlocks(d)); err != nil {
+		if _, err := json.Marshal(diagnosisBlocks(d)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,10 +17,10 @@ import (
 
 // Button action ids, the interaction's action_id.
 const (
-	ActionRerun        = "vllm_rerun"
-	ActionSilence      = "vllm_silence"
-	ActionCapture      = "vllm_capture"
-	ActionWrongVerdict = "vllm_wrong_verdict"
+	actionRerun        = "vllm_rerun"
+	actionSilence      = "vllm_silence"
+	actionCapture      = "vllm_capture"
+	actionWrongVerdict = "vllm_wrong_verdict"
 )
 
 // button is one entry of the table.
@@ -28,7 +28,7 @@ type button struct {
 	action string
 	// metric is the action label of vllm_responder_slack_interactions_total.
 	metric string
-	// signed: the button carries a signed ButtonValue (the alert's labels), checked before the
+	// signed: the button carries a signed buttonValue (the alert's labels), checked before the
 	// click runs. The Wrong verdict? select carries a record id instead (see correctVerdict).
 	signed bool
 	// element renders the button under one diagnosis, or returns nil when it is not shown
@@ -57,35 +57,35 @@ type buttonScope struct {
 // buttonTable is the table (a function, not a variable: the clicks render buttons again).
 func buttonTable() []button {
 	return []button{
-		{action: ActionRerun, metric: "rerun", signed: true, click: (*App).rerun,
+		{action: actionRerun, metric: "rerun", signed: true, click: (*App).rerun,
 			element: func(s buttonScope, value string) slackgo.BlockElement {
 				if !s.alert || s.d == nil || value == "" {
 					return nil
 				}
-				return slackgo.NewButtonBlockElement(ActionRerun, value, plain(rerunLabel(s.d, s.now), 75))
+				return slackgo.NewButtonBlockElement(actionRerun, value, plain(rerunLabel(s.d, s.now), 75))
 			}},
-		{action: ActionSilence, metric: "silence", signed: true, click: (*App).silenceAlert,
+		{action: actionSilence, metric: "silence", signed: true, click: (*App).silenceAlert,
 			element: func(s buttonScope, value string) slackgo.BlockElement {
 				if !s.silence || value == "" {
 					return nil
 				}
-				return slackgo.NewButtonBlockElement(ActionSilence, value, plain(cmp.Or(s.silenceLabel, "Silence"), 75))
+				return slackgo.NewButtonBlockElement(actionSilence, value, plain(cmp.Or(s.silenceLabel, "Silence"), 75))
 			}},
-		{action: ActionCapture, metric: "capture", signed: true, click: (*App).captureFromButton,
+		{action: actionCapture, metric: "capture", signed: true, click: (*App).captureFromButton,
 			element: func(s buttonScope, value string) slackgo.BlockElement {
 				if !s.capture || s.d == nil || !s.d.OfferProfile || s.labels["pod"] == "" || value == "" {
 					return nil
 				}
-				b := slackgo.NewButtonBlockElement(ActionCapture, value, plain("Capture profile", 75))
+				b := slackgo.NewButtonBlockElement(actionCapture, value, plain("Capture profile", 75))
 				if s.alert {
 					b.Style = slackgo.StylePrimary
 				}
-				b.Confirm = CaptureConfirm(s.labels["pod"], s.silenceConfigured)
+				b.Confirm = captureConfirm(s.labels["pod"], s.silenceConfigured)
 				return b
 			}},
-		{action: ActionWrongVerdict, metric: "wrong_verdict", click: (*App).correctVerdict,
+		{action: actionWrongVerdict, metric: "wrong_verdict", click: (*App).correctVerdict,
 			element: func(s buttonScope, _ string) slackgo.BlockElement {
-				if sel := WrongVerdictSelect(s.d); sel != nil {
+				if sel := wrongVerdictSelect(s.d); sel != nil {
 					return sel
 				}
 				return nil
@@ -109,7 +109,7 @@ func buttonBlock(key []byte, s buttonScope) slackgo.Block {
 	for _, b := range buttonTable() {
 		value := ""
 		if b.signed {
-			value, _ = EncodeButtonValue(key, b.action, ButtonValue{Labels: s.labels})
+			value, _ = encodeButtonValue(key, b.action, buttonValue{Labels: s.labels})
 		}
 		if el := b.element(s, value); el != nil {
 			els = append(els, el)

@@ -6,12 +6,12 @@ import (
 	slackgo "github.com/slack-go/slack"
 )
 
-// CaptureConfirm is the confirmation dialog of a Capture profile button: what a capture costs
+// captureConfirm is the confirmation dialog of a Capture profile button: what a capture costs
 // the pod, said before it starts. stop_profile runs in vLLM's engine loop, so the pod serves
 // nothing while the trace is flushed; silenced says whether the responder silences the pod's
 // alerts meanwhile (an Alertmanager is configured). The last measured flush on the pod is given
 // when the capture starts (it is looked up then, not when the message was posted).
-func CaptureConfirm(pod string, silenced bool) *slackgo.ConfirmationBlockObject {
+func captureConfirm(pod string, silenced bool) *slackgo.ConfirmationBlockObject {
 	alerts := "Its vLLM alerts are silenced while the capture runs."
 	if !silenced {
 		alerts = "No Alertmanager is configured: its alerts will fire."

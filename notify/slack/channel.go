@@ -139,7 +139,7 @@ func (a *API) FindChannel(ctx context.Context, name string) (string, error) {
 		var chans []slackgo.Channel
 		var next string
 		err := rateLimitRetried(ctx, a.cfg, func(ctx context.Context) error {
-			return a.call(ctx, MethodConversationsList, "", func(ctx context.Context) error {
+			return a.call(ctx, methodConversationsList, "", func(ctx context.Context) error {
 				var e error
 				chans, next, e = a.client.GetConversationsContext(ctx, &slackgo.GetConversationsParameters{
 					Cursor: cursor, ExcludeArchived: true, Limit: 1000, Types: types})

@@ -22,7 +22,7 @@ const maxChartsPerMessage = 2
 // postCharts renders the declared charts of the first diagnosis that has any and uploads them
 // into the thread. A failure is logged and counted; it never fails the notification.
 func (n *Notifier) postCharts(ctx context.Context, log zerolog.Logger, th *Thread, items []notify.Item) {
-	if n.prom == nil || !n.cfg.ChartsEnabled() || len(items) > n.cfg.StormThreshold {
+	if n.prom == nil || !n.cfg.chartsEnabled() || len(items) > n.cfg.StormThreshold {
 		return
 	}
 	for _, it := range items {

@@ -16,10 +16,10 @@ import (
 
 // Subcommands of /vllm.
 const (
-	SubTriage  = "triage"
-	SubProfile = "profile"
-	SubStatus  = "status"
-	SubHelp    = "help"
+	subTriage  = "triage"
+	subProfile = "profile"
+	subStatus  = "status"
+	subHelp    = "help"
 )
 
 // subcommand is one /vllm subcommand. Adding one is one entry in subcommandTable (and the
@@ -28,7 +28,7 @@ type subcommand struct {
 	name string
 	// usage is its line of /vllm help, given the longest capture this responder allows.
 	usage func(maxCapture time.Duration) string
-	// parse checks the arguments after the name; anything it refuses is a *UsageError.
+	// parse checks the arguments after the name; anything it refuses is a *usageError.
 	parse func(args []string) (Command, error)
 	// args are the arguments as the user could type them again (Command.String); nil: none.
 	args func(c Command) []string
@@ -40,18 +40,18 @@ type subcommand struct {
 // subcommandTable lists the subcommands in the order /vllm help shows them.
 func subcommandTable() []subcommand {
 	return []subcommand{
-		{name: SubTriage, parse: parseTriage, args: triageArgs, start: (*App).startTriage,
+		{name: subTriage, parse: parseTriage, args: triageArgs, start: (*App).startTriage,
 			usage: func(time.Duration) string {
 				return "`/vllm triage [model] [pod]`: run the on-demand triage (`-` for any model)"
 			}},
-		{name: SubProfile, parse: parseProfile, args: profileArgs, start: (*App).startProfile,
+		{name: subProfile, parse: parseProfile, args: profileArgs, start: (*App).startProfile,
 			usage: func(maxCapture time.Duration) string {
 				return "`/vllm profile <pod> [duration]`: capture a bounded vLLM profile (duration like `10s`, at most `" +
 					model.Duration(maxCapture).String() + "`)"
 			}},
-		{name: SubStatus, parse: parseNoArgs(SubStatus), start: (*App).startStatus,
+		{name: subStatus, parse: parseNoArgs(subStatus), start: (*App).startStatus,
 			usage: func(time.Duration) string { return "`/vllm status`: captures running and recent incidents" }},
-		{name: SubHelp, parse: func([]string) (Command, error) { return Command{Sub: SubHelp}, nil },
+		{name: subHelp, parse: func([]string) (Command, error) { return Command{Sub: subHelp}, nil },
 			start: func(a *App, _ zerolog.Logger, _ slackgo.SlashCommand, _ Command) *slackgo.Msg {
 				return ephemeral(a.usage)
 			},
@@ -78,8 +78,8 @@ func commandLabels() []string {
 	return append(out, "invalid")
 }
 
-// UsageText is the help text of /vllm, with the longest capture this responder allows.
-func UsageText(maxCapture time.Duration) string {
+// usageText is the help text of /vllm, with the longest capture this responder allows.
+func usageText(maxCapture time.Duration) string {
 	var b strings.Builder
 	b.WriteString("*Usage*")
 	for _, s := range subcommandTable() {
@@ -114,36 +114,36 @@ type Command struct {
 	Duration time.Duration
 }
 
-// UsageError is a command the user got wrong: its message is shown with the usage.
-type UsageError struct{ Msg string }
+// usageError is a command the user got wrong: its message is shown with the usage.
+type usageError struct{ Msg string }
 
-func (e *UsageError) Error() string { return e.Msg }
+func (e *usageError) Error() string { return e.Msg }
 
 func usageErr(format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+	return &usageError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// IsUsageError reports whether err is the user's mistake.
-func IsUsageError(err error) bool {
-	var u *UsageError
+// isUsageError reports whether err is the user's mistake.
+func isUsageError(err error) bool {
+	var u *usageError
 	return errors.As(err, &u)
 }
 
-// ValidModel reports whether s is an acceptable model name.
-func ValidModel(s string) bool { return modelRe.MatchString(s) }
+// validModel reports whether s is an acceptable model name.
+func validModel(s string) bool { return modelRe.MatchString(s) }
 
-// ValidPod reports whether s is an acceptable pod name.
-func ValidPod(s string) bool { return podRe.MatchString(s) }
+// validPod reports whether s is an acceptable pod name.
+func validPod(s string) bool { return podRe.MatchString(s) }
 
-// ParseCommand parses the text after /vllm. It never panics; anything it does not accept is a
-// *UsageError saying what was wrong.
-func ParseCommand(text string) (Command, error) {
+// parseCommand parses the text after /vllm. It never panics; anything it does not accept is a
+// *usageError saying what was wrong.
+func parseCommand(text string) (Command, error) {
 	if len(text) > maxCommandText {
 		return Command{}, usageErr("the command is too long (%d characters, at most %d)", len(text), maxCommandText)
 	}
 	args := strings.Fields(text)
 	if len(args) == 0 {
-		return Command{Sub: SubHelp}, nil
+		return Command{Sub: subHelp}, nil
 	}
 	sub := strings.ToLower(args[0])
 	s, ok := findSubcommand(sub)
@@ -166,15 +166,15 @@ func parseTriage(args []string) (Command, error) {
 	if len(args) > 2 {
 		return Command{}, usageErr("`triage` takes at most a model and a pod")
 	}
-	c := Command{Sub: SubTriage}
+	c := Command{Sub: subTriage}
 	if len(args) >= 1 && args[0] != "-" {
-		if !ValidModel(args[0]) {
+		if !validModel(args[0]) {
 			return Command{}, usageErr("%s is not a model name I accept (letters, digits and . _ : / -, at most 128)", quote(args[0]))
 		}
 		c.Model = args[0]
 	}
 	if len(args) == 2 {
-		if !ValidPod(args[1]) {
+		if !validPod(args[1]) {
 			return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[1]))
 		}
 		c.Pod = args[1]
@@ -197,10 +197,10 @@ func parseProfile(args []string) (Command, error) {
 	if len(args) == 0 || len(args) > 2 {
 		return Command{}, usageErr("`profile` takes a pod and an optional duration")
 	}
-	if !ValidPod(args[0]) {
+	if !validPod(args[0]) {
 		return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[0]))
 	}
-	c := Command{Sub: SubProfile, Pod: args[0]}
+	c := Command{Sub: subProfile, Pod: args[0]}
 	if len(args) == 2 {
 		d, err := parseDuration(args[1])
 		if err != nil {

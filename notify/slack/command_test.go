@@ -12,16 +12,16 @@ func TestParseCommand(t *testing.T) {
 		want    Command
 		wantErr string
 	}{
-		{"", Command{Sub: SubHelp}, ""},
-		{"help", Command{Sub: SubHelp}, ""},
-		{"  TRIAGE  ", Command{Sub: SubTriage}, ""},
-		{"triage meta-llama/Llama-3.1-8B-Instruct", Command{Sub: SubTriage, Model: "meta-llama/Llama-3.1-8B-Instruct"}, ""},
-		{"triage qwen2.5:7b vllm-qwen-7d9f-abc12", Command{Sub: SubTriage, Model: "qwen2.5:7b", Pod: "vllm-qwen-7d9f-abc12"}, ""},
-		{"triage - vllm-0", Command{Sub: SubTriage, Pod: "vllm-0"}, ""},
-		{"profile vllm-0", Command{Sub: SubProfile, Pod: "vllm-0"}, ""},
-		{"profile vllm-0 30s", Command{Sub: SubProfile, Pod: "vllm-0", Duration: 30 * time.Second}, ""},
-		{"profile vllm-0 20", Command{Sub: SubProfile, Pod: "vllm-0", Duration: 20 * time.Second}, ""},
-		{"status", Command{Sub: SubStatus}, ""},
+		{"", Command{Sub: subHelp}, ""},
+		{"help", Command{Sub: subHelp}, ""},
+		{"  TRIAGE  ", Command{Sub: subTriage}, ""},
+		{"triage meta-llama/Llama-3.1-8B-Instruct", Command{Sub: subTriage, Model: "meta-llama/Llama-3.1-8B-Instruct"}, ""},
+		{"triage qwen2.5:7b vllm-qwen-7d9f-abc12", Command{Sub: subTriage, Model: "qwen2.5:7b", Pod: "vllm-qwen-7d9f-abc12"}, ""},
+		{"triage - vllm-0", Command{Sub: subTriage, Pod: "vllm-0"}, ""},
+		{"profile vllm-0", Command{Sub: subProfile, Pod: "vllm-0"}, ""},
+		{"profile vllm-0 30s", Command{Sub: subProfile, Pod: "vllm-0", Duration: 30 * time.Second}, ""},
+		{"profile vllm-0 20", Command{Sub: subProfile, Pod: "vllm-0", Duration: 20 * time.Second}, ""},
+		{"status", Command{Sub: subStatus}, ""},
 		{`triage m"}[5m])`, Command{}, "not a model name"},
 		{`triage llama {pod=~".*"}`, Command{}, "not a Kubernetes pod name"},
 		{"triage a b c", Command{}, "takes at most"},
@@ -37,9 +37,9 @@ func TestParseCommand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.text, func(t *testing.T) {
-			got, err := ParseCommand(c.text)
+			got, err := parseCommand(c.text)
 			if c.wantErr != "" {
-				if err == nil || !IsUsageError(err) || !strings.Contains(err.Error(), c.wantErr) {
+				if err == nil || !isUsageError(err) || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err = %v, want a usage error containing %q", err, c.wantErr)
 				}
 				return
@@ -58,9 +58,9 @@ func FuzzParseCommand(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		c, err := ParseCommand(text)
+		c, err := parseCommand(text)
 		if err != nil {
-			if !IsUsageError(err) {
+			if !isUsageError(err) {
 				t.Fatalf("%q: non-usage error %v", text, err)
 			}
 			if strings.ContainsAny(err.Error(), "<>&") {
@@ -68,7 +68,7 @@ func FuzzParseCommand(f *testing.F) {
 			}
 			return
 		}
-		if c.Model != "" && !ValidModel(c.Model) || c.Pod != "" && !ValidPod(c.Pod) {
+		if c.Model != "" && !validModel(c.Model) || c.Pod != "" && !validPod(c.Pod) {
 			t.Fatalf("%q: accepted invalid scope %+v", text, c)
 		}
 		for _, v := range c.Labels() {
@@ -76,7 +76,7 @@ func FuzzParseCommand(f *testing.F) {
 				t.Fatalf("%q: label value %q could break PromQL", text, v)
 			}
 		}
-		again, err := ParseCommand(c.String())
+		again, err := parseCommand(c.String())
 		if err != nil || again != c {
 			t.Fatalf("%q: %+v reads back as %+v, %v", text, c, again, err)
 		}

@@ -118,14 +118,14 @@ var (
 // Enabled reports whether Slack is configured at all (a bot token is set).
 func (c *Config) Enabled() bool { return c.BotToken.IsSet() }
 
-// Interactive reports whether commands and buttons can reach the responder: over Socket Mode, or
+// interactive reports whether commands and buttons can reach the responder: over Socket Mode, or
 // over the HTTP endpoints, whose requests need the signing secret to be verified.
-func (c *Config) Interactive() bool {
+func (c *Config) interactive() bool {
 	return c.BotToken.IsSet() && (c.SocketMode || c.SigningSecret.IsSet())
 }
 
-// ChartsEnabled reports whether charts are uploaded.
-func (c *Config) ChartsEnabled() bool { return c.Charts == nil || *c.Charts }
+// chartsEnabled reports whether charts are uploaded.
+func (c *Config) chartsEnabled() bool { return c.Charts == nil || *c.Charts }
 
 // Validate checks the fields against each other and compiles the URL templates. It returns every
 // error, each naming its key inside the section (configerr); the caller adds "slack.". Call

@@ -43,8 +43,8 @@ func TestConfigErrorsNameTheirField(t *testing.T) {
 func TestAnEmptyConfigIsValidAndDisabled(t *testing.T) {
 	var c Config
 	c.SetDefaults()
-	if err := c.Validate(); err != nil || c.Enabled() || c.Interactive() {
-		t.Errorf("err=%v enabled=%v interactive=%v", err, c.Enabled(), c.Interactive())
+	if err := c.Validate(); err != nil || c.Enabled() || c.interactive() {
+		t.Errorf("err=%v enabled=%v interactive=%v", err, c.Enabled(), c.interactive())
 	}
 }
 
@@ -78,7 +78,7 @@ allowed_users: [U012ABC]
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.PostInterval != 2*time.Second || c.SilenceDuration != time.Hour || !c.Interactive() {
+	if c.PostInterval != 2*time.Second || c.SilenceDuration != time.Hour || !c.interactive() {
 		t.Errorf("%+v", c)
 	}
 }

@@ -22,8 +22,8 @@ const recordKeyPrefix = "slack:diagnosis:"
 
 // Why a correction is refused; the handler tells the user.
 var (
-	ErrRecordGone    = errors.New("the recorded values of this diagnosis are no longer kept (older than slack.thread_ttl); run `responder triage --at ... --fixture FILE --expect VERDICT` instead")
-	ErrBadCorrection = errors.New("not a verdict correction this responder offered")
+	errRecordGone    = errors.New("the recorded values of this diagnosis are no longer kept (older than slack.thread_ttl); run `responder triage --at ... --fixture FILE --expect VERDICT` instead")
+	errBadCorrection = errors.New("not a verdict correction this responder offered")
 )
 
 // KeepRecord stores what diagnosis d was decided from and sets d.RecordID, the name the message's
@@ -58,7 +58,7 @@ func (n *Notifier) keepRecords(ctx context.Context, nt *notify.Notification) {
 // LoadRecord returns the record a "Wrong verdict?" select refers to.
 func (n *Notifier) LoadRecord(ctx context.Context, id string) (*playbooks.Record, error) {
 	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
-		return nil, ErrBadCorrection
+		return nil, errBadCorrection
 	}
 	b, ok, err := n.store.Get(ctx, recordKeyPrefix+id)
 	switch {
@@ -67,7 +67,7 @@ func (n *Notifier) LoadRecord(ctx context.Context, id string) (*playbooks.Record
 	case err != nil:
 		return nil, err
 	case !ok:
-		return nil, ErrRecordGone
+		return nil, errRecordGone
 	}
 	var r playbooks.Record
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -76,22 +76,22 @@ func (n *Notifier) LoadRecord(ctx context.Context, id string) (*playbooks.Record
 	return &r, nil
 }
 
-// EncodeCorrection is the value of one option of the select: the record's id and the verdict
+// encodeCorrection is the value of one option of the select: the record's id and the verdict
 // chosen (Slack allows 150 characters; this is at most 55).
-func EncodeCorrection(recordID, chosen string) string { return recordID + "|" + chosen }
+func encodeCorrection(recordID, chosen string) string { return recordID + "|" + chosen }
 
-// DecodeCorrection parses an option's value; the verdict must be a known one.
-func DecodeCorrection(v string) (recordID, chosen string, err error) {
+// decodeCorrection parses an option's value; the verdict must be a known one.
+func decodeCorrection(v string) (recordID, chosen string, err error) {
 	id, chosen, ok := strings.Cut(v, "|")
 	if !ok || id == "" || !slices.Contains(playbooks.KnownVerdicts, chosen) {
-		return "", "", ErrBadCorrection
+		return "", "", errBadCorrection
 	}
 	return id, chosen, nil
 }
 
-// WrongVerdictSelect is the "Wrong verdict?" select of a kept diagnosis: every verdict id but the
+// wrongVerdictSelect is the "Wrong verdict?" select of a kept diagnosis: every verdict id but the
 // one given. nil when the diagnosis was not kept (no record, store down).
-func WrongVerdictSelect(d *playbooks.Diagnosis) *slackgo.SelectBlockElement {
+func wrongVerdictSelect(d *playbooks.Diagnosis) *slackgo.SelectBlockElement {
 	if d == nil || d.RecordID == "" {
 		return nil
 	}
@@ -100,7 +100,7 @@ func WrongVerdictSelect(d *playbooks.Diagnosis) *slackgo.SelectBlockElement {
 		if v == d.Verdict {
 			continue
 		}
-		opts = append(opts, slackgo.NewOptionBlockObject(EncodeCorrection(d.RecordID, v), plain(v, 75), nil))
+		opts = append(opts, slackgo.NewOptionBlockObject(encodeCorrection(d.RecordID, v), plain(v, 75), nil))
 	}
-	return slackgo.NewOptionsSelectBlockElement(slackgo.OptTypeStatic, plain("Wrong verdict?", 150), ActionWrongVerdict, opts...)
+	return slackgo.NewOptionsSelectBlockElement(slackgo.OptTypeStatic, plain("Wrong verdict?", 150), actionWrongVerdict, opts...)
 }

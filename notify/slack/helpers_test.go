@@ -64,7 +64,7 @@ func newHarness(t *testing.T, st store.Store, prom RangeQuerier, allowed ...stri
 	if st == nil {
 		st = store.NewMemory()
 	}
-	m := NewMetrics(nil)
+	m := newMetrics(nil)
 	api := newAPI(cfg, m, zerolog.New(zerolog.NewTestWriter(t)), nil)
 	n, err := newNotifier(notifierOptions{Config: cfg, Store: st, API: api, Logger: zerolog.New(zerolog.NewTestWriter(t)),
 		Prometheus: prom, Silence: true, Capture: true, Now: func() time.Time { return t0 }})

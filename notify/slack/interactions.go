@@ -45,7 +45,7 @@ func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
 		return
 	}
 	if b.signed {
-		v, err := DecodeButtonValue(a.cfg.ButtonKey(), act.ActionID, act.Value)
+		v, err := decodeButtonValue(a.cfg.buttonKey(), act.ActionID, act.Value)
 		if err != nil {
 			a.metrics.Interactions.WithLabelValues("unknown").Inc()
 			log.Warn().Err(err).Msg("unreadable button value")
@@ -92,7 +92,7 @@ func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
 		return
 	}
 	blocks := append([]slackgo.Block{slackgo.NewContextBlock("", slackgo.NewTextBlockObject(slackgo.MarkdownType,
-		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, DiagnosisBlocks(d)...)
+		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, diagnosisBlocks(d)...)
 	if b := a.diagnosisButtons(ctx, d); b != nil {
 		blocks = append(blocks, b)
 	}
@@ -129,7 +129,7 @@ func (a *App) captureFromButton(ctx context.Context, log zerolog.Logger, c click
 		return
 	}
 	pod := c.labels["pod"]
-	if !ValidPod(pod) {
+	if !validPod(pod) {
 		a.tell(ctx, log, c, ":no_entry: This diagnosis names no pod to profile; use `/vllm profile <pod>`.")
 		return
 	}

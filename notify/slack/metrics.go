@@ -6,27 +6,27 @@ import (
 
 // Slack API methods the metrics name (a fixed set).
 const (
-	MethodPostMessage       = "chat.postMessage"
-	MethodUpdate            = "chat.update"
-	MethodPostEphemeral     = "chat.postEphemeral"
-	MethodFileUpload        = "files.upload"
-	MethodUsergroups        = "usergroups.users.list"
-	MethodResponseURL       = "response_url"
-	MethodHistory           = "conversations.history"
-	MethodConversationsList = "conversations.list"
+	methodPostMessage       = "chat.postMessage"
+	methodUpdate            = "chat.update"
+	methodPostEphemeral     = "chat.postEphemeral"
+	methodFileUpload        = "files.upload"
+	methodUsergroups        = "usergroups.users.list"
+	methodResponseURL       = "response_url"
+	methodHistory           = "conversations.history"
+	methodConversationsList = "conversations.list"
 )
 
 // Results of a Slack API call.
 const (
-	ResultOK          = "ok"
-	ResultRateLimited = "rate_limited"
-	ResultError       = "error"
-	ResultTimeout     = "timeout"
+	resultOK          = "ok"
+	resultRateLimited = "rate_limited"
+	resultError       = "error"
+	resultTimeout     = "timeout"
 )
 
 var (
-	apiMethods  = []string{MethodPostMessage, MethodUpdate, MethodPostEphemeral, MethodFileUpload, MethodUsergroups, MethodResponseURL, MethodHistory, MethodConversationsList}
-	apiResults  = []string{ResultOK, ResultRateLimited, ResultError, ResultTimeout}
+	apiMethods  = []string{methodPostMessage, methodUpdate, methodPostEphemeral, methodFileUpload, methodUsergroups, methodResponseURL, methodHistory, methodConversationsList}
+	apiResults  = []string{resultOK, resultRateLimited, resultError, resultTimeout}
 	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
 )
 
@@ -45,8 +45,8 @@ type Metrics struct {
 	Corrections *prometheus.CounterVec
 }
 
-// NewMetrics creates the series and registers them with reg (nil: not registered, for tests).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// newMetrics creates the series and registers them with reg (nil: not registered, for tests).
+func newMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		APICalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vllm_responder_slack_api_calls_total",

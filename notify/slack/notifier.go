@@ -57,7 +57,7 @@ type Notifier struct {
 	api   *API
 	log   zerolog.Logger
 	prom  RangeQuerier
-	opts  RenderOptions
+	opts  renderOptions
 	now   func() time.Time
 	// channel is the configured channel, resolved to its id at the first post.
 	channel *channelRef
@@ -90,8 +90,8 @@ func newNotifier(o notifierOptions) (*Notifier, error) {
 		log:     o.Logger,
 		prom:    o.Prometheus,
 		now:     now,
-		opts: RenderOptions{
-			Buttons:      o.Config.Interactive(),
+		opts: renderOptions{
+			Buttons:      o.Config.interactive(),
 			Capture:      o.Capture,
 			Silence:      o.Silence,
 			SilenceLabel: "Silence " + humanDuration(o.Config.SilenceDuration),
@@ -125,14 +125,14 @@ func hashKey(groupKey string) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// ThreadKey is the store key of a group's thread.
-func ThreadKey(groupKey string) string { return threadKeyPrefix + hashKey(groupKey) }
+// threadKey is the store key of a group's thread.
+func threadKey(groupKey string) string { return threadKeyPrefix + hashKey(groupKey) }
 
-// ParentKey is the store claim that lets one replica create a group's parent message.
-func ParentKey(groupKey string) string { return parentKeyPrefix + hashKey(groupKey) }
+// parentKey is the store claim that lets one replica create a group's parent message.
+func parentKey(groupKey string) string { return parentKeyPrefix + hashKey(groupKey) }
 
 func (n *Notifier) loadThread(ctx context.Context, groupKey string) (*Thread, error) {
-	b, ok, err := n.store.Get(ctx, ThreadKey(groupKey))
+	b, ok, err := n.store.Get(ctx, threadKey(groupKey))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (n *Notifier) saveThread(ctx context.Context, t *Thread) error {
 	if err != nil {
 		return err
 	}
-	if err := n.store.Set(ctx, ThreadKey(t.GroupKey), b, n.cfg.ThreadTTL); err != nil {
+	if err := n.store.Set(ctx, threadKey(t.GroupKey), b, n.cfg.ThreadTTL); err != nil {
 		return err
 	}
 	n.index(ctx, t)
@@ -252,7 +252,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	claimTTL := max(2*n.cfg.ParentWait, time.Minute)
 	won := true
 	if !storeDown {
-		won, err = n.store.Claim(ctx, ParentKey(nt.GroupKey), claimTTL)
+		won, err = n.store.Claim(ctx, parentKey(nt.GroupKey), claimTTL)
 		switch {
 		case errors.Is(err, store.ErrUnavailable):
 			log.Warn().Err(err).Msg("slack parent claim unavailable; posting a new message for this group")
@@ -282,7 +282,7 @@ func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		if storeDown {
 			return retry(err)
 		}
-		if uerr := n.store.Unclaim(context.WithoutCancel(ctx), ParentKey(nt.GroupKey)); uerr != nil {
+		if uerr := n.store.Unclaim(context.WithoutCancel(ctx), parentKey(nt.GroupKey)); uerr != nil {
 			log.Warn().Err(uerr).Msg("releasing the parent message claim")
 		}
 		return retry(err)
@@ -301,7 +301,7 @@ func retry(err error) (bool, error) {
 	if err == nil {
 		return false, nil
 	}
-	return IsRetryable(err) || errors.Is(err, store.ErrUnavailable), err
+	return isRetryable(err) || errors.Is(err, store.ErrUnavailable), err
 }
 
 func firing(items []notify.Item) []notify.Item {
@@ -317,7 +317,7 @@ func firing(items []notify.Item) []notify.Item {
 // parentPending reports whether someone holds the claim to create the group's parent message
 // (it is held from before the post until the group resolves).
 func (n *Notifier) parentPending(ctx context.Context, groupKey string) bool {
-	_, ok, err := n.store.Get(ctx, ParentKey(groupKey))
+	_, ok, err := n.store.Get(ctx, parentKey(groupKey))
 	return err == nil && ok
 }
 
@@ -326,7 +326,7 @@ func (n *Notifier) parentPending(ctx context.Context, groupKey string) bool {
 // replies in it, or resolves it.
 func parentInFlight(log zerolog.Logger) (bool, error) {
 	log.Debug().Msg("the group's parent message is being created elsewhere; retrying to reply in its thread")
-	return true, &RetryableError{Err: errParentPending}
+	return true, &retryableError{Err: errParentPending}
 }
 
 type unansweredPost struct {
@@ -558,7 +558,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 		log.Error().Err(err).Msg("saving slack thread state")
 	}
 	// The next firing of this group is a new incident with a parent message of its own.
-	if err := n.store.Unclaim(ctx, ParentKey(th.GroupKey)); err != nil {
+	if err := n.store.Unclaim(ctx, parentKey(th.GroupKey)); err != nil {
 		log.Warn().Err(err).Msg("releasing the parent message claim")
 	}
 	// The parent already says resolved: the reply is retried only when Slack asks to come back

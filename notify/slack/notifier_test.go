@@ -100,7 +100,7 @@ func TestAGroupsLifeIsOneParentRepliesOnlyOnNewsAndAResolvedEdit(t *testing.T) {
 			t.Errorf("resolved parent lacks %q: %s", want, b)
 		}
 	}
-	if strings.Contains(b, ActionSilence) {
+	if strings.Contains(b, actionSilence) {
 		t.Error("resolved parent still has buttons")
 	}
 	posts = h.slack.Calls("chat.postMessage")
@@ -147,7 +147,7 @@ func TestAnUploadFailureIsCountedAndThePostStands(t *testing.T) {
 	if got := counterValue(h.m.Charts.WithLabelValues("failed")); got != 1 {
 		t.Errorf("charts failed = %v", got)
 	}
-	if got := counterValue(h.m.APICalls.WithLabelValues(MethodFileUpload, ResultError)); got != 1 {
+	if got := counterValue(h.m.APICalls.WithLabelValues(methodFileUpload, resultError)); got != 1 {
 		t.Errorf("files.upload errors = %v", got)
 	}
 }
@@ -171,10 +171,10 @@ func TestRateLimitedPostsAreRetriedAfterRetryAfter(t *testing.T) {
 		t.Fatalf("a 429 with Retry-After: 0: retry=%v err=%v, want a retry after 0s", retry, err)
 	}
 	notifyOK(t, retrying(h.n), firingNotification("g", item(playbooks.VerdictHealthy, "vllm-0")))
-	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultRateLimited)); got != 2 {
+	if got := counterValue(h.m.APICalls.WithLabelValues(methodPostMessage, resultRateLimited)); got != 2 {
 		t.Errorf("rate_limited = %v", got)
 	}
-	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultOK)); got != 1 {
+	if got := counterValue(h.m.APICalls.WithLabelValues(methodPostMessage, resultOK)); got != 1 {
 		t.Errorf("ok = %v", got)
 	}
 }
@@ -194,10 +194,10 @@ func TestFailuresMapToRetryOrNot(t *testing.T) {
 		wantRetry bool
 		result    string
 	}{
-		{"a 429 asking for longer than max_retry_after is handed back", fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, true, ResultRateLimited},
-		{"ok:false with an error is a permanent failure", fakeslack.Response{Body: map[string]any{"ok": false, "error": "channel_not_found"}}, false, ResultError},
-		{"ok:false without an error is still a failure", fakeslack.Response{Body: map[string]any{"ok": false}}, false, ResultError},
-		{"a 503 is worth a retry", fakeslack.Response{Status: 503, Body: "busy"}, true, ResultError},
+		{"a 429 asking for longer than max_retry_after is handed back", fakeslack.Response{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, true, resultRateLimited},
+		{"ok:false with an error is a permanent failure", fakeslack.Response{Body: map[string]any{"ok": false, "error": "channel_not_found"}}, false, resultError},
+		{"ok:false without an error is still a failure", fakeslack.Response{Body: map[string]any{"ok": false}}, false, resultError},
+		{"a 503 is worth a retry", fakeslack.Response{Status: 503, Body: "busy"}, true, resultError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,11 +207,11 @@ func TestFailuresMapToRetryOrNot(t *testing.T) {
 			if err == nil || retry != c.wantRetry {
 				t.Fatalf("retry=%v err=%v, want retry=%v and an error", retry, err, c.wantRetry)
 			}
-			if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, c.result)); got != 1 {
+			if got := counterValue(h.m.APICalls.WithLabelValues(methodPostMessage, c.result)); got != 1 {
 				t.Errorf("%s = %v", c.result, got)
 			}
 			// The claim was released, so a retry can create the parent.
-			if ok, _ := h.store.Claim(context.Background(), ParentKey("g"), time.Minute); !ok {
+			if ok, _ := h.store.Claim(context.Background(), parentKey("g"), time.Minute); !ok {
 				t.Error("parent claim still held after a failed post")
 			}
 		})
@@ -228,10 +228,10 @@ func TestAPIDeadlineIsATimeout(t *testing.T) {
 		return fakeslack.Response{Body: map[string]any{"ok": true, "ts": "1.1"}}
 	})
 	_, _, err := h.api.Post(context.Background(), "#c")
-	if !IsRetryable(err) {
+	if !isRetryable(err) {
 		t.Fatalf("err = %v, want a retryable timeout", err)
 	}
-	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultTimeout)); got != 1 {
+	if got := counterValue(h.m.APICalls.WithLabelValues(methodPostMessage, resultTimeout)); got != 1 {
 		t.Errorf("timeout = %v", got)
 	}
 }
@@ -602,7 +602,7 @@ func (s noList) List(ctx context.Context, prefix string) (map[string][]byte, err
 func TestRecentIncidentsComeFromAnIndexNotFromEveryRecord(t *testing.T) {
 	mem := store.NewMemory()
 	for i := range 500 { // old records nobody indexed: never read
-		_ = mem.Set(context.Background(), ThreadKey(fmt.Sprintf("old-%d", i)), []byte(`{"alertname":"Old"}`), time.Hour)
+		_ = mem.Set(context.Background(), threadKey(fmt.Sprintf("old-%d", i)), []byte(`{"alertname":"Old"}`), time.Hour)
 	}
 	h := newHarness(t, noList{Store: mem, t: t}, nil, "chat.postMessage", "chat.update")
 	for i := range maxRecent + 5 {
@@ -679,7 +679,7 @@ func TestARateLimitedResolutionReplyIsRetried(t *testing.T) {
 		}
 		t.Fatalf("want the parent, a rate-limited reply and its retry; got %d posts: %q", len(calls), texts)
 	}
-	if got := counterValue(h.m.APICalls.WithLabelValues(MethodPostMessage, ResultRateLimited)); got != 1 {
+	if got := counterValue(h.m.APICalls.WithLabelValues(methodPostMessage, resultRateLimited)); got != 1 {
 		t.Errorf("rate_limited = %v", got)
 	}
 }

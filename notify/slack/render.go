@@ -34,11 +34,11 @@ const (
 	maxEvidenceSections = 2
 )
 
-// ButtonValue is what a diagnosis button carries back to the interaction handler: the alert's
+// buttonValue is what a diagnosis button carries back to the interaction handler: the alert's
 // labels (or the triage scope), so the click needs no state on the server, and an HMAC that
 // binds them to the button's action under a server key: a click with a value the message did
 // not offer (crafted labels, another button's value) is refused.
-type ButtonValue struct {
+type buttonValue struct {
 	Labels map[string]string `json:"l"`
 	Sig    string            `json:"s,omitempty"`
 }
@@ -46,9 +46,9 @@ type ButtonValue struct {
 // errButtonSignature is a button value whose signature does not match.
 var errButtonSignature = errors.New("button value: signature does not match (not a value this responder offered)")
 
-// ButtonKey is the server key that signs button values: derived from the signing secret (the
+// buttonKey is the server key that signs button values: derived from the signing secret (the
 // app token with Socket Mode), which every replica shares.
-func (c *Config) ButtonKey() []byte {
+func (c *Config) buttonKey() []byte {
 	m := hmac.New(sha256.New, []byte(cmp.Or(c.SigningSecret.Reveal(), c.AppToken.Reveal(), c.BotToken.Reveal())))
 	m.Write([]byte("vllm-responder button value v1"))
 	return m.Sum(nil)
@@ -63,9 +63,9 @@ func buttonSig(key []byte, action string, labels map[string]string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// EncodeButtonValue returns the signed value of the button for action, and false when it does
+// encodeButtonValue returns the signed value of the button for action, and false when it does
 // not fit Slack's limit.
-func EncodeButtonValue(key []byte, action string, v ButtonValue) (string, bool) {
+func encodeButtonValue(key []byte, action string, v buttonValue) (string, bool) {
 	v.Sig = buttonSig(key, action, v.Labels)
 	b, err := json.Marshal(v)
 	if err != nil || len(b) > maxButtonValue {
@@ -74,20 +74,20 @@ func EncodeButtonValue(key []byte, action string, v ButtonValue) (string, bool) 
 	return string(b), true
 }
 
-// DecodeButtonValue parses the value of a click on action and checks its signature.
-func DecodeButtonValue(key []byte, action, s string) (ButtonValue, error) {
-	var v ButtonValue
+// decodeButtonValue parses the value of a click on action and checks its signature.
+func decodeButtonValue(key []byte, action, s string) (buttonValue, error) {
+	var v buttonValue
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return v, fmt.Errorf("button value: %w", err)
 	}
 	if !hmac.Equal([]byte(v.Sig), []byte(buttonSig(key, action, v.Labels))) {
-		return ButtonValue{}, errButtonSignature
+		return buttonValue{}, errButtonSignature
 	}
 	return v, nil
 }
 
-// RenderOptions says which parts of a diagnosis message are shown.
-type RenderOptions struct {
+// renderOptions says which parts of a diagnosis message are shown.
+type renderOptions struct {
 	// Buttons shows Re-run triage and Silence (the app receives interactions).
 	Buttons bool
 	// Capture shows Capture profile when the diagnosis offers it (a capturer is configured).
@@ -258,10 +258,10 @@ func scopeText(scope map[string]string) string {
 	return strings.Join(parts, " · ")
 }
 
-// DiagnosisBlocks renders one diagnosis: verdict, summary, evidence, actions, scope and problems.
+// diagnosisBlocks renders one diagnosis: verdict, summary, evidence, actions, scope and problems.
 // It is used for alert messages (with links and buttons added by the caller) and for
 // on-demand triage answers.
-func DiagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
+func diagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
 	var blocks []slackgo.Block
 	title := cmp.Or(d.Title, d.Verdict)
 	head := fmt.Sprintf("%s *%s*  `%s`", cmp.Or(verdictEmoji[d.Verdict], ":mag:"), escape(title), escapeCode(d.Verdict))
@@ -348,7 +348,7 @@ func rerunLabel(d *playbooks.Diagnosis, now time.Time) string {
 	return "Re-run triage now (this was " + d.EvaluatedAt.UTC().Format("15:04") + " UTC)"
 }
 
-func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) slackgo.Block {
+func (n *Notifier) buttons(item notify.Item, now time.Time, opts renderOptions) slackgo.Block {
 	if !opts.Buttons {
 		return nil
 	}
@@ -356,8 +356,8 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 	if len(labels) == 0 && item.Diagnosis != nil {
 		labels = item.Diagnosis.Scope
 	}
-	key := n.cfg.ButtonKey()
-	if _, ok := EncodeButtonValue(key, ActionRerun, ButtonValue{Labels: labels}); !ok {
+	key := n.cfg.buttonKey()
+	if _, ok := encodeButtonValue(key, actionRerun, buttonValue{Labels: labels}); !ok {
 		return nil // labels too long for a button: no buttons at all
 	}
 	return buttonBlock(key, buttonScope{d: item.Diagnosis, labels: labels, now: now, alert: true,
@@ -366,7 +366,7 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts RenderOptions) 
 }
 
 // itemBlocks renders one alert with its diagnosis, links and buttons.
-func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts RenderOptions, withName bool) []slackgo.Block {
+func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts renderOptions, withName bool) []slackgo.Block {
 	var blocks []slackgo.Block
 	a := item.Alert
 	if withName {
@@ -374,7 +374,7 @@ func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts RenderOption
 	}
 	switch {
 	case item.Diagnosis != nil:
-		blocks = append(blocks, DiagnosisBlocks(item.Diagnosis)...)
+		blocks = append(blocks, diagnosisBlocks(item.Diagnosis)...)
 	case a.Status == notify.StatusResolved:
 		blocks = append(blocks, section(fmt.Sprintf(":large_green_circle: Resolved after %s", humanDuration(a.EndsAt.Sub(a.StartsAt)))))
 	default:
@@ -462,7 +462,7 @@ func capBlocks(blocks []slackgo.Block) []slackgo.Block {
 }
 
 // parentBlocks renders the group's first message: one diagnosis per alert, or a storm summary.
-func (n *Notifier) parentBlocks(nt *notify.Notification, opts RenderOptions) ([]slackgo.Block, string) {
+func (n *Notifier) parentBlocks(nt *notify.Notification, opts renderOptions) ([]slackgo.Block, string) {
 	now := nt.ReceivedAt
 	name := groupAlertname(nt)
 	if len(nt.Items) > n.cfg.StormThreshold {

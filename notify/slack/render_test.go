@@ -99,7 +99,7 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 			t.Errorf("storm message lacks %q:\n%s", want, raw)
 		}
 	}
-	if strings.Contains(string(raw), ActionSilence) {
+	if strings.Contains(string(raw), actionSilence) {
 		t.Error("storm message has per-alert buttons")
 	}
 	if !strings.Contains(text, "120 alerts") {
@@ -125,14 +125,14 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 	cases := []struct {
 		name    string
 		verdict string
-		opts    RenderOptions
+		opts    renderOptions
 		want    []string
 	}{
-		{"inconclusive with a capturer offers capture", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence, ActionCapture, ActionWrongVerdict}},
-		{"inconclusive without a capturer does not", playbooks.VerdictInconclusive, RenderOptions{Buttons: true, Silence: true}, []string{ActionRerun, ActionSilence, ActionWrongVerdict}},
-		{"a verdict without offer_profile has no capture button", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true, Silence: true, Capture: true}, []string{ActionRerun, ActionSilence, ActionWrongVerdict}},
-		{"no Alertmanager, no silence", playbooks.VerdictKVPreemption, RenderOptions{Buttons: true}, []string{ActionRerun, ActionWrongVerdict}},
-		{"no interactivity, no buttons", playbooks.VerdictInconclusive, RenderOptions{Silence: true, Capture: true}, nil},
+		{"inconclusive with a capturer offers capture", playbooks.VerdictInconclusive, renderOptions{Buttons: true, Silence: true, Capture: true}, []string{actionRerun, actionSilence, actionCapture, actionWrongVerdict}},
+		{"inconclusive without a capturer does not", playbooks.VerdictInconclusive, renderOptions{Buttons: true, Silence: true}, []string{actionRerun, actionSilence, actionWrongVerdict}},
+		{"a verdict without offer_profile has no capture button", playbooks.VerdictKVPreemption, renderOptions{Buttons: true, Silence: true, Capture: true}, []string{actionRerun, actionSilence, actionWrongVerdict}},
+		{"no Alertmanager, no silence", playbooks.VerdictKVPreemption, renderOptions{Buttons: true}, []string{actionRerun, actionWrongVerdict}},
+		{"no interactivity, no buttons", playbooks.VerdictInconclusive, renderOptions{Silence: true, Capture: true}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,17 +158,17 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 }
 
 func TestButtonValueRoundTripsTheAlertLabels(t *testing.T) {
-	key := testConfig("").ButtonKey()
-	in := ButtonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}}
-	s, ok := EncodeButtonValue(key, ActionSilence, in)
+	key := testConfig("").buttonKey()
+	in := buttonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}}
+	s, ok := encodeButtonValue(key, actionSilence, in)
 	if !ok {
 		t.Fatal("did not fit")
 	}
-	out, err := DecodeButtonValue(key, ActionSilence, s)
+	out, err := decodeButtonValue(key, actionSilence, s)
 	if err != nil || out.Labels["pod"] != "p-1" || out.Labels["alertname"] != "A" {
 		t.Errorf("got %+v, %v", out, err)
 	}
-	if _, ok := EncodeButtonValue(key, ActionSilence, ButtonValue{Labels: map[string]string{"x": strings.Repeat("y", 3000)}}); ok {
+	if _, ok := encodeButtonValue(key, actionSilence, buttonValue{Labels: map[string]string{"x": strings.Repeat("y", 3000)}}); ok {
 		t.Error("a value over 2000 bytes was accepted")
 	}
 }
@@ -177,18 +177,18 @@ func TestButtonValueRoundTripsTheAlertLabels(t *testing.T) {
 // was crafted (other labels, no signature, another button's value, another server's key) is
 // refused, so it cannot silence every critical alert or capture any pod.
 func TestButtonValuesNotOfferedByTheResponderAreRefused(t *testing.T) {
-	key := testConfig("").ButtonKey()
-	offered, _ := EncodeButtonValue(key, ActionRerun, ButtonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}})
+	key := testConfig("").buttonKey()
+	offered, _ := encodeButtonValue(key, actionRerun, buttonValue{Labels: map[string]string{"alertname": "A", "pod": "p-1"}})
 	other := testConfig("")
 	other.SigningSecret = "another-secret"
-	foreign, _ := EncodeButtonValue(other.ButtonKey(), ActionSilence, ButtonValue{Labels: map[string]string{"severity": "critical"}})
+	foreign, _ := encodeButtonValue(other.buttonKey(), actionSilence, buttonValue{Labels: map[string]string{"severity": "critical"}})
 	for name, c := range map[string]struct{ action, value string }{
-		"crafted labels, no signature":   {ActionSilence, `{"l":{"severity":"critical"}}`},
-		"labels changed after signing":   {ActionRerun, strings.Replace(offered, `"p-1"`, `"p-2"`, 1)},
-		"the re-run value on Capture":    {ActionCapture, offered},
-		"signed with another server key": {ActionSilence, foreign},
+		"crafted labels, no signature":   {actionSilence, `{"l":{"severity":"critical"}}`},
+		"labels changed after signing":   {actionRerun, strings.Replace(offered, `"p-1"`, `"p-2"`, 1)},
+		"the re-run value on Capture":    {actionCapture, offered},
+		"signed with another server key": {actionSilence, foreign},
 	} {
-		if _, err := DecodeButtonValue(key, c.action, c.value); err == nil {
+		if _, err := decodeButtonValue(key, c.action, c.value); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -225,10 +225,10 @@ func TestHumanDuration(t *testing.T) {
 func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	label := func(now time.Time) string {
-		for _, b := range h.n.itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, RenderOptions{Buttons: true}, false) {
+		for _, b := range h.n.itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, renderOptions{Buttons: true}, false) {
 			if ab, ok := b.(*slackgo.ActionBlock); ok {
 				for _, e := range ab.Elements.ElementSet {
-					if be := e.(*slackgo.ButtonBlockElement); be.ActionID == ActionRerun {
+					if be := e.(*slackgo.ButtonBlockElement); be.ActionID == actionRerun {
 						return be.Text.Text
 					}
 				}

@@ -61,7 +61,7 @@ func New(o Options) (*Slack, error) {
 	if o.Config == nil {
 		return nil, errors.New("slack: no config")
 	}
-	api := newAPI(o.Config, NewMetrics(o.Registerer), o.Logger, nil)
+	api := newAPI(o.Config, newMetrics(o.Registerer), o.Logger, nil)
 	if p, ok := o.Store.(store.Pacer); ok {
 		api.sharePacing(p) // post_interval across the replicas that share the store
 	}
@@ -80,7 +80,7 @@ func New(o Options) (*Slack, error) {
 // Without a way for Slack to reach the responder (no signing secret, no Socket Mode) it starts
 // nothing and returns nil handlers.
 func (s *Slack) Start(ctx context.Context, t Triager) (commands, interactions http.Handler, err error) {
-	if !s.o.Config.Interactive() {
+	if !s.o.Config.interactive() {
 		return nil, nil, nil
 	}
 	app, err := newApp(appOptions{Config: s.o.Config, API: s.api, Triager: t, Capturer: s.o.Capturer, Silencer: s.o.Silencer,

@@ -99,11 +99,11 @@ func TestSocketModeRoutesCommandsAndClicksLikeTheHTTPEndpoints(t *testing.T) {
 	}
 	e.slack.WaitCalls(t, "response", 1, 10*time.Second)
 
-	v, _ := EncodeButtonValue(e.cfg.ButtonKey(), ActionSilence, ButtonValue{Labels: alertLabels})
+	v, _ := encodeButtonValue(e.cfg.buttonKey(), actionSilence, buttonValue{Labels: alertLabels})
 	peer.send <- map[string]any{"type": "interactive", "envelope_id": "env-click", "payload": map[string]any{
 		"type": "block_actions", "user": map[string]any{"id": "U1", "name": "alice"}, "channel": map[string]any{"id": "C0INCIDENT"},
 		"message": map[string]any{"ts": "1700000000.000001"},
-		"actions": []map[string]any{{"action_id": ActionSilence, "block_id": "b", "type": "button", "value": v}}}}
+		"actions": []map[string]any{{"action_id": actionSilence, "block_id": "b", "type": "button", "value": v}}}}
 	peer.waitAck(t, "env-click")
 	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
 	if !strings.Contains(post.Form.Get("text"), "silenced `VLLMKVCacheNearFull`") {

@@ -15,9 +15,9 @@ import (
 // maxSlowestShown bounds the requests listed in one thread reply.
 const maxSlowestShown = 10
 
-// SlowestBlocks renders the slowest traced requests compactly, one line each with its trace
+// slowestBlocks renders the slowest traced requests compactly, one line each with its trace
 // link; nil when the diagnosis has no trace report.
-func SlowestBlocks(r *traces.Report) []slackgo.Block {
+func slowestBlocks(r *traces.Report) []slackgo.Block {
 	if r == nil {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (n *Notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *Thre
 		if len(items) > 1 {
 			blocks = append(blocks, section(fmt.Sprintf("*%s* %s", escape(it.Alert.Labels["alertname"]), scopeText(pick(it.Alert.Labels, scopeOrder...)))))
 		}
-		blocks = append(blocks, SlowestBlocks(it.Diagnosis.SlowestRequests)...)
+		blocks = append(blocks, slowestBlocks(it.Diagnosis.SlowestRequests)...)
 	}
 	if len(blocks) == 0 || len(items) > n.cfg.StormThreshold {
 		return

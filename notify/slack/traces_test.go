@@ -60,7 +60,7 @@ func TestSlowestRequestsRenderAsTheirGoldenBlocks(t *testing.T) {
 	none.Summary = traces.Summarize(none, nil)
 	for name, r := range map[string]*traces.Report{"slowest-requests": slowestReport(), "slowest-requests-jaeger-down": down, "slowest-requests-none": none} {
 		t.Run(name, func(t *testing.T) {
-			blocks := SlowestBlocks(r)
+			blocks := slowestBlocks(r)
 			checkLimits(t, blocks)
 			out, err := json.MarshalIndent(blocks, "", "  ")
 			if err != nil {

@@ -28,7 +28,7 @@ func (a *App) correctVerdict(ctx context.Context, log zerolog.Logger, c click) {
 		a.tell(ctx, log, c, ":no_entry: Verdict corrections are not available on this responder.")
 		return
 	}
-	id, chosen, err := DecodeCorrection(value)
+	id, chosen, err := decodeCorrection(value)
 	if err != nil {
 		log.Warn().Str("value", value).Msg("unreadable wrong-verdict choice")
 		a.tell(ctx, log, c, ":no_entry: "+err.Error()+".")
@@ -36,7 +36,7 @@ func (a *App) correctVerdict(ctx context.Context, log zerolog.Logger, c click) {
 	}
 	rec, err := a.records.LoadRecord(ctx, id)
 	if err != nil {
-		if !errors.Is(err, ErrRecordGone) && !errors.Is(err, ErrBadCorrection) {
+		if !errors.Is(err, errRecordGone) && !errors.Is(err, errBadCorrection) {
 			log.Error().Err(err).Msg("loading the diagnosis record")
 		}
 		a.tell(ctx, log, c, ":x: No fixture: "+oneLine(err))

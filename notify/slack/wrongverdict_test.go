@@ -73,7 +73,7 @@ func postDiagnosis(t *testing.T, e *env, n *Notifier, set *playbooks.Set, labels
 		els, _ := b["elements"].([]any)
 		for _, el := range els {
 			em, _ := el.(map[string]any)
-			if em["type"] != "static_select" || em["action_id"] != ActionWrongVerdict {
+			if em["type"] != "static_select" || em["action_id"] != actionWrongVerdict {
 				continue
 			}
 			opts, _ := em["options"].([]any)
@@ -102,7 +102,7 @@ func (e *env) choose(t *testing.T, value, user string) {
 		"channel":      map[string]any{"id": "C0INCIDENT"},
 		"message":      map[string]any{"ts": "1700000000.000001"},
 		"response_url": e.slack.ResponseURL("choice"),
-		"actions": []map[string]any{{"action_id": ActionWrongVerdict, "block_id": "b", "type": "static_select",
+		"actions": []map[string]any{{"action_id": actionWrongVerdict, "block_id": "b", "type": "static_select",
 			"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": "x"}, "value": value}}},
 	})
 	body := url.Values{"payload": {string(payload)}}.Encode()
@@ -261,7 +261,7 @@ func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *
 	e.command(t, "triage llama vllm-0", "U1")
 	raw := string(e.slack.WaitCalls(t, "response", 1, 10*time.Second)[0].Body)
 	i := strings.Index(raw, `|healthy"`)
-	if !strings.Contains(raw, `"action_id":"`+ActionWrongVerdict+`"`) || i < 32 {
+	if !strings.Contains(raw, `"action_id":"`+actionWrongVerdict+`"`) || i < 32 {
 		t.Fatalf("the on-demand diagnosis has no Wrong verdict? select: %s", raw)
 	}
 	e.choose(t, raw[i-32:i]+"|healthy", "U1")
