@@ -69,22 +69,22 @@ var retryableSlackErrors = map[string]bool{
 	"request_timeout": true,
 }
 
-// API is the Slack Web API as the responder uses it: every call has a deadline, counts in the
+// webAPI is the Slack Web API as the responder uses it: every call has a deadline, counts in the
 // metrics by method and result, treats `ok: false` as the error it is, says whether a failure
 // is worth a retry and how long Slack asked to wait (it never retries itself: notify.Retry
 // does), and posts to one channel at most once per post_interval (across replicas with
-// a store.Pacer). Notifier and the Slack app handlers share one.
-type API struct {
+// a store.Pacer). The notifier and the Slack app handlers share one.
+type webAPI struct {
 	client  *slackgo.Client
 	http    *http.Client
 	cfg     *Config
-	metrics *Metrics
+	metrics *metrics
 	log     zerolog.Logger
 	pace    *pacer
 }
 
 // newAPI builds the Slack client from cfg (SetDefaults and Validate first). httpClient may be nil.
-func newAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client) *API {
+func newAPI(cfg *Config, m *metrics, log zerolog.Logger, httpClient *http.Client) *webAPI {
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
@@ -102,7 +102,7 @@ func newAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 	if m == nil {
 		m = newMetrics(nil)
 	}
-	return &API{
+	return &webAPI{
 		client:  slackgo.New(cfg.BotToken.Reveal(), opts...),
 		http:    httpClient,
 		cfg:     cfg,
@@ -113,13 +113,13 @@ func newAPI(cfg *Config, m *Metrics, log zerolog.Logger, httpClient *http.Client
 }
 
 // Client returns the underlying slack-go client (Socket Mode needs it).
-func (a *API) Client() *slackgo.Client { return a.client }
+func (a *webAPI) Client() *slackgo.Client { return a.client }
 
 // Metrics returns the metrics the API counts in.
-func (a *API) Metrics() *Metrics { return a.metrics }
+func (a *webAPI) Metrics() *metrics { return a.metrics }
 
 // call runs fn once with a deadline, pacing (when channel is set) and metrics.
-func (a *API) call(ctx context.Context, method, channel string, fn func(ctx context.Context) error) error {
+func (a *webAPI) call(ctx context.Context, method, channel string, fn func(ctx context.Context) error) error {
 	if channel != "" {
 		if err := a.pace.wait(ctx, channel); err != nil {
 			return &retryableError{Err: fmt.Errorf("%s: waiting for the channel's pace: %w", method, err)}
@@ -181,7 +181,7 @@ func classify(err error, timedOut bool) (result string, retryAfter time.Duration
 var errNotOK = errors.New("slack answered ok: false")
 
 // Post posts a message and returns the channel id and the message's timestamp.
-func (a *API) Post(ctx context.Context, channel string, opts ...slackgo.MsgOption) (channelID, ts string, err error) {
+func (a *webAPI) Post(ctx context.Context, channel string, opts ...slackgo.MsgOption) (channelID, ts string, err error) {
 	err = a.call(ctx, methodPostMessage, channel, func(ctx context.Context) error {
 		var e error
 		channelID, ts, e = a.client.PostMessageContext(ctx, channel, opts...)
@@ -195,7 +195,7 @@ func (a *API) Post(ctx context.Context, channel string, opts ...slackgo.MsgOptio
 
 // History lists the channel's messages since oldest (a Slack timestamp), with their metadata,
 // newest first: at most one page of 100.
-func (a *API) History(ctx context.Context, channelID, oldest string) ([]slackgo.Message, error) {
+func (a *webAPI) History(ctx context.Context, channelID, oldest string) ([]slackgo.Message, error) {
 	var msgs []slackgo.Message
 	err := a.call(ctx, methodHistory, "", func(ctx context.Context) error {
 		resp, e := a.client.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
@@ -209,7 +209,7 @@ func (a *API) History(ctx context.Context, channelID, oldest string) ([]slackgo.
 }
 
 // Update edits a message.
-func (a *API) Update(ctx context.Context, channel, ts string, opts ...slackgo.MsgOption) error {
+func (a *webAPI) Update(ctx context.Context, channel, ts string, opts ...slackgo.MsgOption) error {
 	return a.call(ctx, methodUpdate, channel, func(ctx context.Context) error {
 		_, gotTS, _, e := a.client.UpdateMessageContext(ctx, channel, ts, opts...)
 		if e == nil && gotTS == "" {
@@ -220,7 +220,7 @@ func (a *API) Update(ctx context.Context, channel, ts string, opts ...slackgo.Ms
 }
 
 // Ephemeral posts a message only user sees.
-func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slackgo.MsgOption) error {
+func (a *webAPI) Ephemeral(ctx context.Context, channel, user string, opts ...slackgo.MsgOption) error {
 	return a.call(ctx, methodPostEphemeral, channel, func(ctx context.Context) error {
 		_, e := a.client.PostEphemeralContext(ctx, channel, user, opts...)
 		return e
@@ -229,7 +229,7 @@ func (a *API) Ephemeral(ctx context.Context, channel, user string, opts ...slack
 
 // Upload uploads a file (files upload v2: get URL, upload, complete) into a channel or thread.
 // Its callers do not retry it: the body is a stream sent once.
-func (a *API) Upload(ctx context.Context, p slackgo.UploadFileParameters) error {
+func (a *webAPI) Upload(ctx context.Context, p slackgo.UploadFileParameters) error {
 	return a.call(ctx, methodFileUpload, "", func(ctx context.Context) error {
 		_, e := a.client.UploadFileContext(ctx, p)
 		return e
@@ -242,7 +242,7 @@ const slackResponseHost = "hooks.slack.com"
 // checkResponseURL admits only Slack's response_urls (https://hooks.slack.com/...), those on
 // api_url's host, and those on response_url_hosts: the URL comes in the request, and the
 // responder must not be made to post to any other host.
-func (a *API) checkResponseURL(raw string) error {
+func (a *webAPI) checkResponseURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return errors.New("response_url is not an http(s) URL")
@@ -264,7 +264,7 @@ func (a *API) checkResponseURL(raw string) error {
 }
 
 // Respond posts to an interaction's or command's response_url.
-func (a *API) Respond(ctx context.Context, responseURL string, msg *slackgo.WebhookMessage) error {
+func (a *webAPI) Respond(ctx context.Context, responseURL string, msg *slackgo.WebhookMessage) error {
 	if err := a.checkResponseURL(responseURL); err != nil {
 		return fmt.Errorf("%s: %w", methodResponseURL, err)
 	}
@@ -274,7 +274,7 @@ func (a *API) Respond(ctx context.Context, responseURL string, msg *slackgo.Webh
 }
 
 // UsergroupMembers lists the user ids in a user group.
-func (a *API) UsergroupMembers(ctx context.Context, group string) ([]string, error) {
+func (a *webAPI) UsergroupMembers(ctx context.Context, group string) ([]string, error) {
 	var members []string
 	err := a.call(ctx, methodUsergroups, "", func(ctx context.Context) error {
 		var e error

@@ -51,14 +51,14 @@ type Silencer interface {
 	URL(id string) string
 }
 
-// Incidents lists recent incidents; *Notifier implements it.
-type Incidents interface {
-	RecentIncidents(ctx context.Context, limit int) ([]Incident, error)
+// incidentLister lists recent incidents; *notifier implements it.
+type incidentLister interface {
+	RecentIncidents(ctx context.Context, limit int) ([]incident, error)
 }
 
-// Records keeps and finds what a diagnosis was decided from, for the Wrong verdict? select;
-// *Notifier implements it.
-type Records interface {
+// recordKeeper keeps and finds what a diagnosis was decided from, for the Wrong verdict? select;
+// *notifier implements it.
+type recordKeeper interface {
 	KeepRecord(ctx context.Context, d *playbooks.Diagnosis)
 	LoadRecord(ctx context.Context, id string) (*playbooks.Record, error)
 }
@@ -66,13 +66,13 @@ type Records interface {
 // appOptions are what newApp needs. Config, API and Triager are required; the rest may be nil.
 type appOptions struct {
 	Config    *Config
-	API       *API
+	API       *webAPI
 	Triager   Triager
 	Capturer  Capturer
 	Silencer  Silencer
-	Incidents Incidents
+	Incidents incidentLister
 	// Records, when set, gives on-demand diagnoses the Wrong verdict? select and answers it.
-	Records Records
+	Records recordKeeper
 	Logger  zerolog.Logger
 	// WorkTimeout bounds the work behind one command or click (default 2m).
 	WorkTimeout time.Duration
@@ -83,16 +83,16 @@ type appOptions struct {
 	Now func() time.Time
 }
 
-// App is the Slack app's request handling, shared by the HTTP endpoints and Socket Mode.
-type App struct {
+// app is the Slack app's request handling, shared by the HTTP endpoints and Socket Mode.
+type app struct {
 	cfg     *Config
-	api     *API
-	metrics *Metrics
+	api     *webAPI
+	metrics *metrics
 	triager Triager
 	capture Capturer
 	silence Silencer
-	inc     Incidents
-	records Records
+	inc     incidentLister
+	records recordKeeper
 	log     zerolog.Logger
 	timeout time.Duration
 	maxCapt time.Duration
@@ -107,7 +107,7 @@ type App struct {
 }
 
 // newApp returns the app. Call Close on shutdown.
-func newApp(o appOptions) (*App, error) {
+func newApp(o appOptions) (*app, error) {
 	switch {
 	case o.Config == nil:
 		return nil, errors.New("slack app: no config")
@@ -117,7 +117,7 @@ func newApp(o appOptions) (*App, error) {
 		return nil, errors.New("slack app: no triager")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &App{
+	a := &app{
 		cfg: o.Config, api: o.API, metrics: o.API.Metrics(), triager: o.Triager, capture: o.Capturer,
 		silence: o.Silencer, inc: o.Incidents, records: o.Records, log: o.Logger,
 		timeout: cmp.Or(o.WorkTimeout, 2*time.Minute), now: o.Now,
@@ -136,7 +136,7 @@ func newApp(o appOptions) (*App, error) {
 }
 
 // Close cancels the work in flight and waits for it, until ctx ends.
-func (a *App) Close(ctx context.Context) error {
+func (a *app) Close(ctx context.Context) error {
 	a.cancel()
 	done := make(chan struct{})
 	go func() { a.wg.Wait(); close(done) }()
@@ -149,10 +149,10 @@ func (a *App) Close(ctx context.Context) error {
 }
 
 // Wait waits for the work in flight to finish (tests).
-func (a *App) Wait() { a.wg.Wait() }
+func (a *app) Wait() { a.wg.Wait() }
 
 // goWork runs fn in the background under the app's context with the work deadline.
-func (a *App) goWork(what string, fn func(ctx context.Context)) {
+func (a *app) goWork(what string, fn func(ctx context.Context)) {
 	a.wg.Go(func() {
 		ctx, cancel := context.WithTimeoutCause(a.ctx, a.timeout, fmt.Errorf("%s took longer than %s", what, a.timeout))
 		defer cancel()
@@ -183,7 +183,7 @@ const maxBody = 1 << 20
 // verify reads the body and checks Slack's signature (v0 HMAC-SHA256 of "v0:timestamp:body" with
 // the signing secret, within five minutes, compared in constant time). It answers the request
 // itself when the check fails.
-func (a *App) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (a *app) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	reject := func(status int, reason, msg string) ([]byte, bool) {
 		a.metrics.SignatureInvalid.WithLabelValues(reason).Inc()
 		a.log.Warn().Str("reason", reason).Str("remote_addr", r.RemoteAddr).Str("path", r.URL.Path).Msg("slack request rejected")
@@ -217,7 +217,7 @@ func (a *App) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 // CommandsHandler serves POST /slack/commands.
-func (a *App) CommandsHandler() http.Handler {
+func (a *app) CommandsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -239,7 +239,7 @@ func (a *App) CommandsHandler() http.Handler {
 }
 
 // InteractionsHandler serves POST /slack/interactions.
-func (a *App) InteractionsHandler() http.Handler {
+func (a *app) InteractionsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -271,7 +271,7 @@ func ephemeral(text string) *slackgo.Msg {
 
 // HandleCommand answers a /vllm command at once (well inside Slack's 3 seconds) and starts the
 // work whose result follows through response_url (the subcommandTable's entry).
-func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
+func (a *app) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
 	c, err := parseCommand(cmd.Text)
 	log := a.log.With().Str("user_id", cmd.UserID).Str("channel_id", cmd.ChannelID).Logger()
 	if err != nil {
@@ -285,12 +285,12 @@ func (a *App) HandleCommand(cmd slackgo.SlashCommand) *slackgo.Msg {
 	return s.start(a, log, cmd, c)
 }
 
-func (a *App) startTriage(log zerolog.Logger, cmd slackgo.SlashCommand, c Command) *slackgo.Msg {
+func (a *app) startTriage(log zerolog.Logger, cmd slackgo.SlashCommand, c command) *slackgo.Msg {
 	a.goWork("triage", func(ctx context.Context) { a.runTriage(ctx, log, cmd, c) })
 	return ephemeral(fmt.Sprintf(":mag: Running triage for %s…", scopeWords(c.Labels())))
 }
 
-func (a *App) startProfile(log zerolog.Logger, cmd slackgo.SlashCommand, c Command) *slackgo.Msg {
+func (a *app) startProfile(log zerolog.Logger, cmd slackgo.SlashCommand, c command) *slackgo.Msg {
 	if a.capture == nil {
 		return ephemeral(":no_entry: Profile capture is not configured on this responder.")
 	}
@@ -302,7 +302,7 @@ func (a *App) startProfile(log zerolog.Logger, cmd slackgo.SlashCommand, c Comma
 	return ephemeral(fmt.Sprintf(":hourglass_flowing_sand: Asking for a profile of pod `%s`…", c.Pod))
 }
 
-func (a *App) startStatus(log zerolog.Logger, cmd slackgo.SlashCommand, _ Command) *slackgo.Msg {
+func (a *app) startStatus(log zerolog.Logger, cmd slackgo.SlashCommand, _ command) *slackgo.Msg {
 	a.goWork("status", func(ctx context.Context) { a.runStatus(ctx, log, cmd) })
 	return ephemeral(":hourglass_flowing_sand: Gathering status…")
 }
@@ -322,7 +322,7 @@ func scopeWords(l map[string]string) string {
 }
 
 // respond posts to a response_url, logging a failure (there is no one else to tell).
-func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL string, msg *slackgo.WebhookMessage) {
+func (a *app) respond(ctx context.Context, log zerolog.Logger, responseURL string, msg *slackgo.WebhookMessage) {
 	if responseURL == "" {
 		log.Warn().Msg("no response_url to answer on")
 		return
@@ -332,7 +332,7 @@ func (a *App) respond(ctx context.Context, log zerolog.Logger, responseURL strin
 	}
 }
 
-func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c Command) {
+func (a *app) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c command) {
 	d, err := a.triager.Triage(ctx, c.Labels())
 	if err != nil {
 		log.Error().Err(err).Msg("on-demand triage failed")
@@ -351,7 +351,7 @@ func (a *App) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.Sla
 
 // diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one, and the
 // Wrong verdict? select when its record could be kept.
-func (a *App) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slackgo.Block {
+func (a *app) diagnosisButtons(ctx context.Context, d *playbooks.Diagnosis) slackgo.Block {
 	if a.records != nil {
 		a.records.KeepRecord(ctx, d)
 	} else {
@@ -387,7 +387,7 @@ func requestedBy(userID, userName string) string {
 	return "slack:" + userID
 }
 
-func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c Command) {
+func (a *app) runProfile(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c command) {
 	reply := func(text string, inChannel bool) {
 		rt := slackgo.ResponseTypeEphemeral
 		if inChannel {
@@ -414,7 +414,7 @@ func (a *App) runProfile(ctx context.Context, log zerolog.Logger, cmd slackgo.Sl
 	reply(fmt.Sprintf(":hourglass_flowing_sand: <@%s> started a profile capture of pod `%s`; the report follows here.\n%s", cmd.UserID, c.Pod, cost), true)
 }
 
-func (a *App) runStatus(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand) {
+func (a *app) runStatus(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand) {
 	var b strings.Builder
 	b.WriteString("*Profile captures running*\n")
 	switch {

@@ -88,10 +88,10 @@ func (f *fakeSilencer) URL(id string) string { return "http://am.example/#/silen
 
 type env struct {
 	slack    *fakeslack.Server
-	app      *App
+	app      *app
 	srv      *httptest.Server
 	cfg      *Config
-	m        *Metrics
+	m        *metrics
 	triager  *fakeTriager
 	capturer *fakeCapturer
 	silencer *fakeSilencer
@@ -356,8 +356,8 @@ func TestProfileCommand(t *testing.T) {
 
 type fakeIncidents struct{}
 
-func (fakeIncidents) RecentIncidents(context.Context, int) ([]Incident, error) {
-	return []Incident{{Alertname: "VLLMKVCacheNearFull", Status: "firing", StartedAt: time.Date(2025, 6, 1, 11, 50, 0, 0, time.UTC), Alerts: 2}}, nil
+func (fakeIncidents) RecentIncidents(context.Context, int) ([]incident, error) {
+	return []incident{{Alertname: "VLLMKVCacheNearFull", Status: "firing", StartedAt: time.Date(2025, 6, 1, 11, 50, 0, 0, time.UTC), Alerts: 2}}, nil
 }
 
 func TestStatusListsCapturesAndIncidents(t *testing.T) {

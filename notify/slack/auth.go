@@ -16,7 +16,7 @@ const groupCacheTTL = 5 * time.Minute
 // or anyone in an allowed channel. With all three lists empty everyone may.
 type authorizer struct {
 	cfg *Config
-	api *API
+	api *webAPI
 	now func() time.Time
 
 	mu     sync.Mutex
@@ -28,7 +28,7 @@ type groupEntry struct {
 	at      time.Time
 }
 
-func newAuthorizer(cfg *Config, api *API, now func() time.Time) *authorizer {
+func newAuthorizer(cfg *Config, api *webAPI, now func() time.Time) *authorizer {
 	return &authorizer{cfg: cfg, api: api, now: now, groups: map[string]groupEntry{}}
 }
 

@@ -35,7 +35,7 @@ type button struct {
 	// there; value is the button's signed value ("" when the labels do not fit).
 	element func(s buttonScope, value string) slackgo.BlockElement
 	// click runs the work behind a click (in the background, under the work deadline).
-	click func(a *App, ctx context.Context, log zerolog.Logger, c click)
+	click func(a *app, ctx context.Context, log zerolog.Logger, c click)
 }
 
 // buttonScope is what decides which buttons a diagnosis message shows.
@@ -57,21 +57,21 @@ type buttonScope struct {
 // buttonTable is the table (a function, not a variable: the clicks render buttons again).
 func buttonTable() []button {
 	return []button{
-		{action: actionRerun, metric: "rerun", signed: true, click: (*App).rerun,
+		{action: actionRerun, metric: "rerun", signed: true, click: (*app).rerun,
 			element: func(s buttonScope, value string) slackgo.BlockElement {
 				if !s.alert || s.d == nil || value == "" {
 					return nil
 				}
 				return slackgo.NewButtonBlockElement(actionRerun, value, plain(rerunLabel(s.d, s.now), 75))
 			}},
-		{action: actionSilence, metric: "silence", signed: true, click: (*App).silenceAlert,
+		{action: actionSilence, metric: "silence", signed: true, click: (*app).silenceAlert,
 			element: func(s buttonScope, value string) slackgo.BlockElement {
 				if !s.silence || value == "" {
 					return nil
 				}
 				return slackgo.NewButtonBlockElement(actionSilence, value, plain(cmp.Or(s.silenceLabel, "Silence"), 75))
 			}},
-		{action: actionCapture, metric: "capture", signed: true, click: (*App).captureFromButton,
+		{action: actionCapture, metric: "capture", signed: true, click: (*app).captureFromButton,
 			element: func(s buttonScope, value string) slackgo.BlockElement {
 				if !s.capture || s.d == nil || !s.d.OfferProfile || s.labels["pod"] == "" || value == "" {
 					return nil
@@ -83,7 +83,7 @@ func buttonTable() []button {
 				b.Confirm = captureConfirm(s.labels["pod"], s.silenceConfigured)
 				return b
 			}},
-		{action: actionWrongVerdict, metric: "wrong_verdict", click: (*App).correctVerdict,
+		{action: actionWrongVerdict, metric: "wrong_verdict", click: (*app).correctVerdict,
 			element: func(s buttonScope, _ string) slackgo.BlockElement {
 				if sel := wrongVerdictSelect(s.d); sel != nil {
 					return sel

@@ -33,7 +33,7 @@ var slackIDRe = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
 // responder says so and posts by name; it tries again after channelRetry.
 type channelRef struct {
 	cfg   *Config
-	api   *API
+	api   *webAPI
 	store store.Store
 	log   zerolog.Logger
 	now   func() time.Time
@@ -44,7 +44,7 @@ type channelRef struct {
 	retryAt   time.Time
 }
 
-func newChannelRef(cfg *Config, api *API, st store.Store, log zerolog.Logger, now func() time.Time) *channelRef {
+func newChannelRef(cfg *Config, api *webAPI, st store.Store, log zerolog.Logger, now func() time.Time) *channelRef {
 	return &channelRef{cfg: cfg, api: api, store: st, log: log, now: now}
 }
 
@@ -132,7 +132,7 @@ const maxChannelPages = 100
 // public and private channels the token can see); "" when none has that name. It needs the
 // channels:read scope, and groups:read for a private channel: without groups:read it looks among
 // the public channels.
-func (a *API) FindChannel(ctx context.Context, name string) (string, error) {
+func (a *webAPI) FindChannel(ctx context.Context, name string) (string, error) {
 	types := []string{"public_channel", "private_channel"}
 	cursor := ""
 	for range maxChannelPages {

@@ -21,7 +21,7 @@ const maxChartsPerMessage = 2
 
 // postCharts renders the declared charts of the first diagnosis that has any and uploads them
 // into the thread. A failure is logged and counted; it never fails the notification.
-func (n *Notifier) postCharts(ctx context.Context, log zerolog.Logger, th *Thread, items []notify.Item) {
+func (n *notifier) postCharts(ctx context.Context, log zerolog.Logger, th *thread, items []notify.Item) {
 	if n.prom == nil || !n.cfg.chartsEnabled() || len(items) > n.cfg.StormThreshold {
 		return
 	}
@@ -44,7 +44,7 @@ func (n *Notifier) postCharts(ctx context.Context, log zerolog.Logger, th *Threa
 	}
 }
 
-func (n *Notifier) postChart(ctx context.Context, th *Thread, it notify.Item, i int) error {
+func (n *notifier) postChart(ctx context.Context, th *thread, it notify.Item, i int) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ChartTimeout, errChartTimeout)
 	defer cancel()
 	spec := it.Diagnosis.Charts[i]

@@ -29,30 +29,30 @@ type subcommand struct {
 	// usage is its line of /vllm help, given the longest capture this responder allows.
 	usage func(maxCapture time.Duration) string
 	// parse checks the arguments after the name; anything it refuses is a *usageError.
-	parse func(args []string) (Command, error)
-	// args are the arguments as the user could type them again (Command.String); nil: none.
-	args func(c Command) []string
+	parse func(args []string) (command, error)
+	// args are the arguments as the user could type them again (command.String); nil: none.
+	args func(c command) []string
 	// start answers at once (well inside Slack's 3 seconds) and starts the work whose result
 	// follows through response_url.
-	start func(a *App, log zerolog.Logger, cmd slackgo.SlashCommand, c Command) *slackgo.Msg
+	start func(a *app, log zerolog.Logger, cmd slackgo.SlashCommand, c command) *slackgo.Msg
 }
 
 // subcommandTable lists the subcommands in the order /vllm help shows them.
 func subcommandTable() []subcommand {
 	return []subcommand{
-		{name: subTriage, parse: parseTriage, args: triageArgs, start: (*App).startTriage,
+		{name: subTriage, parse: parseTriage, args: triageArgs, start: (*app).startTriage,
 			usage: func(time.Duration) string {
 				return "`/vllm triage [model] [pod]`: run the on-demand triage (`-` for any model)"
 			}},
-		{name: subProfile, parse: parseProfile, args: profileArgs, start: (*App).startProfile,
+		{name: subProfile, parse: parseProfile, args: profileArgs, start: (*app).startProfile,
 			usage: func(maxCapture time.Duration) string {
 				return "`/vllm profile <pod> [duration]`: capture a bounded vLLM profile (duration like `10s`, at most `" +
 					model.Duration(maxCapture).String() + "`)"
 			}},
-		{name: subStatus, parse: parseNoArgs(subStatus), start: (*App).startStatus,
+		{name: subStatus, parse: parseNoArgs(subStatus), start: (*app).startStatus,
 			usage: func(time.Duration) string { return "`/vllm status`: captures running and recent incidents" }},
-		{name: subHelp, parse: func([]string) (Command, error) { return Command{Sub: subHelp}, nil },
-			start: func(a *App, _ zerolog.Logger, _ slackgo.SlashCommand, _ Command) *slackgo.Msg {
+		{name: subHelp, parse: func([]string) (command, error) { return command{Sub: subHelp}, nil },
+			start: func(a *app, _ zerolog.Logger, _ slackgo.SlashCommand, _ command) *slackgo.Msg {
 				return ephemeral(a.usage)
 			},
 			usage: func(time.Duration) string { return "`/vllm help`: this text" }},
@@ -105,9 +105,9 @@ var (
 	podRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)
 )
 
-// Command is a parsed /vllm command. Every field has been validated: it is safe to hand to a
+// command is a parsed /vllm command. Every field has been validated: it is safe to hand to a
 // playbook (which escapes it again) and to show back.
-type Command struct {
+type command struct {
 	Sub      string
 	Model    string // "" = any
 	Pod      string // "" = any (triage); required for profile
@@ -137,52 +137,52 @@ func validPod(s string) bool { return podRe.MatchString(s) }
 
 // parseCommand parses the text after /vllm. It never panics; anything it does not accept is a
 // *usageError saying what was wrong.
-func parseCommand(text string) (Command, error) {
+func parseCommand(text string) (command, error) {
 	if len(text) > maxCommandText {
-		return Command{}, usageErr("the command is too long (%d characters, at most %d)", len(text), maxCommandText)
+		return command{}, usageErr("the command is too long (%d characters, at most %d)", len(text), maxCommandText)
 	}
 	args := strings.Fields(text)
 	if len(args) == 0 {
-		return Command{Sub: subHelp}, nil
+		return command{Sub: subHelp}, nil
 	}
 	sub := strings.ToLower(args[0])
 	s, ok := findSubcommand(sub)
 	if !ok {
-		return Command{}, usageErr("unknown subcommand %s", quote(sub))
+		return command{}, usageErr("unknown subcommand %s", quote(sub))
 	}
 	return s.parse(args[1:])
 }
 
-func parseNoArgs(name string) func([]string) (Command, error) {
-	return func(args []string) (Command, error) {
+func parseNoArgs(name string) func([]string) (command, error) {
+	return func(args []string) (command, error) {
 		if len(args) > 0 {
-			return Command{}, usageErr("`%s` takes no arguments", name)
+			return command{}, usageErr("`%s` takes no arguments", name)
 		}
-		return Command{Sub: name}, nil
+		return command{Sub: name}, nil
 	}
 }
 
-func parseTriage(args []string) (Command, error) {
+func parseTriage(args []string) (command, error) {
 	if len(args) > 2 {
-		return Command{}, usageErr("`triage` takes at most a model and a pod")
+		return command{}, usageErr("`triage` takes at most a model and a pod")
 	}
-	c := Command{Sub: subTriage}
+	c := command{Sub: subTriage}
 	if len(args) >= 1 && args[0] != "-" {
 		if !validModel(args[0]) {
-			return Command{}, usageErr("%s is not a model name I accept (letters, digits and . _ : / -, at most 128)", quote(args[0]))
+			return command{}, usageErr("%s is not a model name I accept (letters, digits and . _ : / -, at most 128)", quote(args[0]))
 		}
 		c.Model = args[0]
 	}
 	if len(args) == 2 {
 		if !validPod(args[1]) {
-			return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[1]))
+			return command{}, usageErr("%s is not a Kubernetes pod name", quote(args[1]))
 		}
 		c.Pod = args[1]
 	}
 	return c, nil
 }
 
-func triageArgs(c Command) []string {
+func triageArgs(c command) []string {
 	var parts []string
 	if c.Model != "" || c.Pod != "" {
 		parts = append(parts, cmp.Or(c.Model, "-"))
@@ -193,25 +193,25 @@ func triageArgs(c Command) []string {
 	return parts
 }
 
-func parseProfile(args []string) (Command, error) {
+func parseProfile(args []string) (command, error) {
 	if len(args) == 0 || len(args) > 2 {
-		return Command{}, usageErr("`profile` takes a pod and an optional duration")
+		return command{}, usageErr("`profile` takes a pod and an optional duration")
 	}
 	if !validPod(args[0]) {
-		return Command{}, usageErr("%s is not a Kubernetes pod name", quote(args[0]))
+		return command{}, usageErr("%s is not a Kubernetes pod name", quote(args[0]))
 	}
-	c := Command{Sub: subProfile, Pod: args[0]}
+	c := command{Sub: subProfile, Pod: args[0]}
 	if len(args) == 2 {
 		d, err := parseDuration(args[1])
 		if err != nil {
-			return Command{}, err
+			return command{}, err
 		}
 		c.Duration = d
 	}
 	return c, nil
 }
 
-func profileArgs(c Command) []string {
+func profileArgs(c command) []string {
 	parts := []string{c.Pod}
 	if c.Duration > 0 {
 		parts = append(parts, c.Duration.String())
@@ -255,7 +255,7 @@ func quote(s string) string {
 }
 
 // String is the command as the user could type it again.
-func (c Command) String() string {
+func (c command) String() string {
 	parts := []string{c.Sub}
 	if s, ok := findSubcommand(c.Sub); ok && s.args != nil {
 		parts = append(parts, s.args(c)...)
@@ -264,7 +264,7 @@ func (c Command) String() string {
 }
 
 // Labels is the triage scope as alert-like labels.
-func (c Command) Labels() map[string]string {
+func (c command) Labels() map[string]string {
 	l := map[string]string{}
 	if c.Model != "" {
 		l["model_name"] = c.Model

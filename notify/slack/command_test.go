@@ -9,31 +9,31 @@ import (
 func TestParseCommand(t *testing.T) {
 	cases := []struct {
 		text    string
-		want    Command
+		want    command
 		wantErr string
 	}{
-		{"", Command{Sub: subHelp}, ""},
-		{"help", Command{Sub: subHelp}, ""},
-		{"  TRIAGE  ", Command{Sub: subTriage}, ""},
-		{"triage meta-llama/Llama-3.1-8B-Instruct", Command{Sub: subTriage, Model: "meta-llama/Llama-3.1-8B-Instruct"}, ""},
-		{"triage qwen2.5:7b vllm-qwen-7d9f-abc12", Command{Sub: subTriage, Model: "qwen2.5:7b", Pod: "vllm-qwen-7d9f-abc12"}, ""},
-		{"triage - vllm-0", Command{Sub: subTriage, Pod: "vllm-0"}, ""},
-		{"profile vllm-0", Command{Sub: subProfile, Pod: "vllm-0"}, ""},
-		{"profile vllm-0 30s", Command{Sub: subProfile, Pod: "vllm-0", Duration: 30 * time.Second}, ""},
-		{"profile vllm-0 20", Command{Sub: subProfile, Pod: "vllm-0", Duration: 20 * time.Second}, ""},
-		{"status", Command{Sub: subStatus}, ""},
-		{`triage m"}[5m])`, Command{}, "not a model name"},
-		{`triage llama {pod=~".*"}`, Command{}, "not a Kubernetes pod name"},
-		{"triage a b c", Command{}, "takes at most"},
-		{"triage llama Vllm_0", Command{}, "not a Kubernetes pod name"},
-		{"triage &lt;script&gt;", Command{}, "not a model name"},
-		{"profile", Command{}, "takes a pod"},
-		{"profile vllm-0 forever", Command{}, "not a duration"},
-		{"profile vllm-0 1h", Command{}, "between 1s and 5m0s"},
-		{"profile vllm-0 -5s", Command{}, "between"},
-		{"status now", Command{}, "takes no arguments"},
-		{"rm -rf /", Command{}, "unknown subcommand `rm`"},
-		{strings.Repeat("a", 600), Command{}, "too long"},
+		{"", command{Sub: subHelp}, ""},
+		{"help", command{Sub: subHelp}, ""},
+		{"  TRIAGE  ", command{Sub: subTriage}, ""},
+		{"triage meta-llama/Llama-3.1-8B-Instruct", command{Sub: subTriage, Model: "meta-llama/Llama-3.1-8B-Instruct"}, ""},
+		{"triage qwen2.5:7b vllm-qwen-7d9f-abc12", command{Sub: subTriage, Model: "qwen2.5:7b", Pod: "vllm-qwen-7d9f-abc12"}, ""},
+		{"triage - vllm-0", command{Sub: subTriage, Pod: "vllm-0"}, ""},
+		{"profile vllm-0", command{Sub: subProfile, Pod: "vllm-0"}, ""},
+		{"profile vllm-0 30s", command{Sub: subProfile, Pod: "vllm-0", Duration: 30 * time.Second}, ""},
+		{"profile vllm-0 20", command{Sub: subProfile, Pod: "vllm-0", Duration: 20 * time.Second}, ""},
+		{"status", command{Sub: subStatus}, ""},
+		{`triage m"}[5m])`, command{}, "not a model name"},
+		{`triage llama {pod=~".*"}`, command{}, "not a Kubernetes pod name"},
+		{"triage a b c", command{}, "takes at most"},
+		{"triage llama Vllm_0", command{}, "not a Kubernetes pod name"},
+		{"triage &lt;script&gt;", command{}, "not a model name"},
+		{"profile", command{}, "takes a pod"},
+		{"profile vllm-0 forever", command{}, "not a duration"},
+		{"profile vllm-0 1h", command{}, "between 1s and 5m0s"},
+		{"profile vllm-0 -5s", command{}, "between"},
+		{"status now", command{}, "takes no arguments"},
+		{"rm -rf /", command{}, "unknown subcommand `rm`"},
+		{strings.Repeat("a", 600), command{}, "too long"},
 	}
 	for _, c := range cases {
 		t.Run(c.text, func(t *testing.T) {

@@ -30,7 +30,7 @@ var (
 // "Wrong verdict?" select refers to it by. The id is a hash of the record, so a retried post
 // stores the same record once. Without a record (no evidence) or with the store down, RecordID
 // stays empty and the message has no select: the diagnosis is posted all the same.
-func (n *Notifier) KeepRecord(ctx context.Context, d *playbooks.Diagnosis) {
+func (n *notifier) KeepRecord(ctx context.Context, d *playbooks.Diagnosis) {
 	if d == nil || d.Record == nil || d.RecordID != "" {
 		return
 	}
@@ -49,14 +49,14 @@ func (n *Notifier) KeepRecord(ctx context.Context, d *playbooks.Diagnosis) {
 }
 
 // keepRecords keeps the record of every diagnosis of a notification before it is rendered.
-func (n *Notifier) keepRecords(ctx context.Context, nt *notify.Notification) {
+func (n *notifier) keepRecords(ctx context.Context, nt *notify.Notification) {
 	for _, it := range nt.Items {
 		n.KeepRecord(ctx, it.Diagnosis)
 	}
 }
 
 // LoadRecord returns the record a "Wrong verdict?" select refers to.
-func (n *Notifier) LoadRecord(ctx context.Context, id string) (*playbooks.Record, error) {
+func (n *notifier) LoadRecord(ctx context.Context, id string) (*playbooks.Record, error) {
 	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
 		return nil, errBadCorrection
 	}

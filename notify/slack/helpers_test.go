@@ -51,9 +51,9 @@ type harness struct {
 	slack *fakeslack.Server
 	cfg   *Config
 	store store.Store
-	api   *API
-	n     *Notifier
-	m     *Metrics
+	api   *webAPI
+	n     *notifier
+	m     *metrics
 }
 
 func newHarness(t *testing.T, st store.Store, prom RangeQuerier, allowed ...string) *harness {

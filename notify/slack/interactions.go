@@ -25,7 +25,7 @@ type click struct {
 
 // HandleInteraction starts the work behind a button click (the buttonTable's entry for its
 // action); the click itself is acknowledged by the caller at once.
-func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
+func (a *app) HandleInteraction(cb slackgo.InteractionCallback) {
 	if cb.Type != slackgo.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		a.metrics.Interactions.WithLabelValues("unknown").Inc()
 		return
@@ -60,7 +60,7 @@ func (a *App) HandleInteraction(cb slackgo.InteractionCallback) {
 }
 
 // inThread posts a reply in the button's thread.
-func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ...slackgo.MsgOption) {
+func (a *app) inThread(ctx context.Context, log zerolog.Logger, c click, opts ...slackgo.MsgOption) {
 	opts = append(opts, slackgo.MsgOptionDisableLinkUnfurl())
 	if c.threadTS != "" {
 		opts = append(opts, slackgo.MsgOptionTS(c.threadTS))
@@ -74,7 +74,7 @@ func (a *App) inThread(ctx context.Context, log zerolog.Logger, c click, opts ..
 }
 
 // tell shows a message to the clicking user only.
-func (a *App) tell(ctx context.Context, log zerolog.Logger, c click, text string) {
+func (a *app) tell(ctx context.Context, log zerolog.Logger, c click, text string) {
 	opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
 	if c.threadTS != "" {
 		opts = append(opts, slackgo.MsgOptionTS(c.threadTS))
@@ -84,7 +84,7 @@ func (a *App) tell(ctx context.Context, log zerolog.Logger, c click, text string
 	}
 }
 
-func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
+func (a *app) rerun(ctx context.Context, log zerolog.Logger, c click) {
 	d, err := a.triager.Triage(ctx, c.labels)
 	if err != nil {
 		log.Error().Err(err).Msg("re-run triage failed")
@@ -99,7 +99,7 @@ func (a *App) rerun(ctx context.Context, log zerolog.Logger, c click) {
 	a.inThread(ctx, log, c, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText("Re-run: "+cmp.Or(d.Title, d.Verdict), false))
 }
 
-func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
+func (a *app) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
 	if a.silence == nil {
 		a.tell(ctx, log, c, ":no_entry: Silencing is not configured on this responder (alertmanager.url).")
 		return
@@ -123,7 +123,7 @@ func (a *App) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
 		c.userID, c.labels["alertname"], d, a.silence.URL(id), id), false))
 }
 
-func (a *App) captureFromButton(ctx context.Context, log zerolog.Logger, c click) {
+func (a *app) captureFromButton(ctx context.Context, log zerolog.Logger, c click) {
 	if a.capture == nil {
 		a.tell(ctx, log, c, ":no_entry: Profile capture is not configured on this responder.")
 		return

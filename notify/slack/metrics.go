@@ -30,8 +30,8 @@ var (
 	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
 )
 
-// Metrics are the Slack app's own series. Every series exists from the start, at zero.
-type Metrics struct {
+// metrics are the Slack app's own series. Every series exists from the start, at zero.
+type metrics struct {
 	APICalls         *prometheus.CounterVec
 	Commands         *prometheus.CounterVec
 	Interactions     *prometheus.CounterVec
@@ -46,8 +46,8 @@ type Metrics struct {
 }
 
 // newMetrics creates the series and registers them with reg (nil: not registered, for tests).
-func newMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
 		APICalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vllm_responder_slack_api_calls_total",
 			Help: "Slack API calls by method and result (ok, rate_limited, error, timeout).",

@@ -38,7 +38,7 @@ var errParentPending = errors.New("another replica is creating this group's Slac
 type notifierOptions struct {
 	Config *Config
 	Store  store.Store
-	API    *API
+	API    *webAPI
 	Logger zerolog.Logger
 	// Prometheus answers the charts' range queries; nil means no charts.
 	Prometheus RangeQuerier
@@ -50,11 +50,11 @@ type notifierOptions struct {
 	Now func() time.Time
 }
 
-// Notifier posts diagnoses to Slack. It implements notify.Notifier.
-type Notifier struct {
+// notifier posts diagnoses to Slack. It implements notify.Notifier.
+type notifier struct {
 	cfg   *Config
 	store store.Store
-	api   *API
+	api   *webAPI
 	log   zerolog.Logger
 	prom  RangeQuerier
 	opts  renderOptions
@@ -63,10 +63,10 @@ type Notifier struct {
 	channel *channelRef
 }
 
-var _ notify.Notifier = (*Notifier)(nil)
+var _ notify.Notifier = (*notifier)(nil)
 
-// newNotifier returns a Notifier. cfg must have had SetDefaults and Validate.
-func newNotifier(o notifierOptions) (*Notifier, error) {
+// newNotifier returns a notifier. cfg must have had SetDefaults and Validate.
+func newNotifier(o notifierOptions) (*notifier, error) {
 	switch {
 	case o.Config == nil:
 		return nil, errors.New("slack notifier: no config")
@@ -82,7 +82,7 @@ func newNotifier(o notifierOptions) (*Notifier, error) {
 		now = time.Now
 	}
 	log := o.Logger
-	return &Notifier{
+	return &notifier{
 		channel: newChannelRef(o.Config, o.API, o.Store, log, now),
 		cfg:     o.Config,
 		store:   o.Store,
@@ -99,8 +99,8 @@ func newNotifier(o notifierOptions) (*Notifier, error) {
 	}, nil
 }
 
-// Thread is what the store remembers of a group's Slack message.
-type Thread struct {
+// thread is what the store remembers of a group's Slack message.
+type thread struct {
 	GroupKey  string `json:"group_key"`
 	Channel   string `json:"channel"`
 	TS        string `json:"ts"`
@@ -131,12 +131,12 @@ func threadKey(groupKey string) string { return threadKeyPrefix + hashKey(groupK
 // parentKey is the store claim that lets one replica create a group's parent message.
 func parentKey(groupKey string) string { return parentKeyPrefix + hashKey(groupKey) }
 
-func (n *Notifier) loadThread(ctx context.Context, groupKey string) (*Thread, error) {
+func (n *notifier) loadThread(ctx context.Context, groupKey string) (*thread, error) {
 	b, ok, err := n.store.Get(ctx, threadKey(groupKey))
 	if err != nil || !ok {
 		return nil, err
 	}
-	var t Thread
+	var t thread
 	if err := json.Unmarshal(b, &t); err != nil {
 		n.log.Warn().Err(err).Str("group_key", groupKey).Msg("unreadable slack thread record; starting a new thread")
 		return nil, nil
@@ -144,7 +144,7 @@ func (n *Notifier) loadThread(ctx context.Context, groupKey string) (*Thread, er
 	return &t, nil
 }
 
-func (n *Notifier) saveThread(ctx context.Context, t *Thread) error {
+func (n *notifier) saveThread(ctx context.Context, t *thread) error {
 	t.UpdatedAt = n.now()
 	b, err := json.Marshal(t)
 	if err != nil {
@@ -166,15 +166,15 @@ const maxRecent = 100
 
 type recentEntry struct {
 	Group string `json:"group"` // hashKey of the group key
-	Incident
+	incident
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // index records t in the index of recent threads (newest first, at most maxRecent). Replicas
 // may race on it; the next save of a thread puts it back, and status is information only.
-func (n *Notifier) index(ctx context.Context, t *Thread) {
+func (n *notifier) index(ctx context.Context, t *thread) {
 	recent := n.loadRecent(ctx)
-	e := recentEntry{Group: hashKey(t.GroupKey), UpdatedAt: t.UpdatedAt, Incident: Incident{Alertname: t.Alertname, Status: t.Status,
+	e := recentEntry{Group: hashKey(t.GroupKey), UpdatedAt: t.UpdatedAt, incident: incident{Alertname: t.Alertname, Status: t.Status,
 		Channel: t.Channel, TS: t.TS, StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)}}
 	recent = slices.DeleteFunc(recent, func(r recentEntry) bool { return r.Group == e.Group })
 	recent = append(recent, e)
@@ -191,7 +191,7 @@ func (n *Notifier) index(ctx context.Context, t *Thread) {
 	}
 }
 
-func (n *Notifier) loadRecent(ctx context.Context) []recentEntry {
+func (n *notifier) loadRecent(ctx context.Context) []recentEntry {
 	b, ok, err := n.store.Get(ctx, recentKey)
 	if err != nil || !ok {
 		return nil
@@ -207,7 +207,7 @@ func (n *Notifier) loadRecent(ctx context.Context) []recentEntry {
 
 // Notify posts a group notification: a parent message the first time, a thread reply when
 // something changed, an edit of the parent and a reply when the group resolves.
-func (n *Notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, error) {
+func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, error) {
 	log := n.log.With().Str("group_key", nt.GroupKey).Str("status", nt.Status).Int("items", len(nt.Items)).Logger()
 	if n.opts.Buttons {
 		n.keepRecords(ctx, nt)
@@ -316,7 +316,7 @@ func firing(items []notify.Item) []notify.Item {
 
 // parentPending reports whether someone holds the claim to create the group's parent message
 // (it is held from before the post until the group resolves).
-func (n *Notifier) parentPending(ctx context.Context, groupKey string) bool {
+func (n *notifier) parentPending(ctx context.Context, groupKey string) bool {
 	_, ok, err := n.store.Get(ctx, parentKey(groupKey))
 	return err == nil && ok
 }
@@ -335,7 +335,7 @@ type unansweredPost struct {
 }
 
 // markUnanswered records that a parent post of the group timed out without an answer.
-func (n *Notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
+func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
 	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx)}
 	b, _ := json.Marshal(rec)
 	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(groupKey), b, time.Hour); err != nil {
@@ -347,7 +347,7 @@ func (n *Notifier) markUnanswered(ctx context.Context, log zerolog.Logger, group
 // channel's history (by its metadata): Slack may have carried it out and answered too late.
 // It returns the thread record of the post found, saved, or nil; marked says whether an
 // unanswered post was recorded.
-func (n *Notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item) (*Thread, bool) {
+func (n *notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item) (*thread, bool) {
 	key := unansweredKeyPrefix + hashKey(nt.GroupKey)
 	b, ok, err := n.store.Get(ctx, key)
 	if err != nil || !ok {
@@ -384,7 +384,7 @@ func (n *Notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *n
 	return nil, true
 }
 
-func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slackgo.Block, string) {
+func (n *notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slackgo.Block, string) {
 	view := *nt
 	view.Items = items
 	view.Status = notify.StatusFiring
@@ -392,7 +392,7 @@ func (n *Notifier) renderParent(nt *notify.Notification, items []notify.Item) ([
 }
 
 // postParent posts the group's first message and returns its thread record.
-func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*Thread, []slackgo.Block, error) {
+func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*thread, []slackgo.Block, error) {
 	blocks, text := n.renderParent(nt, items)
 	opts := []slackgo.MsgOption{slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()}
 	if nt.GroupKey != "" {
@@ -415,11 +415,11 @@ func (n *Notifier) postParent(ctx context.Context, nt *notify.Notification, item
 }
 
 // newThread is the thread record of a group's parent message.
-func (n *Notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slackgo.Block, text, ch, ts string) *Thread {
+func (n *notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slackgo.Block, text, ch, ts string) *thread {
 	view := *nt
 	view.Items = items
 	raw, _ := json.Marshal(blocks)
-	th := &Thread{
+	th := &thread{
 		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
 		Status: notify.StatusFiring, Verdicts: map[string]string{}, Starts: map[string]int64{},
 		StartedAt: earliestStart(items, nt.ReceivedAt), Blocks: raw, Text: text,
@@ -451,7 +451,7 @@ func earliestStart(items []notify.Item, fallback time.Time) time.Time {
 
 // followUp replies in an open thread when something changed, and marks the parent resolved when
 // the group resolved.
-func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *Thread) error {
+func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *thread) error {
 	if nt.Resolved() {
 		return n.resolve(ctx, log, nt, th)
 	}
@@ -535,7 +535,7 @@ func (n *Notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 }
 
 // resolve edits the parent to show the group resolved and for how long, and replies in the thread.
-func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *Thread) error {
+func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *thread) error {
 	end := nt.ReceivedAt
 	for _, it := range nt.Items {
 		if e := it.Alert.EndsAt; !e.IsZero() && e.After(th.StartedAt) && (end.IsZero() || e.After(end) || end.Equal(nt.ReceivedAt)) {
@@ -576,7 +576,7 @@ func (n *Notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 
 // resolvedParent is the parent message as it reads once resolved: a resolved header, no buttons,
 // and a line that says when and after how long.
-func resolvedParent(th *Thread, note string) []slackgo.Block {
+func resolvedParent(th *thread, note string) []slackgo.Block {
 	var old slackgo.Blocks
 	if len(th.Blocks) > 0 {
 		if err := json.Unmarshal(th.Blocks, &old); err != nil {
@@ -596,8 +596,8 @@ func resolvedParent(th *Thread, note string) []slackgo.Block {
 	return capBlocks(blocks)
 }
 
-// Incident is a group the Slack app posted recently (for `/vllm status`).
-type Incident struct {
+// incident is a group the Slack app posted recently (for `/vllm status`).
+type incident struct {
 	Alertname  string
 	Status     string
 	Channel    string
@@ -609,7 +609,7 @@ type Incident struct {
 
 // RecentIncidents lists the most recent threads, newest first, from their index (one record,
 // however many threads the store holds).
-func (n *Notifier) RecentIncidents(ctx context.Context, limit int) ([]Incident, error) {
+func (n *notifier) RecentIncidents(ctx context.Context, limit int) ([]incident, error) {
 	b, ok, err := n.store.Get(ctx, recentKey)
 	if err != nil || !ok {
 		return nil, err
@@ -619,10 +619,10 @@ func (n *Notifier) RecentIncidents(ctx context.Context, limit int) ([]Incident, 
 		return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
 	}
 	cutoff := n.now().Add(-n.cfg.ThreadTTL)
-	var out []Incident
+	var out []incident
 	for _, r := range recent {
 		if !r.UpdatedAt.Before(cutoff) {
-			out = append(out, r.Incident)
+			out = append(out, r.incident)
 		}
 	}
 	if limit > 0 && len(out) > limit {

@@ -35,7 +35,7 @@ func notifyOK(t *testing.T, n notify.Notifier, nt *notify.Notification) {
 
 // retrying wraps n in the retry loop, as the service does, under Slack's retry policy (with a
 // short backoff: the failures tests provoke clear at once).
-func retrying(n *Notifier) *notify.Retrying {
+func retrying(n *notifier) *notify.Retrying {
 	p := n.cfg.RetryPolicy()
 	p.Backoff = 20 * time.Millisecond
 	return &notify.Retrying{Notifier: n, Policy: p, Logger: n.log}

@@ -39,7 +39,7 @@ func newPacer(interval time.Duration, log zerolog.Logger) *pacer {
 
 // sharePacing makes post_interval hold across every replica that shares the store p: N replicas
 // then post to a channel no faster than one, instead of N times as fast.
-func (a *API) sharePacing(p store.Pacer) { a.pace.shared = p }
+func (a *webAPI) sharePacing(p store.Pacer) { a.pace.shared = p }
 
 // paceKeyPrefix names a channel's pace in the shared store.
 const paceKeyPrefix = "slack:pace:"

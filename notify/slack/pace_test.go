@@ -16,7 +16,7 @@ import (
 )
 
 // postAll posts n messages to one channel from each API at once and returns how long it took.
-func postAll(t *testing.T, apis []*API, n int) time.Duration {
+func postAll(t *testing.T, apis []*webAPI, n int) time.Duration {
 	t.Helper()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -43,7 +43,7 @@ func TestPacingIsSharedByReplicasThroughRedis(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	fs := fakeslack.New(t, "chat.postMessage")
 	prefix := fmt.Sprintf("pace-%d:", time.Now().UnixNano())
-	var apis []*API
+	var apis []*webAPI
 	for range 2 {
 		cfg := testConfig(fs.APIURL())
 		cfg.PostInterval = interval
@@ -78,7 +78,7 @@ func TestPacingFallsBackToTheReplicaWhenRedisIsDown(t *testing.T) {
 	cfg.PostInterval = interval
 	a := newAPI(cfg, nil, zerolog.New(zerolog.NewTestWriter(t)), nil)
 	a.sharePacing(st)
-	if took := postAll(t, []*API{a}, 3); took < 2*interval {
+	if took := postAll(t, []*webAPI{a}, 3); took < 2*interval {
 		t.Fatalf("3 posts took %s; pacing within the replica needs at least %s", took, 2*interval)
 	}
 	if got := len(fs.Calls("chat.postMessage")); got != 3 {

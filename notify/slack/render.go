@@ -302,7 +302,7 @@ func diagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
 }
 
 // alertWindow is the time range the links and the chart look at for one alert.
-func (n *Notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time.Time) {
+func (n *notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time.Time) {
 	from := a.StartsAt.Add(-n.cfg.TracesWindowBefore)
 	to := now
 	if !a.EndsAt.IsZero() && a.EndsAt.Before(now) && a.Status == notify.StatusResolved {
@@ -315,7 +315,7 @@ func (n *Notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time
 }
 
 // linksText is the row of links for one alert: where it fired, Grafana, runbook, traces.
-func (n *Notifier) linksText(a template.Alert, labels map[string]string, now time.Time) string {
+func (n *notifier) linksText(a template.Alert, labels map[string]string, now time.Time) string {
 	from, to := n.alertWindow(a, now)
 	data := newLinkData(labels, from, to)
 	var links []string
@@ -348,7 +348,7 @@ func rerunLabel(d *playbooks.Diagnosis, now time.Time) string {
 	return "Re-run triage now (this was " + d.EvaluatedAt.UTC().Format("15:04") + " UTC)"
 }
 
-func (n *Notifier) buttons(item notify.Item, now time.Time, opts renderOptions) slackgo.Block {
+func (n *notifier) buttons(item notify.Item, now time.Time, opts renderOptions) slackgo.Block {
 	if !opts.Buttons {
 		return nil
 	}
@@ -366,7 +366,7 @@ func (n *Notifier) buttons(item notify.Item, now time.Time, opts renderOptions) 
 }
 
 // itemBlocks renders one alert with its diagnosis, links and buttons.
-func (n *Notifier) itemBlocks(item notify.Item, now time.Time, opts renderOptions, withName bool) []slackgo.Block {
+func (n *notifier) itemBlocks(item notify.Item, now time.Time, opts renderOptions, withName bool) []slackgo.Block {
 	var blocks []slackgo.Block
 	a := item.Alert
 	if withName {
@@ -462,7 +462,7 @@ func capBlocks(blocks []slackgo.Block) []slackgo.Block {
 }
 
 // parentBlocks renders the group's first message: one diagnosis per alert, or a storm summary.
-func (n *Notifier) parentBlocks(nt *notify.Notification, opts renderOptions) ([]slackgo.Block, string) {
+func (n *notifier) parentBlocks(nt *notify.Notification, opts renderOptions) ([]slackgo.Block, string) {
 	now := nt.ReceivedAt
 	name := groupAlertname(nt)
 	if len(nt.Items) > n.cfg.StormThreshold {
@@ -500,7 +500,7 @@ func fallbackText(nt *notify.Notification, name string) string {
 
 // stormBlocks summarises a group with many alerts in one message: a count per verdict and a
 // compact table, trimmed to fit.
-func (n *Notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]slackgo.Block, string) {
+func (n *notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]slackgo.Block, string) {
 	counts := map[string]int{}
 	for _, it := range nt.Items {
 		counts[itemVerdict(it)]++

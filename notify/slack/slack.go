@@ -45,16 +45,22 @@ type Options struct {
 	Logger     zerolog.Logger
 }
 
-// Slack is the integration: the notifier (it implements notify.Notifier) and, once started,
-// the app that answers commands and buttons.
+// Slack is the integration: the notifier (Slack implements notify.Notifier through it) and,
+// once started, the app that answers commands and buttons.
 type Slack struct {
-	*Notifier
-	o   Options
-	api *API
-	app *App
+	o        Options
+	api      *webAPI
+	notifier *notifier
+	app      *app
 }
 
 var _ notify.Notifier = (*Slack)(nil)
+
+// Notify posts a group notification (notify.Notifier): a parent message the first time, a
+// thread reply when something changed, an edit of the parent when the group resolves.
+func (s *Slack) Notify(ctx context.Context, nt *notify.Notification) (bool, error) {
+	return s.notifier.Notify(ctx, nt)
+}
 
 // New builds the integration. Call Start to receive commands and clicks, and Close on shutdown.
 func New(o Options) (*Slack, error) {
@@ -70,7 +76,7 @@ func New(o Options) (*Slack, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Slack{Notifier: n, o: o, api: api}, nil
+	return &Slack{notifier: n, o: o, api: api}, nil
 }
 
 // Start connects the app to t, which runs the playbooks on demand (the dispatcher; it needs the
@@ -84,7 +90,7 @@ func (s *Slack) Start(ctx context.Context, t Triager) (commands, interactions ht
 		return nil, nil, nil
 	}
 	app, err := newApp(appOptions{Config: s.o.Config, API: s.api, Triager: t, Capturer: s.o.Capturer, Silencer: s.o.Silencer,
-		Incidents: s.Notifier, Records: s.Notifier, Logger: s.o.Logger, MaxCapture: s.o.MaxCapture})
+		Incidents: s.notifier, Records: s.notifier, Logger: s.o.Logger, MaxCapture: s.o.MaxCapture})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,7 +21,7 @@ func (z zlog) Output(_ int, s string) error {
 // RunSocketMode receives commands and button clicks over Socket Mode (the app-level token) and
 // routes them exactly as the HTTP endpoints do. It returns when ctx ends, or with an error when
 // the connection cannot be kept (a rejected token).
-func (a *App) RunSocketMode(ctx context.Context) error {
+func (a *app) RunSocketMode(ctx context.Context) error {
 	if !a.cfg.AppToken.IsSet() {
 		return errors.New("socket mode: app_token is not set")
 	}
@@ -48,7 +48,7 @@ func (a *App) RunSocketMode(ctx context.Context) error {
 	}
 }
 
-func (a *App) socketEvent(ctx context.Context, log zerolog.Logger, client *socketmode.Client, evt socketmode.Event) error {
+func (a *app) socketEvent(ctx context.Context, log zerolog.Logger, client *socketmode.Client, evt socketmode.Event) error {
 	ack := func(payload ...any) {
 		if evt.Request == nil {
 			return

@@ -67,7 +67,7 @@ func slowestBlocks(r *traces.Report) []slackgo.Block {
 
 // postSlowest replies in the thread with the slowest requests of each diagnosis that has a
 // trace report. A failure is logged; it never fails the notification (the diagnosis is out).
-func (n *Notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *Thread, items []notify.Item) {
+func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thread, items []notify.Item) {
 	var blocks []slackgo.Block
 	for _, it := range items {
 		if it.Diagnosis == nil || it.Diagnosis.SlowestRequests == nil {

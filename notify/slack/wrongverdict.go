@@ -22,7 +22,7 @@ const maxInlineFixture = 2800
 // from the diagnosis record the responder kept when it posted the message, found by the id the
 // option carries: a crafted option can only name a record the responder wrote, and the verdict
 // given is the record's, never the click's.
-func (a *App) correctVerdict(ctx context.Context, log zerolog.Logger, c click) {
+func (a *app) correctVerdict(ctx context.Context, log zerolog.Logger, c click) {
 	value := c.value
 	if a.records == nil {
 		a.tell(ctx, log, c, ":no_entry: Verdict corrections are not available on this responder.")

@@ -20,9 +20,9 @@ import (
 )
 
 // correctionEnv is the app with the real notifier keeping diagnosis records in a memory store.
-func correctionEnv(t *testing.T, allowed ...string) (*env, *Notifier, *playbooks.Set) {
+func correctionEnv(t *testing.T, allowed ...string) (*env, *notifier, *playbooks.Set) {
 	t.Helper()
-	var rec *Notifier
+	var rec *notifier
 	// The notifier resolves the channel's name at its first post.
 	e := newEnv(t, append(allowed, "conversations.list"), func(c *Config, o *appOptions) { o.Records = lateRecords{&rec} })
 	n, err := newNotifier(notifierOptions{Config: e.cfg, Store: store.NewMemory(), API: e.app.api, Logger: zerolog.New(zerolog.NewTestWriter(t))})
@@ -41,8 +41,8 @@ func correctionEnv(t *testing.T, allowed ...string) (*env, *Notifier, *playbooks
 	return e, n, set
 }
 
-// lateRecords lets the notifier, built after the app (it needs the app's API), serve as Records.
-type lateRecords struct{ n **Notifier }
+// lateRecords lets the notifier, built after the app (it needs the app's API), serve as the app's recordKeeper.
+type lateRecords struct{ n **notifier }
 
 func (l lateRecords) KeepRecord(ctx context.Context, d *playbooks.Diagnosis) {
 	(*l.n).KeepRecord(ctx, d)
@@ -53,7 +53,7 @@ func (l lateRecords) LoadRecord(ctx context.Context, id string) (*playbooks.Reco
 
 // postDiagnosis posts the diagnosis of a recorded fixture through the notifier and returns the
 // posted message's Wrong verdict? option values by verdict.
-func postDiagnosis(t *testing.T, e *env, n *Notifier, set *playbooks.Set, labels map[string]string, values map[string]*float64, fleet playbooks.FleetValues) (*playbooks.Diagnosis, map[string]string) {
+func postDiagnosis(t *testing.T, e *env, n *notifier, set *playbooks.Set, labels map[string]string, values map[string]*float64, fleet playbooks.FleetValues) (*playbooks.Diagnosis, map[string]string) {
 	t.Helper()
 	pb, ok := set.Match(labels)
 	if !ok {
@@ -243,7 +243,7 @@ func (s setTriager) Triage(_ context.Context, labels map[string]string) (*playbo
 }
 
 func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *testing.T) {
-	var rec *Notifier
+	var rec *notifier
 	pbs, err := playbooks.Builtin()
 	if err != nil {
 		t.Fatal(err)
