@@ -340,11 +340,7 @@ func (a *app) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.Sla
 			Text: ":x: Triage failed: " + oneLine(err)})
 		return
 	}
-	blocks := append([]slackgo.Block{slackgo.NewContextBlock("", slackgo.NewTextBlockObject(slackgo.MarkdownType,
-		fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), false, false))}, diagnosisBlocks(d)...)
-	if b := a.diagnosisButtons(ctx, d); b != nil {
-		blocks = append(blocks, b)
-	}
+	blocks := answerBlocks(fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), d, a.diagnosisButtons(ctx, d))
 	a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeInChannel,
 		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(c.Labels()), cmp.Or(d.Title, d.Verdict)), Blocks: &slackgo.Blocks{BlockSet: blocks}})
 }

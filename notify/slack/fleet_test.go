@@ -12,7 +12,6 @@ import (
 // A model on 50 pods: the sibling table shows the focus pod first and at most fleetRows pods,
 // counts the rest, and stays within Slack's limits.
 func TestTheSiblingTableOfFiftyPodsIsShortAndCountsTheRest(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	it := item(playbooks.VerdictLoadImbalance, "vllm-7")
 	rows := map[string][3]float64{}
 	for i := range 50 {
@@ -21,7 +20,7 @@ func TestTheSiblingTableOfFiftyPodsIsShortAndCountsTheRest(t *testing.T) {
 	rows["vllm-7"] = [3]float64{140, 256, 12000}
 	it.Diagnosis.Fleet = fleetFor("vllm-7", rows)
 	it.Diagnosis.Fleet.Pods = 50
-	blocks, _ := h.n.parentBlocks(firingNotification("g", it), h.n.opts)
+	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	s := string(raw)

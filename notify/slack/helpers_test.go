@@ -47,6 +47,10 @@ func testConfig(apiURL string) *Config {
 	return c
 }
 
+// testRender is what the notifier renders with under testConfig, an Alertmanager and a capturer
+// configured: rendering alone, without Slack or a store.
+func testRender() renderOptions { return newRenderOptions(testConfig(""), true, true) }
+
 type harness struct {
 	slack *fakeslack.Server
 	cfg   *Config

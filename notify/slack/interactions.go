@@ -91,11 +91,7 @@ func (a *app) rerun(ctx context.Context, log zerolog.Logger, c click) {
 		a.tell(ctx, log, c, ":x: Re-run failed: "+oneLine(err))
 		return
 	}
-	blocks := append([]slackgo.Block{slackgo.NewContextBlock("", slackgo.NewTextBlockObject(slackgo.MarkdownType,
-		fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), false, false))}, diagnosisBlocks(d)...)
-	if b := a.diagnosisButtons(ctx, d); b != nil {
-		blocks = append(blocks, b)
-	}
+	blocks := answerBlocks(fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), d, a.diagnosisButtons(ctx, d))
 	a.inThread(ctx, log, c, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText("Re-run: "+cmp.Or(d.Title, d.Verdict), false))
 }
 

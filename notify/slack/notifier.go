@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -57,8 +56,9 @@ type notifier struct {
 	api   *webAPI
 	log   zerolog.Logger
 	prom  RangeQuerier
-	opts  renderOptions
-	now   func() time.Time
+	// render is what its messages show besides the diagnoses (render.go).
+	render renderOptions
+	now    func() time.Time
 	// channel is the configured channel, resolved to its id at the first post.
 	channel *channelRef
 }
@@ -90,12 +90,7 @@ func newNotifier(o notifierOptions) (*notifier, error) {
 		log:     o.Logger,
 		prom:    o.Prometheus,
 		now:     now,
-		opts: renderOptions{
-			Buttons:      o.Config.interactive(),
-			Capture:      o.Capture,
-			Silence:      o.Silence,
-			SilenceLabel: "Silence " + humanDuration(o.Config.SilenceDuration),
-		},
+		render:  newRenderOptions(o.Config, o.Silence, o.Capture),
 	}, nil
 }
 
@@ -209,7 +204,7 @@ func (n *notifier) loadRecent(ctx context.Context) []recentEntry {
 // something changed, an edit of the parent and a reply when the group resolves.
 func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, error) {
 	log := n.log.With().Str("group_key", nt.GroupKey).Str("status", nt.Status).Int("items", len(nt.Items)).Logger()
-	if n.opts.Buttons {
+	if n.render.Buttons {
 		n.keepRecords(ctx, nt)
 	}
 	if nt.GroupKey == "" {
@@ -388,7 +383,7 @@ func (n *notifier) renderParent(nt *notify.Notification, items []notify.Item) ([
 	view := *nt
 	view.Items = items
 	view.Status = notify.StatusFiring
-	return n.parentBlocks(&view, n.opts)
+	return parentBlocks(&view, n.render)
 }
 
 // postParent posts the group's first message and returns its thread record.
@@ -461,15 +456,13 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 	if th.Starts == nil {
 		th.Starts = map[string]int64{}
 	}
-	var news []notify.Item
-	var intros []string
-	var resolved []string
+	var news []change
+	var resolved []notify.Item
 	for _, it := range nt.Items {
 		fp := fingerprint(it)
 		if it.Alert.Status == notify.StatusResolved {
 			if _, ok := th.Verdicts[fp]; ok {
-				resolved = append(resolved, fmt.Sprintf("• *%s* %s after %s", escape(it.Alert.Labels["alertname"]),
-					scopeText(pick(it.Alert.Labels, scopeOrder...)), humanDuration(it.Alert.EndsAt.Sub(it.Alert.StartsAt))))
+				resolved = append(resolved, it)
 				delete(th.Verdicts, fp)
 				delete(th.Starts, fp)
 			}
@@ -480,51 +473,30 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 		start := it.Alert.StartsAt.UnixMilli()
 		prevStart, seen := th.Starts[fp]
 		th.Starts[fp] = start
+		c := change{item: it}
 		switch {
 		case !known:
-			intros = append(intros, ":new: *New alert in this group*")
+			c.kind = changeNew
 		case seen && prevStart != start:
 			// It resolved and fired again (its resolution may never have reached this thread):
 			// a new incident, posted whatever its verdict.
-			intros = append(intros, fmt.Sprintf(":repeat: *Fired again*: `%s`", escapeCode(v)))
+			c.kind = changeFiredAgain
 		case old != v:
-			intros = append(intros, fmt.Sprintf(":arrows_counterclockwise: *Verdict changed*: `%s` → `%s`", escapeCode(old), escapeCode(v)))
+			c.kind, c.was = changeVerdict, old
 		default:
 			continue
 		}
 		th.Verdicts[fp] = v
-		news = append(news, it)
+		news = append(news, c)
 	}
 	if len(news) == 0 && len(resolved) == 0 {
 		log.Debug().Msg("nothing changed in the group; no thread reply")
 		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	var blocks []slackgo.Block
-	var text string
-	if len(news) > n.cfg.StormThreshold {
-		view := *nt
-		view.Items = news
-		blocks, text = n.stormBlocks(&view, th.Alertname, fmt.Sprintf(":new: *%d new or changed alerts in this group*", len(news)))
-		blocks = blocks[1:] // no header in a reply
-	} else {
-		for i, it := range news {
-			if i > 0 {
-				blocks = append(blocks, slackgo.NewDividerBlock())
-			}
-			blocks = append(blocks, section(intros[i]))
-			blocks = append(blocks, n.itemBlocks(it, nt.ReceivedAt, n.opts, true)...)
-		}
-		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), escape(cmp.Or(th.Alertname, "this group")))
-	}
-	if len(resolved) > 0 {
-		blocks = append(blocks, section(":large_green_circle: *Resolved*\n"+strings.Join(resolved, "\n")))
-		if text == "" {
-			text = fmt.Sprintf("%d alerts resolved", len(resolved))
-		}
-	}
-	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(capBlocks(blocks)...),
-		slackgo.MsgOptionText(truncate(text, maxFallbackChars), false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
+	blocks, text := replyBlocks(nt, news, resolved, th.Alertname, n.render)
+	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
+		slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
 		return err
 	}
 	n.api.metrics.Messages.WithLabelValues("reply").Inc()
@@ -545,10 +517,7 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	if end.IsZero() {
 		end = n.now()
 	}
-	took := humanDuration(end.Sub(th.StartedAt))
-	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
-	blocks := resolvedParent(th, note)
-	text := "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took
+	blocks, text, reply := resolvedMessage(th, end)
 	if err := n.api.Update(ctx, th.Channel, th.TS, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false)); err != nil {
 		return err
 	}
@@ -564,36 +533,13 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	// The parent already says resolved: the reply is retried only when Slack asks to come back
 	// (a retry of the whole notification would edit the parent again).
 	if err := rateLimitRetried(ctx, n.cfg, func(ctx context.Context) error {
-		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionText(
-			fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took), false))
+		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionText(reply, false))
 		return err
 	}); err != nil {
 		log.Warn().Err(err).Msg("posting the resolution reply")
 	}
 	n.api.metrics.Messages.WithLabelValues("resolved").Inc()
 	return nil
-}
-
-// resolvedParent is the parent message as it reads once resolved: a resolved header, no buttons,
-// and a line that says when and after how long.
-func resolvedParent(th *thread, note string) []slackgo.Block {
-	var old slackgo.Blocks
-	if len(th.Blocks) > 0 {
-		if err := json.Unmarshal(th.Blocks, &old); err != nil {
-			old = slackgo.Blocks{}
-		}
-	}
-	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, th.Alertname, 0), maxHeaderChars)), section(note)}
-	for i, b := range old.BlockSet {
-		if i == 0 && b.BlockType() == slackgo.MBTHeader {
-			continue
-		}
-		if b.BlockType() == slackgo.MBTAction {
-			continue
-		}
-		blocks = append(blocks, b)
-	}
-	return capBlocks(blocks)
 }
 
 // incident is a group the Slack app posted recently (for `/vllm status`).

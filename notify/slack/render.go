@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	texttemplate "text/template"
 	"time"
 	"unicode/utf8"
 
@@ -86,7 +87,12 @@ func decodeButtonValue(key []byte, action, s string) (buttonValue, error) {
 	return v, nil
 }
 
-// renderOptions says which parts of a diagnosis message are shown.
+// Rendering is pure: every message is a function of the notification (or the diagnosis) and of
+// renderOptions, fixed at start from the configuration. Nothing here calls Slack, the store or
+// the clock; the notifier (notifier.go) and the app deliver what these functions return.
+
+// renderOptions is what a message shows besides its diagnoses: which buttons, the links and the
+// storm threshold.
 type renderOptions struct {
 	// Buttons shows Re-run triage and Silence (the app receives interactions).
 	Buttons bool
@@ -96,6 +102,25 @@ type renderOptions struct {
 	Silence bool
 	// SilenceLabel is the silence button's text, "Silence 1h".
 	SilenceLabel string
+	// ButtonKey signs the buttons' values (Config.buttonKey).
+	ButtonKey []byte
+	// Grafana and Traces are the links' URL templates (nil: no such link); WindowBefore opens the
+	// links' window this long before the alert started.
+	Grafana, Traces *texttemplate.Template
+	WindowBefore    time.Duration
+	// StormThreshold: a message about more alerts than this is one storm summary.
+	StormThreshold int
+}
+
+// newRenderOptions are the options of cfg (after SetDefaults and Validate): silence and capture
+// say whether an Alertmanager and a capturer are configured.
+func newRenderOptions(cfg *Config, silence, capture bool) renderOptions {
+	return renderOptions{
+		Buttons: cfg.interactive(), Capture: capture, Silence: silence,
+		SilenceLabel: "Silence " + humanDuration(cfg.SilenceDuration), ButtonKey: cfg.buttonKey(),
+		Grafana: cfg.grafanaTmpl, Traces: cfg.tracesTmpl, WindowBefore: cfg.TracesWindowBefore,
+		StormThreshold: cfg.StormThreshold,
+	}
 }
 
 var verdictEmoji = map[string]string{
@@ -301,9 +326,20 @@ func diagnosisBlocks(d *playbooks.Diagnosis) []slackgo.Block {
 	return blocks
 }
 
-// alertWindow is the time range the links and the chart look at for one alert.
-func (n *notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time.Time) {
-	from := a.StartsAt.Add(-n.cfg.TracesWindowBefore)
+// answerBlocks renders an on-demand diagnosis (/vllm triage, Re-run triage): a line saying who
+// asked for it, the diagnosis, and its row of buttons (nil: none).
+func answerBlocks(intro string, d *playbooks.Diagnosis, buttons slackgo.Block) []slackgo.Block {
+	blocks := append([]slackgo.Block{contextBlock(intro)}, diagnosisBlocks(d)...)
+	if buttons != nil {
+		blocks = append(blocks, buttons)
+	}
+	return blocks
+}
+
+// alertWindow is the time range the links look at for one alert: from before bounds how long
+// before its start.
+func alertWindow(a template.Alert, now time.Time, before time.Duration) (time.Time, time.Time) {
+	from := a.StartsAt.Add(-before)
 	to := now
 	if !a.EndsAt.IsZero() && a.EndsAt.Before(now) && a.Status == notify.StatusResolved {
 		to = a.EndsAt
@@ -315,8 +351,8 @@ func (n *notifier) alertWindow(a template.Alert, now time.Time) (time.Time, time
 }
 
 // linksText is the row of links for one alert: where it fired, Grafana, runbook, traces.
-func (n *notifier) linksText(a template.Alert, labels map[string]string, now time.Time) string {
-	from, to := n.alertWindow(a, now)
+func linksText(a template.Alert, labels map[string]string, now time.Time, o renderOptions) string {
+	from, to := alertWindow(a, now, o.WindowBefore)
 	data := newLinkData(labels, from, to)
 	var links []string
 	add := func(u, name string) {
@@ -325,11 +361,11 @@ func (n *notifier) linksText(a template.Alert, labels map[string]string, now tim
 		}
 	}
 	add(a.GeneratorURL, "Alert query")
-	if u, err := renderURL(n.cfg.grafanaTmpl, data); err == nil {
+	if u, err := renderURL(o.Grafana, data); err == nil {
 		add(u, "Grafana")
 	}
 	add(a.Annotations["runbook_url"], "Runbook")
-	if u, err := renderURL(n.cfg.tracesTmpl, data); err == nil {
+	if u, err := renderURL(o.Traces, data); err == nil {
 		add(u, "Traces of slow requests")
 	}
 	return strings.Join(links, " · ")
@@ -348,7 +384,8 @@ func rerunLabel(d *playbooks.Diagnosis, now time.Time) string {
 	return "Re-run triage now (this was " + d.EvaluatedAt.UTC().Format("15:04") + " UTC)"
 }
 
-func (n *notifier) buttons(item notify.Item, now time.Time, opts renderOptions) slackgo.Block {
+// alertButtons is the row of buttons under one alert's diagnosis, or nil.
+func alertButtons(item notify.Item, now time.Time, opts renderOptions) slackgo.Block {
 	if !opts.Buttons {
 		return nil
 	}
@@ -356,7 +393,7 @@ func (n *notifier) buttons(item notify.Item, now time.Time, opts renderOptions) 
 	if len(labels) == 0 && item.Diagnosis != nil {
 		labels = item.Diagnosis.Scope
 	}
-	key := n.cfg.buttonKey()
+	key := opts.ButtonKey
 	if _, ok := encodeButtonValue(key, actionRerun, buttonValue{Labels: labels}); !ok {
 		return nil // labels too long for a button: no buttons at all
 	}
@@ -366,7 +403,7 @@ func (n *notifier) buttons(item notify.Item, now time.Time, opts renderOptions) 
 }
 
 // itemBlocks renders one alert with its diagnosis, links and buttons.
-func (n *notifier) itemBlocks(item notify.Item, now time.Time, opts renderOptions, withName bool) []slackgo.Block {
+func itemBlocks(item notify.Item, now time.Time, opts renderOptions, withName bool) []slackgo.Block {
 	var blocks []slackgo.Block
 	a := item.Alert
 	if withName {
@@ -384,11 +421,11 @@ func (n *notifier) itemBlocks(item notify.Item, now time.Time, opts renderOption
 		}
 		blocks = append(blocks, section(text), contextBlock(labelsText(a.Labels)))
 	}
-	if l := n.linksText(a, a.Labels, now); l != "" {
+	if l := linksText(a, a.Labels, now, opts); l != "" {
 		blocks = append(blocks, contextBlock(l))
 	}
 	if a.Status != notify.StatusResolved {
-		if b := n.buttons(item, now, opts); b != nil {
+		if b := alertButtons(item, now, opts); b != nil {
 			blocks = append(blocks, b)
 		}
 	}
@@ -462,18 +499,18 @@ func capBlocks(blocks []slackgo.Block) []slackgo.Block {
 }
 
 // parentBlocks renders the group's first message: one diagnosis per alert, or a storm summary.
-func (n *notifier) parentBlocks(nt *notify.Notification, opts renderOptions) ([]slackgo.Block, string) {
+func parentBlocks(nt *notify.Notification, opts renderOptions) ([]slackgo.Block, string) {
 	now := nt.ReceivedAt
 	name := groupAlertname(nt)
-	if len(nt.Items) > n.cfg.StormThreshold {
-		return n.stormBlocks(nt, name, "")
+	if len(nt.Items) > opts.StormThreshold {
+		return stormBlocks(nt, name, "", opts)
 	}
 	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(nt.Status, name, len(nt.Items)), maxHeaderChars))}
 	for i, it := range nt.Items {
 		if i > 0 {
 			blocks = append(blocks, slackgo.NewDividerBlock())
 		}
-		blocks = append(blocks, n.itemBlocks(it, now, opts, len(nt.Items) > 1)...)
+		blocks = append(blocks, itemBlocks(it, now, opts, len(nt.Items) > 1)...)
 	}
 	if nt.TruncatedAlerts > 0 {
 		blocks = append(blocks, contextBlock(fmt.Sprintf(":information_source: Alertmanager left %d alerts of this group out of the payload.", nt.TruncatedAlerts)))
@@ -500,7 +537,7 @@ func fallbackText(nt *notify.Notification, name string) string {
 
 // stormBlocks summarises a group with many alerts in one message: a count per verdict and a
 // compact table, trimmed to fit.
-func (n *notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]slackgo.Block, string) {
+func stormBlocks(nt *notify.Notification, name, intro string, opts renderOptions) ([]slackgo.Block, string) {
 	counts := map[string]int{}
 	for _, it := range nt.Items {
 		counts[itemVerdict(it)]++
@@ -565,7 +602,7 @@ func (n *notifier) stormBlocks(nt *notify.Notification, name, intro string) ([]s
 		links = append(links, "<"+escape(nt.ExternalURL)+"|Alertmanager>")
 	}
 	if len(nt.Items) > 0 {
-		if l := n.linksText(nt.Items[0].Alert, nt.CommonLabels, nt.ReceivedAt); l != "" {
+		if l := linksText(nt.Items[0].Alert, nt.CommonLabels, nt.ReceivedAt, opts); l != "" {
 			links = append(links, l)
 		}
 	}
@@ -593,4 +630,101 @@ func itemVerdict(it notify.Item) string {
 	default:
 		return "unmatched"
 	}
+}
+
+// changeKind says why an alert is news in a thread reply.
+type changeKind int
+
+const (
+	changeNew        changeKind = iota // new in the group
+	changeFiredAgain                   // resolved and fired again (a new startsAt)
+	changeVerdict                      // its verdict changed
+)
+
+// change is an alert a thread reply is about, and why; was is the verdict before a change.
+type change struct {
+	item notify.Item
+	kind changeKind
+	was  string
+}
+
+func (c change) intro() string {
+	switch c.kind {
+	case changeFiredAgain:
+		return fmt.Sprintf(":repeat: *Fired again*: `%s`", escapeCode(itemVerdict(c.item)))
+	case changeVerdict:
+		return fmt.Sprintf(":arrows_counterclockwise: *Verdict changed*: `%s` → `%s`", escapeCode(c.was), escapeCode(itemVerdict(c.item)))
+	default:
+		return ":new: *New alert in this group*"
+	}
+}
+
+// replyBlocks renders a reply in a group's thread: the new or changed alerts, each under what
+// changed (a storm summary without its header when there are many), then the alerts resolved
+// since; and its fallback text.
+func replyBlocks(nt *notify.Notification, news []change, resolved []notify.Item, alertname string, opts renderOptions) ([]slackgo.Block, string) {
+	var blocks []slackgo.Block
+	var text string
+	switch {
+	case len(news) > opts.StormThreshold:
+		view := *nt
+		view.Items = nil
+		for _, c := range news {
+			view.Items = append(view.Items, c.item)
+		}
+		blocks, text = stormBlocks(&view, alertname, fmt.Sprintf(":new: *%d new or changed alerts in this group*", len(news)), opts)
+		blocks = blocks[1:] // no header in a reply
+	case len(news) > 0:
+		for i, c := range news {
+			if i > 0 {
+				blocks = append(blocks, slackgo.NewDividerBlock())
+			}
+			blocks = append(blocks, section(c.intro()))
+			blocks = append(blocks, itemBlocks(c.item, nt.ReceivedAt, opts, true)...)
+		}
+		text = fmt.Sprintf("%d new or changed alerts in %s", len(news), escape(cmp.Or(alertname, "this group")))
+	}
+	if len(resolved) > 0 {
+		lines := make([]string, len(resolved))
+		for i, it := range resolved {
+			lines[i] = fmt.Sprintf("• *%s* %s after %s", escape(it.Alert.Labels["alertname"]),
+				scopeText(pick(it.Alert.Labels, scopeOrder...)), humanDuration(it.Alert.EndsAt.Sub(it.Alert.StartsAt)))
+		}
+		blocks = append(blocks, section(":large_green_circle: *Resolved*\n"+strings.Join(lines, "\n")))
+		if text == "" {
+			text = fmt.Sprintf("%d alerts resolved", len(resolved))
+		}
+	}
+	return capBlocks(blocks), truncate(text, maxFallbackChars)
+}
+
+// resolvedMessage is what a group's resolution posts: the parent edited (resolvedParent), its
+// fallback text, and the reply in its thread, saying that it resolved at end and after how long.
+func resolvedMessage(th *thread, end time.Time) (blocks []slackgo.Block, text, reply string) {
+	took := humanDuration(end.Sub(th.StartedAt))
+	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
+	return resolvedParent(th, note), "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took,
+		fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took)
+}
+
+// resolvedParent is the parent message as it reads once resolved: a resolved header, no buttons,
+// and a line that says when and after how long.
+func resolvedParent(th *thread, note string) []slackgo.Block {
+	var old slackgo.Blocks
+	if len(th.Blocks) > 0 {
+		if err := json.Unmarshal(th.Blocks, &old); err != nil {
+			old = slackgo.Blocks{}
+		}
+	}
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, th.Alertname, 0), maxHeaderChars)), section(note)}
+	for i, b := range old.BlockSet {
+		if i == 0 && b.BlockType() == slackgo.MBTHeader {
+			continue
+		}
+		if b.BlockType() == slackgo.MBTAction {
+			continue
+		}
+		blocks = append(blocks, b)
+	}
+	return capBlocks(blocks)
 }

@@ -15,11 +15,10 @@ import (
 )
 
 func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	for _, v := range playbooks.KnownVerdicts {
 		t.Run(v, func(t *testing.T) {
 			nt := firingNotification(`{}:{alertname="VLLMTimeToFirstTokenP99High"}`, item(v, "vllm-0"))
-			blocks, text := h.n.parentBlocks(nt, h.n.opts)
+			blocks, text := parentBlocks(nt, testRender())
 			checkLimits(t, blocks)
 			out, err := json.MarshalIndent(map[string]any{"text": text, "blocks": blocks}, "", "  ")
 			if err != nil {
@@ -27,6 +26,106 @@ func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
 			}
 			golden(t, "golden/"+v+".json", append(out, '\n'))
 		})
+	}
+}
+
+// goldenMessage pins a rendered message (its blocks and fallback text) in testdata/golden.
+func goldenMessage(t *testing.T, name string, blocks []slackgo.Block, text map[string]string) {
+	t.Helper()
+	checkLimits(t, blocks)
+	msg := map[string]any{"blocks": blocks}
+	for k, v := range text {
+		msg[k] = v
+	}
+	out, err := json.MarshalIndent(msg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "golden/"+name+".json", append(out, '\n'))
+}
+
+// Every kind of message the notifier and the app post, rendered alone (pure functions of the
+// notification or the diagnosis and the configuration), against its golden file.
+func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
+	o := testRender()
+	group := `{}:{alertname="VLLMTimeToFirstTokenP99High"}`
+	resolvedItem := func(pod string) notify.Item {
+		return notify.Item{Alert: alert(pod, notify.StatusResolved)}
+	}
+	changes := func(n int) []change {
+		var out []change
+		for i := range n {
+			out = append(out, change{item: item(playbooks.VerdictKVPressure, fmt.Sprintf("vllm-%d", 10+i)), kind: changeNew})
+		}
+		return out
+	}
+	parent, parentText := parentBlocks(firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), o)
+	raw, _ := json.Marshal(parent)
+	th := &thread{GroupKey: group, Channel: "C0INCIDENT", TS: "1700000000.000001", Alertname: "VLLMTimeToFirstTokenP99High",
+		Status: notify.StatusFiring, StartedAt: startTS, Blocks: raw, Text: parentText}
+	onDemand := diagnosisFor(playbooks.VerdictInconclusive, "vllm-0")
+
+	t.Run("storm", func(t *testing.T) {
+		var items []notify.Item
+		for i := range 8 {
+			v := playbooks.VerdictCapacityPastKnee
+			if i%3 == 0 {
+				v = playbooks.VerdictKVPressure
+			}
+			items = append(items, item(v, fmt.Sprintf("vllm-%d", i)))
+		}
+		blocks, text := parentBlocks(firingNotification(group, items...), o)
+		goldenMessage(t, "storm", blocks, map[string]string{"text": text})
+	})
+	t.Run("reply-news-and-resolved", func(t *testing.T) {
+		blocks, text := replyBlocks(firingNotification(group), []change{
+			{item: item(playbooks.VerdictKVPressure, "vllm-1"), kind: changeNew},
+			{item: item(playbooks.VerdictDecodeBound, "vllm-0"), kind: changeVerdict, was: playbooks.VerdictCapacityPastKnee},
+			{item: item(playbooks.VerdictKVPreemption, "vllm-3"), kind: changeFiredAgain},
+		}, []notify.Item{resolvedItem("vllm-2")}, "VLLMTimeToFirstTokenP99High", o)
+		goldenMessage(t, "reply-news-and-resolved", blocks, map[string]string{"text": text})
+	})
+	t.Run("reply-resolved-only", func(t *testing.T) {
+		blocks, text := replyBlocks(firingNotification(group), nil, []notify.Item{resolvedItem("vllm-2"), resolvedItem("vllm-4")}, "VLLMTimeToFirstTokenP99High", o)
+		goldenMessage(t, "reply-resolved-only", blocks, map[string]string{"text": text})
+	})
+	t.Run("reply-storm", func(t *testing.T) {
+		blocks, text := replyBlocks(firingNotification(group), changes(o.StormThreshold+1), nil, "VLLMTimeToFirstTokenP99High", o)
+		goldenMessage(t, "reply-storm", blocks, map[string]string{"text": text})
+	})
+	t.Run("resolved-parent", func(t *testing.T) {
+		blocks, text, reply := resolvedMessage(th, t0.Add(25*time.Minute))
+		goldenMessage(t, "resolved-parent", blocks, map[string]string{"text": text, "reply": reply})
+	})
+	t.Run("slowest-reply", func(t *testing.T) {
+		a, b := item(playbooks.VerdictPrefillBound, "vllm-0"), item(playbooks.VerdictPrefillBound, "vllm-1")
+		a.Diagnosis.SlowestRequests, b.Diagnosis.SlowestRequests = slowestReport(), slowestReport()
+		goldenMessage(t, "slowest-reply", slowestReply([]notify.Item{a, b}, o), nil)
+	})
+	t.Run("on-demand-answer", func(t *testing.T) {
+		buttons := buttonBlock(o.ButtonKey, buttonScope{d: onDemand, labels: onDemand.Scope, now: t0, silenceConfigured: true, capture: true})
+		goldenMessage(t, "on-demand-answer", answerBlocks("`/vllm triage meta-llama/Llama-3.1-8B-Instruct vllm-0` by <@U1>", onDemand, buttons), nil)
+	})
+}
+
+// The hard negatives of the replies: nothing new and nothing resolved renders nothing, and a
+// storm's reply lists no traces.
+func TestRepliesWithNothingToSayRenderNothing(t *testing.T) {
+	o := testRender()
+	if blocks, text := replyBlocks(firingNotification("g"), nil, nil, "A", o); len(blocks) != 0 || text != "" {
+		t.Errorf("an empty reply rendered %d blocks, text %q", len(blocks), text)
+	}
+	var items []notify.Item
+	for i := range o.StormThreshold + 1 {
+		it := item(playbooks.VerdictPrefillBound, fmt.Sprintf("vllm-%d", i))
+		it.Diagnosis.SlowestRequests = slowestReport()
+		items = append(items, it)
+	}
+	if blocks := slowestReply(items, o); blocks != nil {
+		t.Errorf("a storm's slowest requests rendered %d blocks", len(blocks))
+	}
+	if blocks := slowestReply(items[:1:1], o); blocks == nil {
+		t.Error("one diagnosis with traces rendered no reply")
 	}
 }
 
@@ -65,7 +164,6 @@ func checkLimits(t *testing.T, blocks []slackgo.Block) {
 }
 
 func TestLongEvidenceIsTrimmedWithANoteAndStaysWithinSlackLimits(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	it := item(playbooks.VerdictCapacityPastKnee, "vllm-0")
 	for i := range 300 {
 		it.Diagnosis.Evidence = append(it.Diagnosis.Evidence, playbooks.Evidence{
@@ -73,7 +171,7 @@ func TestLongEvidenceIsTrimmedWithANoteAndStaysWithinSlackLimits(t *testing.T) {
 		})
 	}
 	it.Diagnosis.Summary = strings.Repeat("very long summary ", 400)
-	blocks, _ := h.n.parentBlocks(firingNotification("g", it), h.n.opts)
+	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	if !strings.Contains(string(raw), "more evidence lines not shown") {
@@ -82,7 +180,6 @@ func TestLongEvidenceIsTrimmedWithANoteAndStaysWithinSlackLimits(t *testing.T) {
 }
 
 func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	var items []notify.Item
 	for i := range 120 {
 		v := playbooks.VerdictCapacityPastKnee
@@ -91,7 +188,7 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 		}
 		items = append(items, item(v, fmt.Sprintf("vllm-%03d", i)))
 	}
-	blocks, text := h.n.parentBlocks(firingNotification("g", items...), h.n.opts)
+	blocks, text := parentBlocks(firingNotification("g", items...), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	for _, want := range []string{"Alert storm: 120 alerts", "80 × `capacity-past-knee`", "40 × `kv-pressure`", "more alerts not listed", "vllm-001"} {
@@ -108,10 +205,9 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 }
 
 func TestLabelValuesCannotInjectSlackMarkup(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	it := item(playbooks.VerdictHealthy, "<!channel>")
 	it.Diagnosis.Summary = "<https://evil.example|click> & more"
-	blocks, _ := h.n.parentBlocks(firingNotification("g", it), h.n.opts)
+	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
 	raw, _ := json.Marshal(blocks)
 	for _, bad := range []string{"<!channel>", "<https://evil.example|click>"} {
 		if strings.Contains(string(raw), bad) {
@@ -121,7 +217,6 @@ func TestLabelValuesCannotInjectSlackMarkup(t *testing.T) {
 }
 
 func TestButtonsFollowTheConfiguration(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	cases := []struct {
 		name    string
 		verdict string
@@ -136,7 +231,7 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			blocks := h.n.itemBlocks(item(c.verdict, "vllm-0"), t0, c.opts, false)
+			blocks := itemBlocks(item(c.verdict, "vllm-0"), t0, c.opts, false)
 			var got []string
 			for _, b := range blocks {
 				if ab, ok := b.(*slackgo.ActionBlock); ok {
@@ -195,9 +290,8 @@ func TestButtonValuesNotOfferedByTheResponderAreRefused(t *testing.T) {
 }
 
 func TestLinksAreFilledWithTheModelAndTheAlertWindow(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	a := alert("vllm-0", notify.StatusFiring)
-	got := h.n.linksText(a, a.Labels, t0)
+	got := linksText(a, a.Labels, t0, testRender())
 	for _, want := range []string{
 		"<http://prometheus.example/graph?g0.expr=vllm_ttft|Alert query>",
 		"var-model=meta-llama%2FLlama-3.1-8B-Instruct",
@@ -223,9 +317,8 @@ func TestHumanDuration(t *testing.T) {
 }
 
 func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
-	h := newHarness(t, nil, nil)
 	label := func(now time.Time) string {
-		for _, b := range h.n.itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, renderOptions{Buttons: true}, false) {
+		for _, b := range itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, renderOptions{Buttons: true}, false) {
 			if ab, ok := b.(*slackgo.ActionBlock); ok {
 				for _, e := range ab.Elements.ElementSet {
 					if be := e.(*slackgo.ButtonBlockElement); be.ActionID == actionRerun {

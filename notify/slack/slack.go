@@ -1,15 +1,19 @@
 // Package slack is the whole Slack integration, and New its one entry point.
 //
-// It posts diagnoses to Slack (notifier.go): one Block Kit message per Alertmanager group
-// (render.go), replies in its thread when something changes, an edit of the parent when the group
-// resolves, a chart of the playbook's series (chart.go) and the slowest traced requests
-// (traces.go) in the thread. It serves the Slack app (app.go): the /vllm slash command, one
-// subcommand per entry of subcommandTable (command.go), and the buttons under a diagnosis, one
-// per entry of buttonTable (buttons.go), over the HTTP endpoints or Socket Mode (socket.go). Both
-// talk to Slack through one API client (api.go: deadlines, metrics, pacing in pace.go) that says
-// whether a failure is worth a retry and never retries itself: the retry loop is notify.Retry,
-// with this integration's RetryPolicy. Its configuration (config.go, the `slack:` section) and
-// its metrics (metrics.go) live here too.
+// It posts diagnoses to Slack (notifier.go): one Block Kit message per Alertmanager group,
+// replies in its thread when something changes, an edit of the parent when the group resolves, a
+// chart of the playbook's series (chart.go, charts_post.go) and the slowest traced requests
+// (traces.go) in the thread, to the configured channel resolved to its id (channel.go). Every
+// message is rendered by pure functions of the notification or the diagnosis and of the
+// configuration (render.go, fleet.go, traces.go; golden files in testdata/golden), apart from
+// their delivery. It serves the Slack app (app.go): the /vllm slash command, one subcommand per
+// entry of subcommandTable (command.go), and the buttons under a diagnosis, one per entry of
+// buttonTable (buttons.go), over the HTTP endpoints or Socket Mode (socket.go). Both talk to
+// Slack through one API client (api.go: deadlines, metrics, pacing in pace.go, shared through a
+// store.Pacer) that says whether a failure is worth a retry and never retries itself: the retry
+// loop is notify.Retry, with this integration's Config.RetryPolicy. Its configuration (config.go,
+// the `slack:` section) and its metrics (metrics.go) live here too. Outside the package only New,
+// Options, Slack, Config and the interfaces they take are seen.
 package slack
 
 import (

@@ -65,9 +65,12 @@ func slowestBlocks(r *traces.Report) []slackgo.Block {
 	}
 }
 
-// postSlowest replies in the thread with the slowest requests of each diagnosis that has a
-// trace report. A failure is logged; it never fails the notification (the diagnosis is out).
-func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thread, items []notify.Item) {
+// slowestReply is the thread reply that lists the slowest requests of each diagnosis that has a
+// trace report; nil when none has, or for a storm.
+func slowestReply(items []notify.Item, opts renderOptions) []slackgo.Block {
+	if len(items) > opts.StormThreshold {
+		return nil
+	}
 	var blocks []slackgo.Block
 	for _, it := range items {
 		if it.Diagnosis == nil || it.Diagnosis.SlowestRequests == nil {
@@ -81,11 +84,21 @@ func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thre
 		}
 		blocks = append(blocks, slowestBlocks(it.Diagnosis.SlowestRequests)...)
 	}
-	if len(blocks) == 0 || len(items) > n.cfg.StormThreshold {
+	if len(blocks) == 0 {
+		return nil
+	}
+	return capBlocks(blocks)
+}
+
+// postSlowest replies in the thread with the slowest requests (slowestReply). A failure is
+// logged; it never fails the notification (the diagnosis is out).
+func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thread, items []notify.Item) {
+	blocks := slowestReply(items, n.render)
+	if blocks == nil {
 		return
 	}
 	if err := rateLimitRetried(ctx, n.cfg, func(ctx context.Context) error {
-		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(capBlocks(blocks)...),
+		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
 			slackgo.MsgOptionText("Slowest requests from traces", false), slackgo.MsgOptionDisableLinkUnfurl())
 		return err
 	}); err != nil {
