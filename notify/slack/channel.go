@@ -85,7 +85,7 @@ func (c *channelRef) ID(ctx context.Context) string {
 func (c *channelRef) resolve(ctx context.Context) string {
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, c.now().Add(time.Until(dl)/2))
+		ctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
 		defer cancel()
 	}
 	name := strings.TrimPrefix(c.configured(), "#")
@@ -97,7 +97,6 @@ func (c *channelRef) resolve(ctx context.Context) string {
 		c.log.Warn().Err(err).Str("channel", c.configured()).Dur("retry_in", channelRetry).
 			Msg("could not resolve the slack channel's name to its id (it needs the channels:read scope, groups:read for a private channel); posting by name meanwhile")
 	case id == "":
-		err = errors.New("no such channel visible to the bot")
 		c.log.Warn().Str("channel", c.configured()).Dur("retry_in", channelRetry).
 			Msg("no slack channel of this name is visible to the bot (a private channel needs the groups:read scope); posting by name meanwhile")
 	default:
