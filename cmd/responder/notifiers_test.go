@@ -89,7 +89,7 @@ func TestSlackTeamsAndASignedWebhookEachGetOnePostPerGroupState(t *testing.T) {
 	hook := newRecording(t, "/hooks/vllm")
 	hook.verify = verifyStandardWebhook
 	prom := startRecordedPrometheus(t)
-	url, out := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, channel: "#vllm", api_url: "`+fs.APIURL()+`", charts: false}
+	url, out := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, channel: C0INCIDENT, api_url: "`+fs.APIURL()+`", charts: false}
 teams: {webhook_url: "`+teams.srv.URL+`/workflows/1/triggers/manual/paths/invoke?sig=abc"}
 outbound_webhooks:
   - {name: incident-tool, url: "`+hook.srv.URL+`/hooks/vllm", secret: "`+testWebhookSecret+`"}
