@@ -502,27 +502,3 @@ func scopeString(m map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// Triage runs a playbook on demand: the alert's playbook when labels carry an alertname a
-// playbook matches, the on-demand triage playbook otherwise.
-func (d *Dispatcher) Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
-	return Triage(ctx, d.set, d.engine, labels)
-}
-
-// Triage is Dispatcher.Triage without a dispatcher (the CLI).
-func Triage(ctx context.Context, set *playbooks.Set, engine *evidence.Engine, labels map[string]string) (*playbooks.Diagnosis, error) {
-	return TriageAt(ctx, set, engine, labels, time.Time{})
-}
-
-// TriageAt is Triage as of time at (zero: now): every query is evaluated then.
-func TriageAt(ctx context.Context, set *playbooks.Set, engine *evidence.Engine, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
-	pb := set.Triage()
-	if name := labels["alertname"]; name != "" {
-		p, ok := set.Match(labels)
-		if !ok {
-			return nil, fmt.Errorf("no playbook matches alert %q (known: %s)", name, strings.Join(set.AlertNames(), ", "))
-		}
-		pb = p
-	}
-	return engine.RunAt(ctx, pb, labels, at)
-}

@@ -31,11 +31,10 @@ type EngineOptions struct {
 	// (default 10; 1 sends each query alone). See batch.go.
 	QueriesPerRequest int
 	Observer          Observer
-	// PodScope names the series label a playbook's pod scope selects on (vllm.pod_label).
-	PodScope playbooks.PodScope
-	// MetricPrefix is the prefix the queries were renamed to (vllm.metric_prefix), named in the
-	// notes of a no-data diagnosis; empty: vLLM's own.
-	MetricPrefix string
+	// Naming is how vLLM's series are named and labelled (the vllm section): its pod label is
+	// what a playbook's pod scope selects on, its prefix, the one the queries were renamed to, is
+	// named in the notes of a no-data diagnosis. The zero value is vLLM's own names.
+	Naming vllmnames.Naming
 	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
 	Traces TraceFinder
 	Logger zerolog.Logger
@@ -48,6 +47,7 @@ const defaultMaxConcurrent = 16
 // Engine runs playbooks against Prometheus.
 type Engine struct {
 	q           Querier
+	pods        playbooks.PodScope
 	deadlineErr error
 	opt         EngineOptions
 	sf          singleflight.Group
@@ -81,7 +81,7 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Engine{q: q, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
+	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
 		deadlineErr: fmt.Errorf("query deadline of %s exceeded", opt.QueryTimeout)}
 }
 
@@ -116,7 +116,7 @@ type plan struct {
 }
 
 func (e *Engine) plan(p *playbooks.Playbook, labels map[string]string, now, at time.Time) plan {
-	pl := plan{p: p, labels: labels, x: p.ExpandAll(labels, e.opt.PodScope), at: now}
+	pl := plan{p: p, labels: labels, x: p.ExpandAll(labels, e.pods), at: now}
 	if !at.IsZero() {
 		pl.at, pl.cacheSuffix = at, "\x00@"+at.UTC().Format(time.RFC3339Nano)
 	}
@@ -219,12 +219,12 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		d.Notes = notes
 	} else {
 		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
-			PodScope: e.opt.PodScope, At: pl.at})
+			PodScope: e.pods, At: pl.at})
 		d.Notes = append(notes, d.Notes...)
 		if d.Verdict == playbooks.VerdictNoData {
-			prefix := cmp.Or(e.opt.MetricPrefix, vllmnames.DefaultPrefix)
+			prefix := cmp.Or(e.opt.Naming.Prefix, vllmnames.DefaultPrefix)
 			d.Notes = append(d.Notes, fmt.Sprintf("queried vLLM metrics named %s* (vllm.metric_prefix; KServe and OpenShift AI rename them to kserve_vllm:*) "+
-				"with pods by the %s label", prefix, e.opt.PodScope.Name()))
+				"with pods by the %s label", prefix, e.pods.Name()))
 		}
 		if t.unreachable > 0 {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, len(p.Queries), t.lastErr))

@@ -108,7 +108,7 @@ func newFleetRequest(p *playbooks.Playbook, exprs []string, podLabel string) *fl
 // queryFleet runs the fleet's queries as one request. When Prometheus rejects it, each query
 // is sent alone, so that one bad query does not cost the others their answer.
 func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time) (playbooks.FleetValues, []string) {
-	fr := newFleetRequest(p, exprs, e.opt.PodScope.Name())
+	fr := newFleetRequest(p, exprs, e.pods.Name())
 	r := e.query(ctx, fr.promQL(), keySuffix, at, fr)
 	if r.status != QueryError || len(exprs) == 1 {
 		var notes []string

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -209,7 +210,7 @@ func TestFleetPodsByInstanceOrTheConfiguredPodLabel(t *testing.T) {
 			fq := &fleetQuerier{scalar: 1, podLabel: tc.label, byPod: map[string]map[string]float64{
 				"waiting": {"10.0.0.1:8000": 140, "10.0.0.2:8000": 0},
 			}}
-			e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), PodScope: playbooks.PodScope{Label: tc.podLabel}})
+			e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Naming: vllmnames.Naming{PodLabel: tc.podLabel}})
 			d, err := e.Run(context.Background(), p, map[string]string{"model_name": "llama", tc.label: "10.0.0.1:8000"})
 			if err != nil {
 				t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,18 +24,14 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
-// Options are what the tools read. Set, Triage and Encode are required.
+// Options are what the tools read. Set and Triage are required.
 type Options struct {
 	Set *playbooks.Set
-	// Triage runs the playbook for labels (with alertname: the alert's playbook) as of at (zero:
-	// now), as `responder triage` does; its error is the CLI's one-line error.
-	Triage func(ctx context.Context, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error)
-	// Encode is the JSON `responder triage --output json` prints.
-	Encode func(d *playbooks.Diagnosis) ([]byte, error)
-	// ParseAt reads the `at` argument as the CLI reads --at.
-	ParseAt func(s string) (time.Time, error)
+	// Triage runs the triage tool as `responder triage` runs (the same errors, the same JSON).
+	Triage *triage.Service
 	// Store holds the recent-diagnoses index (nil: recent_diagnoses answers with none).
 	Store   store.Store
 	Version string
@@ -43,8 +39,8 @@ type Options struct {
 
 // New returns the MCP server with its tools.
 func New(o Options) (*mcp.Server, error) {
-	if o.Set == nil || o.Triage == nil || o.Encode == nil || o.ParseAt == nil {
-		return nil, errors.New("mcp server: playbooks, triage, encode and parse-at are required")
+	if o.Set == nil || o.Triage == nil {
+		return nil, errors.New("mcp server: playbooks and triage are required")
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "vllm-responder", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Read-only vLLM incident tools: triage runs the responder's playbooks against Prometheus and returns the diagnosis " +
@@ -94,38 +90,27 @@ type TriageIn struct {
 	At     string            `json:"at,omitempty" jsonschema:"evaluate as of this time: RFC 3339 or Unix seconds (default now)"`
 }
 
-var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-
 func (t *tools) triage(ctx context.Context, _ *mcp.CallToolRequest, in TriageIn) (*mcp.CallToolResult, any, error) {
-	labels := map[string]string{}
-	for k, v := range in.Labels {
-		if !labelName.MatchString(k) {
-			return nil, nil, fmt.Errorf("labels: %q is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)", k)
-		}
-		labels[k] = v
+	req := triage.Request{Alert: in.Alert, Labels: maps.Clone(in.Labels)}
+	if req.Labels == nil {
+		req.Labels = map[string]string{}
 	}
-	for k, v := range map[string]string{"alertname": in.Alert, "model_name": in.Model, "pod": in.Pod} {
+	for k, v := range map[string]string{"model_name": in.Model, "pod": in.Pod} {
 		if v != "" {
-			labels[k] = v
+			req.Labels[k] = v
 		}
 	}
-	if name := labels["alertname"]; name != "" && !slices.Contains(t.o.Set.AlertNames(), name) {
-		if _, ok := t.o.Set.Match(labels); !ok {
-			return nil, nil, fmt.Errorf("alert: no playbook matches alert %q (known: %s)", name, strings.Join(t.o.Set.AlertNames(), ", "))
-		}
-	}
-	var at time.Time
 	if in.At != "" {
 		var err error
-		if at, err = t.o.ParseAt(in.At); err != nil {
+		if req.At, err = triage.ParseAt(in.At, time.Now()); err != nil {
 			return nil, nil, fmt.Errorf("at: %w", err)
 		}
 	}
-	d, err := t.o.Triage(ctx, labels, at)
+	res, err := t.o.Triage.Run(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := t.o.Encode(d)
+	b, err := res.JSON()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,13 +2,18 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 func testServerOptions(t *testing.T) Options {
@@ -21,13 +26,20 @@ func testServerOptions(t *testing.T) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Set: set,
-		Triage: func(context.Context, map[string]string, time.Time) (*playbooks.Diagnosis, error) {
-			t.Error("triage must not run")
-			return nil, nil
-		},
-		Encode:  func(*playbooks.Diagnosis) ([]byte, error) { return nil, nil },
-		ParseAt: func(string) (time.Time, error) { return time.Time{}, nil }}
+	q := noQueries{t}
+	tr, err := triage.New(triage.Options{Set: set, Engine: evidence.NewEngine(q, evidence.EngineOptions{}), Querier: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Set: set, Triage: tr}
+}
+
+// noQueries fails the test on any query: these tests never triage.
+type noQueries struct{ t *testing.T }
+
+func (q noQueries) Query(context.Context, string, time.Time) (model.Value, error) {
+	q.t.Error("triage must not run")
+	return nil, errors.New("no queries here")
 }
 
 func TestTheHTTPEndpointRefusesAMissingOrWrongBearerToken(t *testing.T) {

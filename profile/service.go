@@ -97,11 +97,9 @@ type Deps struct {
 	Logger   zerolog.Logger
 	// Replica names this responder in records and holder names; empty: hostname-pid.
 	Replica string
-	// Naming is how vLLM's series are named (vllm.metric_prefix, vllm.router_label); the zero
-	// value is vLLM's own names without router exclusion.
+	// Naming is how vLLM's series are named and labelled (vllm.metric_prefix, router_label,
+	// pod_label); the zero value is vLLM's own names without router exclusion, pods by pod.
 	Naming vllmnames.Naming
-	// PodLabel is the series label that names a pod (vllm.pod_label); empty: pod.
-	PodLabel string
 }
 
 // Service runs captures and the janitor.
@@ -141,9 +139,6 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}
-	if d.PodLabel == "" {
-		d.PodLabel = vllmnames.DefaultPodLabel
-	}
 	if d.Replica == "" {
 		h, _ := os.Hostname()
 		d.Replica = h + "-" + strconv.Itoa(os.Getpid())
@@ -158,7 +153,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 		replica:   d.Replica,
 		client:    newVLLMClient(cfg.networks, cfg.BearerToken),
 		naming:    d.Naming,
-		podLabel:  d.PodLabel,
+		podLabel:  d.Naming.Pod(),
 		grace:     5 * time.Second,
 		active:    make(map[string]*capture),
 		janitored: make(map[string]bool),

@@ -132,7 +132,7 @@ func TestPrometheusBehindTLSAndBasicAuth(t *testing.T) {
 	prom, caFile, _ := securePrometheus(t, "responder", "s3cret-pw")
 	cfg := rawConfig(t, fmt.Sprintf("prometheus:\n  url: %s\n  basic_auth: {username: responder, password_file: %s}\n  tls_config: {ca_file: %s}\n",
 		prom.URL, writeFileT(t, "pw", "s3cret-pw\n"), caFile))
-	res, stderr, code := triage(t, "--config", cfg, "--label", "pod=vllm-0")
+	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "pod=vllm-0")
 	if code != 0 || res.Verdict != "healthy" {
 		t.Fatalf("exit %d, verdict %q: %s", code, res.Verdict, stderr)
 	}
@@ -141,14 +141,14 @@ func TestPrometheusBehindTLSAndBasicAuth(t *testing.T) {
 		"a wrong password": fmt.Sprintf("prometheus:\n  url: %s\n  basic_auth: {username: responder, password: wrong}\n  tls_config: {ca_file: %s}\n", prom.URL, caFile),
 		"no CA":            fmt.Sprintf("prometheus:\n  url: %s\n  basic_auth: {username: responder, password: s3cret-pw}\n", prom.URL),
 	} {
-		_, stderr, code := triage(t, "--config", rawConfig(t, body), "--label", "pod=vllm-0")
+		_, stderr, code := triageCLI(t, "--config", rawConfig(t, body), "--label", "pod=vllm-0")
 		if code == 0 || strings.Contains(stderr, "s3cret") || strings.Contains(stderr, "wrong") {
 			t.Errorf("%s: exit %d (want non-zero, no secret): %s", name, code, stderr)
 		}
 	}
 
 	// A password file that is missing fails at load, naming its key.
-	_, stderr, code = triage(t, "--config", rawConfig(t, fmt.Sprintf("prometheus:\n  url: %s\n  basic_auth: {username: responder, password_file: /nonexistent/pw}\n", prom.URL)))
+	_, stderr, code = triageCLI(t, "--config", rawConfig(t, fmt.Sprintf("prometheus:\n  url: %s\n  basic_auth: {username: responder, password_file: /nonexistent/pw}\n", prom.URL)))
 	if code == 0 || !strings.Contains(stderr, "prometheus.basic_auth.password_file: open /nonexistent/pw") {
 		t.Errorf("missing password file: exit %d: %s", code, stderr)
 	}

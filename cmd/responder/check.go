@@ -6,9 +6,10 @@ import (
 	"io"
 	"strings"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -24,12 +25,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "responder check: --config is required")
 		return 2
 	}
-	c, err := cfgpkg.Load(*cfgPath)
+	c, err := config.Load(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	set, err := loadPlaybooks(c)
+	set, err := stack.LoadPlaybooks(c)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -95,15 +96,15 @@ func runPlaybooksTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: responder playbooks test [--config FILE] DIR...")
 		return 2
 	}
-	c := cfgpkg.Default()
+	c := config.Default()
 	if *cfgPath != "" {
 		var err error
-		if c, err = cfgpkg.Load(*cfgPath); err != nil {
+		if c, err = config.Load(*cfgPath); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
 	}
-	set, err := loadPlaybooks(c, dirs...)
+	set, err := stack.LoadPlaybooks(c, dirs...)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

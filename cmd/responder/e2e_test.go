@@ -313,7 +313,7 @@ receivers:
 		t.Errorf("no diagnosis says \"this pod alone (1 of 3 pods)\":\n%s", o)
 	}
 	cfg := writeConfig(t, prom.URL, e2eResponderConfig)
-	res, stderr, code := triage(t, "--config", cfg, "--label", "namespace=e2e-engine-stall", "--label", "model_name="+simModel)
+	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "namespace=e2e-engine-stall", "--label", "model_name="+simModel)
 	if code != 0 || res.Verdict != "engine-stalled" || !strings.Contains(res.Title, "engine-stall-0") {
 		t.Errorf("triage of the model with a wedged pod: exit %d, verdict %s, title %q (%s); want engine-stalled naming engine-stall-0", code, res.Verdict, res.Title, stderr)
 	}

@@ -39,7 +39,7 @@ func TestTriageFixtureRoundTripsThroughPlaybooksTest(t *testing.T) {
 				if tc.alert != "" {
 					args = append(args, "--alert", tc.alert)
 				}
-				res, stderr, code := triage(t, args...)
+				res, stderr, code := triageCLI(t, args...)
 				if code != 0 || res.Verdict != tc.given {
 					t.Fatalf("exit %d, verdict %s, want %s: %s", code, res.Verdict, tc.given, stderr)
 				}
@@ -87,7 +87,7 @@ func TestTriageFixtureFlagsAreCheckedBeforeAnythingRuns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, stderr, code := triage(t, append([]string{"--config", cfg}, tc.args...)...)
+			_, stderr, code := triageCLI(t, append([]string{"--config", cfg}, tc.args...)...)
 			if code != 1 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q, want 1 and %q", code, stderr, tc.want)
 			}

@@ -95,14 +95,14 @@ func TestKServeRenamedMetricsAreFoundWithTheirPrefix(t *testing.T) {
 		t.Fatalf("the rename left %d vllm: series", len(got))
 	}
 
-	res, stderr, code := triage(t, "--config", writeConfig(t, prom.URL, ""), "--label", "pod=llama-predictor-0")
+	res, stderr, code := triageCLI(t, "--config", writeConfig(t, prom.URL, ""), "--label", "pod=llama-predictor-0")
 	if code != 0 || res.Verdict != "no-data" {
 		t.Fatalf("with vLLM's own names: exit %d, verdict %q (want no-data): %s", code, res.Verdict, stderr)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "queried vLLM metrics named vllm:* (vllm.metric_prefix") {
 		t.Errorf("the no-data diagnosis does not say which names it queried: %v", res.Notes)
 	}
-	res, stderr, code = triage(t, "--config", writeConfig(t, prom.URL, "vllm: {metric_prefix: \"kserve_vllm:\"}\n"), "--label", "pod=llama-predictor-0")
+	res, stderr, code = triageCLI(t, "--config", writeConfig(t, prom.URL, "vllm: {metric_prefix: \"kserve_vllm:\"}\n"), "--label", "pod=llama-predictor-0")
 	if code != 0 || res.Verdict != "healthy" {
 		t.Fatalf("with metric_prefix kserve_vllm:: exit %d, verdict %q (want healthy): %s %+v", code, res.Verdict, stderr, res)
 	}
@@ -156,7 +156,7 @@ func TestTheRouterIsNotTakenForAnEngine(t *testing.T) {
 		{"router series excluded (the default)", "", 0},
 		{"router_label empty: the router counts (the test can fail)", "vllm: {router_label: \"\"}\n", 500},
 	} {
-		res, stderr, code := triage(t, "--config", writeConfig(t, prom.URL, c.extra), "--label", "model_name="+model)
+		res, stderr, code := triageCLI(t, "--config", writeConfig(t, prom.URL, c.extra), "--label", "model_name="+model)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
 		}

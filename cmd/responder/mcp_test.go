@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rs/zerolog"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
-	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // bearerTransport adds the MCP bearer token to every request.
@@ -142,7 +140,7 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 				if err := json.Unmarshal([]byte(text), &got); err != nil {
 					t.Fatalf("triage answered no JSON: %v\n%s", err, text)
 				}
-				want, stderr, code := triage(t, cli...)
+				want, stderr, code := triageCLI(t, cli...)
 				if code != 0 {
 					t.Fatalf("CLI exit %d: %s", code, stderr)
 				}
@@ -196,23 +194,16 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 // reason the engine gave, as `responder triage` prints it.
 func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	c, err := cfgpkg.Load(writeConfig(t, url, ""))
+	c, err := stack.LoadConfig(writeConfig(t, url, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := loadPlaybooks(c)
+	sk, err := stack.New(c, stack.Options{Playbooks: true, Store: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := newPrometheusAPI(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := newEngine(c, api, nil, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newMCPServer(c, set, engine, store.NewMemory())
+	defer sk.Close()
+	s, err := newMCPServer(sk)
 	if err != nil {
 		t.Fatal(err)
 	}

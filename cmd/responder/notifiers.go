@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/console"
@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify/teams"
 	outbound "github.com/vllm-responder/vllm-responder/notify/webhook"
 	"github.com/vllm-responder/vllm-responder/store"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 // The notifiers, in one list: Slack (slack.bot_token), Teams (teams.webhook_url), each
@@ -30,7 +31,7 @@ type notifierEntry struct {
 
 // notifierTable lists the notifiers c turns on, in delivery order; sl is the Slack integration
 // (nil when only describing).
-func notifierTable(c *cfgpkg.Config, sl *slack.Slack, stdout io.Writer, log zerolog.Logger) []notifierEntry {
+func notifierTable(c *config.Config, sl *slack.Slack, stdout io.Writer, log zerolog.Logger) []notifierEntry {
 	var out []notifierEntry
 	if c.Slack.Enabled() {
 		out = append(out, notifierEntry{"slack", c.Slack.Channel, func() (notify.Notifier, notify.Policy, error) {
@@ -46,7 +47,7 @@ func notifierTable(c *cfgpkg.Config, sl *slack.Slack, stdout io.Writer, log zero
 	for i := range c.OutboundWebhooks {
 		w := &c.OutboundWebhooks[i]
 		out = append(out, notifierEntry{"webhook/" + w.Name, w.URL.String(), func() (notify.Notifier, notify.Policy, error) {
-			n, err := outbound.New(w, encodeTriage, log)
+			n, err := outbound.New(w, triage.Encode, log)
 			return n, w.RetryPolicy(), err
 		}})
 	}
@@ -60,7 +61,7 @@ func notifierTable(c *cfgpkg.Config, sl *slack.Slack, stdout io.Writer, log zero
 
 // notifiersLine is the notifiers as one line: "slack (#vllm-incidents), teams (Workflows
 // webhook)", or "console".
-func notifiersLine(c *cfgpkg.Config) string {
+func notifiersLine(c *config.Config) string {
 	var parts []string
 	for _, e := range notifierTable(c, nil, nil, zerolog.Nop()) {
 		if e.detail == "" {
@@ -75,7 +76,7 @@ func notifiersLine(c *cfgpkg.Config) string {
 // newNotifier builds every configured notifier, each in its own retry loop, behind one Fanout
 // that keeps one post per group state for each of them; sl is the Slack integration when Slack
 // is on.
-func newNotifier(c *cfgpkg.Config, sl *slack.Slack, st store.Store, stdout io.Writer, reg prometheus.Registerer, m *metrics.Responder, log zerolog.Logger) (notify.Notifier, error) {
+func newNotifier(c *config.Config, sl *slack.Slack, st store.Store, stdout io.Writer, reg prometheus.Registerer, m *metrics.Responder, log zerolog.Logger) (notify.Notifier, error) {
 	retryMetrics := notify.NewRetryMetrics(reg)
 	var targets []notify.Target
 	var names []string

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 // recording is a local peer that records each POST and answers with the next scripted status
@@ -147,7 +148,7 @@ outbound_webhooks:
 	if err := json.Unmarshal(p.Data.Diagnoses[0], &d); err != nil {
 		t.Fatal(err)
 	}
-	again, err := encodeTriage(&d)
+	again, err := triage.Encode(&d)
 	if err != nil {
 		t.Fatal(err)
 	}

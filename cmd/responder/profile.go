@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/profile"
 )
 
@@ -36,42 +36,26 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fs.Usage()
 		return 2
 	}
-	c, err := cfgpkg.Load(*cfgPath)
+	c, err := stack.LoadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	log := newLogger(c.Log, stderr)
-	promAPI, err := newPrometheusAPI(c)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	st, _, err := newStore(c)
+	st, err := stack.New(c, stack.Options{Logs: stderr, Store: true})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	defer st.Close()
-	silencer, err := newCaptureSilencer(c)
+	silencer, err := newSilencer(c)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	svc, err := profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Silencer: silencer, Logger: log.Level(zerolog.WarnLevel), Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
+	svc, err := profile.New(c.Profile, profile.Deps{Prometheus: st.Prometheus, Store: st.Store, Silencer: silencer, Logger: st.Log.Level(zerolog.WarnLevel), Naming: st.Naming})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return profile.RunCLI(ctx, svc, pf, stdout, stderr)
-}
-
-// newCaptureSilencer is the Alertmanager client that silences a captured pod's alerts; nil
-// without alertmanager.url (the pod's alerts then fire, and the requester is told so).
-func newCaptureSilencer(c *cfgpkg.Config) (profile.Silencer, error) {
-	s, err := newAlertmanagerClient(c)
-	if s == nil {
-		return nil, err // a nil *silence.Client would be a non-nil interface
-	}
-	return s, nil
 }

@@ -16,15 +16,15 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/handlers"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
-	"github.com/vllm-responder/vllm-responder/store"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -39,15 +39,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "responder serve: --config is required")
 		return 2
 	}
-	c, err := cfgpkg.Load(*cfgPath)
+	var override func(*config.Config)
+	if *listen != "" {
+		override = func(c *config.Config) { c.Listen = *listen }
+	}
+	c, err := stack.LoadConfig(*cfgPath, override)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	if *listen != "" {
-		c.Listen = *listen
-	}
-	log := newLogger(c.Log, stderr)
+	log := stack.NewLogger(c.Log, stderr)
 	if err := serve(ctx, c, log, stdout); err != nil {
 		log.Error().Err(err).Msg("responder stopped")
 		return 1
@@ -64,38 +65,26 @@ func (r rangeQuerier) QueryRange(ctx context.Context, q string, rng v1.Range, op
 }
 
 // serve wires the service and runs it until ctx ends, then drains.
-func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 
-	set, err := loadPlaybooks(c)
+	sk, err := stack.New(c, stack.Options{Logger: log, Playbooks: true, Observer: m, Store: true})
 	if err != nil {
 		return err
 	}
-	promAPI, err := newPrometheusAPI(c)
-	if err != nil {
-		return err
-	}
-	engine, err := newEngine(c, promAPI, m, log)
-	if err != nil {
-		return err
-	}
-	store.SetRedisLogger(log)
-	st, storeKind, err := newStore(c)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer sk.Close()
+	set, promAPI, st := sk.Playbooks, sk.Prometheus, sk.Store
 
 	// Profile captures and their janitor (which stops captures whose responder died).
 	var capt *profile.Service
 	if c.Profile.Enabled {
-		silencer, err := newCaptureSilencer(c)
+		silencer, err := newSilencer(c)
 		if err != nil {
 			return err
 		}
-		capt, err = profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Silencer: silencer, Metrics: profile.NewMetrics(reg), Logger: log, Naming: c.VLLM.Naming(), PodLabel: c.VLLM.PodLabel})
+		capt, err = profile.New(c.Profile, profile.Deps{Prometheus: promAPI, Store: st, Silencer: silencer, Metrics: profile.NewMetrics(reg), Logger: log, Naming: sk.Naming})
 		if err != nil {
 			return err
 		}
@@ -114,7 +103,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 		if capt != nil {
 			o.Capturer, o.MaxCapture = capturer{svc: capt}, c.Profile.MaxDuration
 		}
-		if o.Silencer, err = newSlackSilencer(c); err != nil {
+		if o.Silencer, err = newSilencer(c); err != nil {
 			return err
 		}
 		if sl, err = slack.New(o); err != nil {
@@ -127,7 +116,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	}
 	notifier := notify.RecordRecent(fanout, st, log)
 
-	d := dispatch.New(set, engine, notifier, st, dispatch.Options{
+	d := dispatch.New(set, sk.Engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: c.Dispatch.DedupWindow,
 		GroupCooldown: c.Dispatch.GroupCooldown, StormThreshold: c.Slack.StormThreshold,
 		RunTimeout: c.Dispatch.RunTimeout, NotifyTimeout: c.Dispatch.NotifyTimeout,
@@ -148,12 +137,12 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 			{Name: "store", Required: false, Func: st.Ping},
 		},
 	}
-	if routes.MCP, err = mcpHandler(c, set, engine, st); err != nil {
+	if routes.MCP, err = mcpHandler(c, sk); err != nil {
 		return err
 	}
 	if sl != nil {
-		// The /vllm command and the buttons, answered by the dispatcher's on-demand triage.
-		if routes.SlackCommands, routes.SlackInteractions, err = sl.Start(ctx, d); err != nil {
+		// The /vllm command and the buttons, answered by on-demand triage.
+		if routes.SlackCommands, routes.SlackInteractions, err = sl.Start(ctx, sk.Triage); err != nil {
 			return err
 		}
 	}
@@ -166,7 +155,7 @@ func serve(ctx context.Context, c *cfgpkg.Config, log zerolog.Logger, stdout io.
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("listen", ln.Addr().String()).Str("prometheus", secret.URL(c.Prometheus.URL).String()).Str("notifier", notifiersLine(c)).
-		Str("store", storeKind).Int("playbooks", len(set.All())).Str("version", version).Msg("responder serving")
+		Str("store", sk.StoreKind).Int("playbooks", len(set.All())).Str("version", version).Msg("responder serving")
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
 		_ = f.Sync()
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
 
@@ -37,7 +37,7 @@ func serveOn(t *testing.T, port int, cfgText string, logw io.Writer) (url string
 	if err := os.WriteFile(p, []byte(fmt.Sprintf("listen: \"127.0.0.1:%d\"\n%s", port, cfgText)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cfgpkg.Load(p)
+	c, err := config.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}

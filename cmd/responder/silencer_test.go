@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
@@ -35,18 +37,22 @@ func TestCaptureSilencesUseTheAlertmanagerHTTPConfig(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	c, err := cfgpkg.Parse("test.yaml", fmt.Appendf(nil, "alertmanager:\n  url: %s\n  authorization: {credentials: am-t0ken}\n", proxy.URL))
+	c, err := config.Parse("test.yaml", fmt.Appendf(nil, "alertmanager:\n  url: %s\n  authorization: {credentials: am-t0ken}\n", proxy.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type creator interface {
 		Create(context.Context, silence.Silence) (string, error)
 	}
-	for name, mk := range map[string]func(*cfgpkg.Config) (creator, error){
-		"capture":      func(c *cfgpkg.Config) (creator, error) { return newCaptureSilencer(c) },
-		"slack button": func(c *cfgpkg.Config) (creator, error) { return newSlackSilencer(c) },
+	for name, as := range map[string]func(silencer) creator{
+		"capture":      func(s silencer) creator { return profile.Silencer(s) },
+		"slack button": func(s silencer) creator { return slack.Silencer(s) },
 	} {
-		s, err := mk(c)
+		s0, err := newSilencer(c)
+		if err != nil || s0 == nil {
+			t.Fatalf("%s: silencer %v, %v", name, s0, err)
+		}
+		s := as(s0)
 		if err != nil || s == nil {
 			t.Fatalf("%s: silencer %v, %v", name, s, err)
 		}

@@ -5,15 +5,23 @@ import (
 	"fmt"
 	"time"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
-// newSlackSilencer is the Alertmanager client behind the Silence button, nil without
-// alertmanager.url.
-func newSlackSilencer(c *cfgpkg.Config) (slack.Silencer, error) {
+// silencer is what the Silence button (slack.Silencer) and a capture's silence
+// (profile.Silencer) both need of Alertmanager.
+type silencer interface {
+	slack.Silencer
+	profile.Silencer
+}
+
+// newSilencer is the one Alertmanager client (alertmanager.url with its http_config: auth, TLS,
+// proxy) behind the Silence button and a capture's silence; nil without alertmanager.url (a
+// capture's alerts then fire, and the requester is told so).
+func newSilencer(c *config.Config) (silencer, error) {
 	s, err := newAlertmanagerClient(c)
 	if s == nil {
 		return nil, err // a nil *silence.Client would be a non-nil interface
@@ -21,14 +29,11 @@ func newSlackSilencer(c *cfgpkg.Config) (slack.Silencer, error) {
 	return s, nil
 }
 
-// newAlertmanagerClient is the one Alertmanager client (alertmanager.url with its http_config:
-// auth, TLS, proxy) behind the Silence button and a capture's silence; nil without
-// alertmanager.url.
-func newAlertmanagerClient(c *cfgpkg.Config) (*silence.Client, error) {
+func newAlertmanagerClient(c *config.Config) (*silence.Client, error) {
 	if c.Alertmanager.URL == "" {
 		return nil, nil
 	}
-	hc, err := cfgpkg.NewHTTPClient("alertmanager", c.Alertmanager.HTTP)
+	hc, err := config.NewHTTPClient("alertmanager", c.Alertmanager.HTTP)
 	if err != nil {
 		return nil, fmt.Errorf("alertmanager: %w", err)
 	}

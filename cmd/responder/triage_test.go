@@ -55,7 +55,7 @@ type triageJSON struct {
 	} `json:"evidence"`
 }
 
-func triage(t *testing.T, args ...string) (triageJSON, string, int) {
+func triageCLI(t *testing.T, args ...string) (triageJSON, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), append([]string{"triage", "--output", "json"}, args...), &out, &errb)
@@ -96,7 +96,7 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 			if tc.alert != "" {
 				args = append(args, "--alert", tc.alert)
 			}
-			res, stderr, code := triage(t, args...)
+			res, stderr, code := triageCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -133,7 +133,7 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 	dayAgo := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
 	for _, at := range []string{dayAgo.UTC().Format(time.RFC3339), dayAgo.Format(time.RFC3339), strconv.FormatInt(dayAgo.Unix(), 10)} {
 		t.Run("at "+at, func(t *testing.T) {
-			res, stderr, code := triage(t, "--config", cfg, "--label", "pod=vllm-capacity", "--at", at)
+			res, stderr, code := triageCLI(t, "--config", cfg, "--label", "pod=vllm-capacity", "--at", at)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -149,14 +149,14 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 		})
 	}
 	t.Run("the baseline is a day before --at, not a day before now", func(t *testing.T) {
-		now, _, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill")
+		now, _, code := triageCLI(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill")
 		if code != 0 {
 			t.Fatal("triage now failed")
 		}
 		if _, b := evidenceNamed(t, now, "prefill_mean"); b == "no history for a baseline" {
 			t.Fatal("now, the baseline should come from the recorded day-old data")
 		}
-		then, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill",
+		then, stderr, code := triageCLI(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill",
 			"--at", dayAgo.Format(time.RFC3339))
 		if code != 0 {
 			t.Fatal(stderr)
@@ -166,7 +166,7 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 		}
 	})
 	t.Run("a time with no data is no-data", func(t *testing.T) {
-		res, stderr, code := triage(t, "--config", cfg, "--label", "pod=vllm-capacity", "--at", time.Now().Add(-72*time.Hour).Format(time.RFC3339))
+		res, stderr, code := triageCLI(t, "--config", cfg, "--label", "pod=vllm-capacity", "--at", time.Now().Add(-72*time.Hour).Format(time.RFC3339))
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -180,7 +180,7 @@ func TestTriageAtRejectsAFutureOrMalformedTimeWithOneLine(t *testing.T) {
 	cfg := writeConfig(t, "http://127.0.0.1:1", "")
 	for _, at := range []string{time.Now().Add(time.Hour).Format(time.RFC3339), strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
 		"yesterday", "2026-13-01T00:00:00Z", "", " ", "-5", "NaN", "1e30"} {
-		_, stderr, code := triage(t, "--config", cfg, "--at", at)
+		_, stderr, code := triageCLI(t, "--config", cfg, "--at", at)
 		if at == "" {
 			continue // an empty --at is the default: now (and Prometheus is unreachable here)
 		}
@@ -190,28 +190,11 @@ func TestTriageAtRejectsAFutureOrMalformedTimeWithOneLine(t *testing.T) {
 	}
 }
 
-func TestParseAt(t *testing.T) {
-	now := time.Date(2026, 5, 27, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct{ in, want string }{
-		{"2026-05-27T10:30:00Z", "2026-05-27T10:30:00Z"},
-		{"2026-05-27T12:30:00+02:00", "2026-05-27T10:30:00Z"},
-		{"2026-05-27T10:30:00.5Z", "2026-05-27T10:30:00.5Z"},
-		{"1779877800", "2026-05-27T10:30:00Z"},
-		{"1779877800.25", "2026-05-27T10:30:00.25Z"},
-		{"2026-05-27T12:00:30Z", "2026-05-27T12:00:30Z"}, // within the clock-skew allowance
-	} {
-		got, err := parseAt(tc.in, now)
-		if err != nil || got.UTC().Format(time.RFC3339Nano) != tc.want {
-			t.Errorf("parseAt(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
-		}
-	}
-}
-
 func TestTriageDoesNotTrustAP99PinnedAtTheTopBucket(t *testing.T) {
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	// TTFT is 35 s, but this pod's histogram stops at 10 s (vLLM before #15202).
-	res, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-old-buckets")
+	res, stderr, code := triageCLI(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-old-buckets")
 	if code != 0 {
 		t.Fatal(stderr)
 	}
@@ -233,7 +216,7 @@ func TestTriageComparesWithYesterdaysBaseline(t *testing.T) {
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	// Without history the fixtures show "baseline n/a"; here the pod ran healthy 1 day ago.
-	res, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill")
+	res, stderr, code := triageCLI(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill")
 	if code != 0 {
 		t.Fatal(stderr)
 	}
@@ -254,7 +237,7 @@ func TestTriageLabelValuesCannotBreakOutOfTheirString(t *testing.T) {
 		`\`,
 		`"},pod=~".+`,
 	} {
-		res, stderr, code := triage(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod="+hostile)
+		res, stderr, code := triageCLI(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod="+hostile)
 		if code != 0 {
 			t.Fatalf("pod=%q: exit %d: %s", hostile, code, stderr)
 		}
@@ -268,7 +251,7 @@ func TestTriageLabelValuesCannotBreakOutOfTheirString(t *testing.T) {
 func TestTriageFailsWithOneLineWhenPrometheusIsUnreachable(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	cfg := writeConfig(t, url, "")
-	_, stderr, code := triage(t, "--config", cfg)
+	_, stderr, code := triageCLI(t, "--config", cfg)
 	if code == 0 {
 		t.Fatal("exit 0 with Prometheus unreachable")
 	}
@@ -283,7 +266,7 @@ func TestTriageFailsWithOneLineWhenPrometheusIsUnreachable(t *testing.T) {
 func TestTriageRejectsBadConfigWithOneLine(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(p, []byte("prometheus: {url: ftp://x}\nlisten_typo: 1\n"), 0o644)
-	_, stderr, code := triage(t, "--config", p)
+	_, stderr, code := triageCLI(t, "--config", p)
 	if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, `unknown key "listen_typo"`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -328,7 +311,7 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if err := os.WriteFile(p, []byte(fmt.Sprintf("prometheus: {url: %q, queries_per_request: %d}\nlog: {level: error}\n", proxy.URL, n)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res, stderr, code := triage(t, "--config", p, "--alert", labels["alertname"], "--label", "pod="+labels["pod"])
+		res, stderr, code := triageCLI(t, "--config", p, "--alert", labels["alertname"], "--label", "pod="+labels["pod"])
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}

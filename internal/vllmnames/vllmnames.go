@@ -43,7 +43,8 @@ var (
 	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 )
 
-// Naming says how vLLM's series are named in the Prometheus the responder queries.
+// Naming says how vLLM's series are named and labelled in the Prometheus the responder queries
+// (the config's vllm section): one value for every part that writes or reads vLLM's series.
 type Naming struct {
 	// Prefix replaces "vllm:" in every metric name ("kserve_vllm:" on KServe / OpenShift AI).
 	Prefix string
@@ -51,13 +52,28 @@ type Naming struct {
 	// `server`): selectors of vLLM metrics get RouterLabel="" so a router is never taken for an
 	// engine. Empty disables the exclusion.
 	RouterLabel string
+	// PodLabel is the series label that names a pod (empty: pod); where a series or an alert
+	// has none, FallbackPodLabel stands in.
+	PodLabel string
 }
 
-// Default is vLLM's own names with the production-stack router excluded.
-func Default() Naming { return Naming{Prefix: DefaultPrefix, RouterLabel: DefaultRouterLabel} }
+// Default is vLLM's own names with the production-stack router excluded and pods by their pod
+// label.
+func Default() Naming {
+	return Naming{Prefix: DefaultPrefix, RouterLabel: DefaultRouterLabel, PodLabel: DefaultPodLabel}
+}
 
-// Validate checks the prefix and the router label; each error names its key (metric_prefix,
-// router_label) as configerr says, and the caller places them under their section.
+// Pod is the series label that names a pod: PodLabel, or pod when it is empty.
+func (n Naming) Pod() string {
+	if n.PodLabel == "" {
+		return DefaultPodLabel
+	}
+	return n.PodLabel
+}
+
+// Validate checks the prefix and the labels; each error names its key (metric_prefix,
+// router_label, pod_label) as configerr says, and the caller places them under their section.
+// An empty pod label is valid here (it means pod); the config requires one.
 func (n Naming) Validate() error {
 	var errs []error
 	if !prefixRE.MatchString(n.Prefix) {
@@ -65,6 +81,9 @@ func (n Naming) Validate() error {
 	}
 	if n.RouterLabel != "" && !labelNameRE.MatchString(n.RouterLabel) {
 		errs = append(errs, configerr.New("router_label", "%q is not a valid label name", n.RouterLabel))
+	}
+	if n.PodLabel != "" && !labelNameRE.MatchString(n.PodLabel) {
+		errs = append(errs, configerr.New("pod_label", "%q is not a valid label name", n.PodLabel))
 	}
 	return errors.Join(errs...)
 }

@@ -25,10 +25,12 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/silence"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
-// Triager runs a playbook on demand. labels are like an alert's (model_name, pod); with alertname
-// set, the alert's own playbook runs again (Re-run triage), otherwise the on-demand triage.
+// Triager runs a playbook on demand (*triage.Service). labels are like an alert's (model_name,
+// pod); with alertname set, the alert's own playbook runs again (Re-run triage), otherwise the
+// on-demand triage. Its error is worded for the user.
 type Triager interface {
 	Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error)
 }
@@ -367,14 +369,8 @@ func withoutRecord(d *playbooks.Diagnosis) *playbooks.Diagnosis {
 	return &c
 }
 
-// oneLine is an error for a user: its first line, shortened; never a stack trace.
-func oneLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
-}
+// oneLine is an error for a user (triage.OneLine), shortened to fit a message.
+func oneLine(err error) string { return truncate(triage.OneLine(err), 300) }
 
 func requestedBy(userID, userName string) string {
 	if userName != "" {

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	cfgpkg "github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
 )
 
@@ -54,7 +54,7 @@ func TestPrometheusClientFromHTTPConfigReusesConnectionsUncompressed(t *testing.
 	srv.Start()
 	defer srv.Close()
 
-	c, err := cfgpkg.Parse("c.yaml", []byte("prometheus: {url: "+srv.URL+", http_headers: {X-Scope-OrgID: {values: [t1]}}}\n"))
+	c, err := config.Parse("c.yaml", []byte("prometheus: {url: "+srv.URL+", http_headers: {X-Scope-OrgID: {values: [t1]}}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
