@@ -81,8 +81,8 @@ type tools struct {
 	o Options
 }
 
-// TriageIn are the triage tool's arguments.
-type TriageIn struct {
+// triageIn are the triage tool's arguments.
+type triageIn struct {
 	Alert  string            `json:"alert,omitempty" jsonschema:"alert name (VLLMTimeToFirstTokenP99High, ...): run the playbook that matches it; empty: the on-demand triage"`
 	Model  string            `json:"model,omitempty" jsonschema:"the model_name label of the vLLM series"`
 	Pod    string            `json:"pod,omitempty" jsonschema:"the pod; without one the triage names the model's worst pod"`
@@ -90,7 +90,7 @@ type TriageIn struct {
 	At     string            `json:"at,omitempty" jsonschema:"evaluate as of this time: RFC 3339 or Unix seconds (default now)"`
 }
 
-func (t *tools) triage(ctx context.Context, _ *mcp.CallToolRequest, in TriageIn) (*mcp.CallToolResult, any, error) {
+func (t *tools) triage(ctx context.Context, _ *mcp.CallToolRequest, in triageIn) (*mcp.CallToolResult, any, error) {
 	req := triage.Request{Alert: in.Alert, Labels: maps.Clone(in.Labels)}
 	if req.Labels == nil {
 		req.Labels = map[string]string{}
@@ -117,8 +117,8 @@ func (t *tools) triage(ctx context.Context, _ *mcp.CallToolRequest, in TriageIn)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil, nil
 }
 
-// PlaybookInfo is one entry of list_playbooks.
-type PlaybookInfo struct {
+// playbookInfo is one entry of list_playbooks.
+type playbookInfo struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description,omitempty"`
 	Match       []string `json:"match"`
@@ -127,15 +127,15 @@ type PlaybookInfo struct {
 	Source      string   `json:"source"`
 }
 
-// PlaybooksOut is list_playbooks' answer.
-type PlaybooksOut struct {
-	Playbooks []PlaybookInfo `json:"playbooks"`
+// playbooksOut is list_playbooks' answer.
+type playbooksOut struct {
+	Playbooks []playbookInfo `json:"playbooks"`
 }
 
-func (t *tools) listPlaybooks(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, PlaybooksOut, error) {
-	out := PlaybooksOut{Playbooks: []PlaybookInfo{}}
+func (t *tools) listPlaybooks(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, playbooksOut, error) {
+	out := playbooksOut{Playbooks: []playbookInfo{}}
 	for _, p := range t.o.Set.All() {
-		info := PlaybookInfo{Name: p.Name, Description: p.Description, OnDemand: p.OnDemand, Source: p.Source, Match: []string{}}
+		info := playbookInfo{Name: p.Name, Description: p.Description, OnDemand: p.OnDemand, Source: p.Source, Match: []string{}}
 		for _, m := range p.Matchers {
 			info.Match = append(info.Match, m.String())
 		}
@@ -150,41 +150,41 @@ func (t *tools) listPlaybooks(context.Context, *mcp.CallToolRequest, struct{}) (
 	return nil, out, nil
 }
 
-// RecentIn are recent_diagnoses' arguments.
-type RecentIn struct {
+// recentIn are recent_diagnoses' arguments.
+type recentIn struct {
 	Limit int `json:"limit,omitempty" jsonschema:"how many, newest first (default 20, at most 100)"`
 }
 
-// RecentOut is recent_diagnoses' answer.
-type RecentOut struct {
+// recentOut is recent_diagnoses' answer.
+type recentOut struct {
 	Diagnoses []notify.RecentDiagnosis `json:"diagnoses"`
 }
 
-func (t *tools) recent(ctx context.Context, _ *mcp.CallToolRequest, in RecentIn) (*mcp.CallToolResult, RecentOut, error) {
+func (t *tools) recent(ctx context.Context, _ *mcp.CallToolRequest, in recentIn) (*mcp.CallToolResult, recentOut, error) {
 	if in.Limit < 0 || in.Limit > notify.MaxRecent {
-		return nil, RecentOut{}, fmt.Errorf("limit: %d is not between 1 and %d", in.Limit, notify.MaxRecent)
+		return nil, recentOut{}, fmt.Errorf("limit: %d is not between 1 and %d", in.Limit, notify.MaxRecent)
 	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = 20
 	}
 	if t.o.Store == nil {
-		return nil, RecentOut{Diagnoses: []notify.RecentDiagnosis{}}, nil
+		return nil, recentOut{Diagnoses: []notify.RecentDiagnosis{}}, nil
 	}
 	ds, err := notify.RecentDiagnoses(ctx, t.o.Store, limit)
 	if err != nil {
-		return nil, RecentOut{}, fmt.Errorf("the store could not be read: %w", err)
+		return nil, recentOut{}, fmt.Errorf("the store could not be read: %w", err)
 	}
-	return nil, RecentOut{Diagnoses: ds}, nil
+	return nil, recentOut{Diagnoses: ds}, nil
 }
 
-// ExplainIn are explain_verdict's arguments.
-type ExplainIn struct {
+// explainIn are explain_verdict's arguments.
+type explainIn struct {
 	Verdict string `json:"verdict" jsonschema:"a verdict id, as in a diagnosis' verdict field (kv-preemption, ...)"`
 }
 
-// VerdictRule is how one playbook decides a verdict.
-type VerdictRule struct {
+// verdictRule is how one playbook decides a verdict.
+type verdictRule struct {
 	Playbook string   `json:"playbook"`
 	When     string   `json:"when"`
 	Means    string   `json:"means,omitempty"`
@@ -192,25 +192,25 @@ type VerdictRule struct {
 	Runbook  string   `json:"runbook"`
 }
 
-// ExplainOut is explain_verdict's answer.
-type ExplainOut struct {
+// explainOut is explain_verdict's answer.
+type explainOut struct {
 	Verdict string        `json:"verdict"`
 	Meaning string        `json:"meaning"`
-	Rules   []VerdictRule `json:"rules"`
+	Rules   []verdictRule `json:"rules"`
 }
 
-func (t *tools) explain(_ context.Context, _ *mcp.CallToolRequest, in ExplainIn) (*mcp.CallToolResult, ExplainOut, error) {
+func (t *tools) explain(_ context.Context, _ *mcp.CallToolRequest, in explainIn) (*mcp.CallToolResult, explainOut, error) {
 	id := strings.Trim(strings.TrimSpace(in.Verdict), "`")
 	if !slices.Contains(playbooks.KnownVerdicts, id) {
-		return nil, ExplainOut{}, fmt.Errorf("verdict: unknown verdict %q (one of %s)", in.Verdict, strings.Join(playbooks.KnownVerdicts, ", "))
+		return nil, explainOut{}, fmt.Errorf("verdict: unknown verdict %q (one of %s)", in.Verdict, strings.Join(playbooks.KnownVerdicts, ", "))
 	}
-	out := ExplainOut{Verdict: id, Meaning: playbooks.VerdictMeaning(id), Rules: []VerdictRule{}}
+	out := explainOut{Verdict: id, Meaning: playbooks.VerdictMeaning(id), Rules: []verdictRule{}}
 	for _, p := range t.o.Set.All() {
 		for _, v := range p.Verdicts {
 			if v.ID != id {
 				continue
 			}
-			r := VerdictRule{Playbook: p.Name, When: v.When, Means: v.Meaning, Runbook: "docs/playbooks/" + p.Name + ".md"}
+			r := verdictRule{Playbook: p.Name, When: v.When, Means: v.Meaning, Runbook: "docs/playbooks/" + p.Name + ".md"}
 			for _, a := range v.Actions {
 				if a.Tree != nil && a.Root != nil {
 					r.Actions = append(r.Actions, a.Root.String())

@@ -77,7 +77,7 @@ func TestTheHTTPEndpointRefusesAMissingOrWrongBearerToken(t *testing.T) {
 func TestEveryVerdictIsExplainedByThePlaybooks(t *testing.T) {
 	tl := &tools{o: testServerOptions(t)}
 	for _, v := range playbooks.KnownVerdicts {
-		_, out, err := tl.explain(context.Background(), nil, ExplainIn{Verdict: v})
+		_, out, err := tl.explain(context.Background(), nil, explainIn{Verdict: v})
 		if err != nil {
 			t.Fatal(err)
 		}

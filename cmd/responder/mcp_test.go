@@ -194,7 +194,20 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 // reason the engine gave, as `responder triage` prints it.
 func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	c, err := stack.LoadConfig(writeConfig(t, url, ""))
+	cs := inMemoryMCP(t, url)
+
+	text, isErr := callText(t, cs, "triage", map[string]any{"pod": "vllm-0"})
+	want := "Prometheus at " + url + " unreachable: "
+	if !isErr || !strings.Contains(text, want) || !strings.Contains(text, "connection refused") || strings.Contains(text, "\n") {
+		t.Fatalf("error=%v %q; want one line with %q and the reason", isErr, text, want)
+	}
+}
+
+// inMemoryMCP is a client session with the MCP server of a responder on the Prometheus at
+// promURL (the in-memory store), closed with the test.
+func inMemoryMCP(t *testing.T, promURL string) *mcp.ClientSession {
+	t.Helper()
+	c, err := stack.LoadConfig(writeConfig(t, promURL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +215,7 @@ func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sk.Close()
+	t.Cleanup(func() { sk.Close() })
 	s, err := newMCPServer(sk)
 	if err != nil {
 		t.Fatal(err)
@@ -213,16 +226,11 @@ func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ss.Close()
+	t.Cleanup(func() { ss.Close() })
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-
-	text, isErr := callText(t, cs, "triage", map[string]any{"pod": "vllm-0"})
-	want := "Prometheus at " + url + " unreachable: "
-	if !isErr || !strings.Contains(text, want) || !strings.Contains(text, "connection refused") || strings.Contains(text, "\n") {
-		t.Fatalf("error=%v %q; want one line with %q and the reason", isErr, text, want)
-	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }

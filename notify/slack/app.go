@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -344,7 +345,17 @@ func (a *app) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.Sla
 	}
 	blocks := answerBlocks(fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), d, a.diagnosisButtons(ctx, d))
 	a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeInChannel,
-		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(c.Labels()), cmp.Or(d.Title, d.Verdict)), Blocks: &slackgo.Blocks{BlockSet: blocks}})
+		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(aboutModel(c.Labels(), d)), cmp.Or(d.Title, d.Verdict)), Blocks: &slackgo.Blocks{BlockSet: blocks}})
+}
+
+// aboutModel is labels with the model the diagnosis is about when the command named none
+// (triage chose it).
+func aboutModel(labels map[string]string, d *playbooks.Diagnosis) map[string]string {
+	if m := d.Scope["model_name"]; m != "" && labels["model_name"] == "" {
+		labels = maps.Clone(labels)
+		labels["model_name"] = m
+	}
+	return labels
 }
 
 // diagnosisButtons offers Capture profile on an on-demand diagnosis that asks for one, and the
