@@ -157,7 +157,7 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 			}{
 				{"triage", map[string]any{"pod": "vllm-kv", "at": "yesterday"}, `at: "yesterday" is neither an RFC 3339 time`},
 				{"triage", map[string]any{"alert": "NoSuchAlert"}, `no playbook matches alert "NoSuchAlert" (known: VLLM`},
-				{"triage", map[string]any{"labels": map[string]string{"bad-name": "x"}}, `labels: "bad-name" is not a label name`},
+				{"triage", map[string]any{"labels": map[string]string{"bad-name": "x"}}, `label "bad-name": not a label name`},
 				{"triage", map[string]any{"pod": 42}, "pod"},
 				{"explain_verdict", map[string]any{"verdict": "slow"}, `unknown verdict "slow" (one of capacity-past-knee,`},
 				{"recent_diagnoses", map[string]any{"limit": 5000}, "limit: 5000 is not between 1 and 100"},
