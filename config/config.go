@@ -247,7 +247,6 @@ func Parse(source string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-
 // inSource names the file before each of err's errors.
 func inSource(source string, err error) error {
 	var errs []error
