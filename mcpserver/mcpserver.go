@@ -84,7 +84,7 @@ type tools struct {
 // triageIn are the triage tool's arguments.
 type triageIn struct {
 	Alert  string            `json:"alert,omitempty" jsonschema:"alert name (VLLMTimeToFirstTokenP99High, ...): run the playbook that matches it; empty: the on-demand triage"`
-	Model  string            `json:"model,omitempty" jsonschema:"the model_name label of the vLLM series"`
+	Model  string            `json:"model,omitempty" jsonschema:"the model_name label of the vLLM series; without it (and without a pod) the triage is about one model: the only one, or the one with the most severe verdict, the others listed in models"`
 	Pod    string            `json:"pod,omitempty" jsonschema:"the pod; without one the triage names the model's worst pod"`
 	Labels map[string]string `json:"labels,omitempty" jsonschema:"more alert labels (namespace, ...)"`
 	At     string            `json:"at,omitempty" jsonschema:"evaluate as of this time: RFC 3339 or Unix seconds (default now)"`
