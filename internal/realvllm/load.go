@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,11 +20,22 @@ import (
 // exact whatever the tokenizer does.
 type Request struct {
 	PromptTokens int
+	Tokens       []int // the prompt itself, when set (PromptTokens and Seed are then unused)
+	Model        string
+	Temperature  float64       // 0: greedy
 	MaxTokens    int           // generated with ignore_eos, so the request runs to max_tokens
 	GiveUpAfter  time.Duration // the client disconnects after this (0: reads to the end)
 	GiveUpChunks int           // the client disconnects after this many streamed chunks (0: never)
 	Seed         int           // varies the prompt (distinct prompts do not share the prefix cache)
 	Traceparent  string        // W3C traceparent header, if set
+}
+
+// Model is the served model or LoRA adapter a request names: the Request's, else the server's.
+func (s *Server) model(r Request) string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return s.Model
 }
 
 // Result is what the client saw.
@@ -46,6 +58,37 @@ func Prompt(n, seed int) []int {
 	return p
 }
 
+// Token ids of the prompts below: past the special tokens (0-2), inside the 512-token vocabulary.
+const firstToken, tokenSpan = 3, 500
+
+// RandomPrompt is n token ids drawn uniformly at random (seeded): no n-gram repeats to speak of,
+// and no prefix shared with another seed's.
+func RandomPrompt(n int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	p := make([]int, n)
+	for i := range p {
+		p[i] = firstToken + r.IntN(tokenSpan)
+	}
+	return p
+}
+
+// RepetitivePrompt is n token ids that repeat one random motif of period tokens (seeded): every
+// n-gram of it recurs, so an n-gram proposer finds a match at each step.
+func RepetitivePrompt(n, period int, seed uint64) []int {
+	motif := RandomPrompt(period, seed)
+	p := make([]int, n)
+	for i := range p {
+		p[i] = motif[i%period]
+	}
+	return p
+}
+
+// SharedPrefixPrompt is n token ids whose first prefix tokens are the same for every request of
+// one prefixSeed (a system prompt), followed by a part unique to seed.
+func SharedPrefixPrompt(n, prefix int, prefixSeed, seed uint64) []int {
+	return append(RandomPrompt(prefix, prefixSeed), RandomPrompt(n-prefix, seed)...)
+}
+
 // Complete runs one request.
 func (s *Server) Complete(ctx context.Context, r Request) Result { return s.complete(ctx, r, nil) }
 
@@ -62,9 +105,13 @@ func (s *Server) streamGaps(ctx context.Context, r Request, f func(at time.Time,
 }
 
 func (s *Server) complete(ctx context.Context, r Request, onChunk func(time.Time)) Result {
+	prompt := r.Tokens
+	if prompt == nil {
+		prompt = Prompt(r.PromptTokens, r.Seed)
+	}
 	body, _ := json.Marshal(map[string]any{
-		"model": s.Model, "prompt": Prompt(r.PromptTokens, r.Seed), "max_tokens": r.MaxTokens,
-		"ignore_eos": true, "stream": true, "temperature": 0,
+		"model": s.model(r), "prompt": prompt, "max_tokens": r.MaxTokens,
+		"ignore_eos": true, "stream": true, "temperature": r.Temperature,
 	})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -135,6 +182,13 @@ func (s *Server) complete(ctx context.Context, r Request, onChunk func(time.Time
 // Load sends n requests, one every interval (an open loop: arrivals do not wait for answers),
 // at most concurrency at once when it is above 0, and returns when all are answered or ctx ends.
 func (s *Server) Load(ctx context.Context, n int, interval time.Duration, concurrency int, gen func(i int) Request) []Result {
+	return s.LoadUntil(ctx, nil, n, interval, concurrency, gen)
+}
+
+// LoadUntil is Load that also stops sending when stop is closed (the requests already sent run
+// on, under ctx, and are waited for): a load bounded by a count, a time (ctx) and an event (the
+// alert it was meant to raise has fired). It returns the results of the requests sent.
+func (s *Server) LoadUntil(ctx context.Context, stop <-chan struct{}, n int, interval time.Duration, concurrency int, gen func(i int) Request) []Result {
 	out := make([]Result, n)
 	var wg sync.WaitGroup
 	var sem chan struct{}
@@ -143,12 +197,15 @@ func (s *Server) Load(ctx context.Context, n int, interval time.Duration, concur
 	}
 	tick := time.NewTicker(max(interval, time.Millisecond))
 	defer tick.Stop()
-	for i := 0; i < n; i++ {
-		if i > 0 {
+	sent := 0
+send:
+	for ; sent < n; sent++ {
+		if sent > 0 {
 			select {
 			case <-ctx.Done():
-				wg.Wait()
-				return out[:i]
+				break send
+			case <-stop:
+				break send
 			case <-tick.C:
 			}
 		}
@@ -156,8 +213,9 @@ func (s *Server) Load(ctx context.Context, n int, interval time.Duration, concur
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				wg.Wait()
-				return out[:i]
+				break send
+			case <-stop:
+				break send
 			}
 		}
 		wg.Add(1)
@@ -167,8 +225,8 @@ func (s *Server) Load(ctx context.Context, n int, interval time.Duration, concur
 				defer func() { <-sem }()
 			}
 			out[i] = s.Complete(ctx, gen(i))
-		}(i)
+		}(sent)
 	}
 	wg.Wait()
-	return out
+	return out[:sent]
 }

@@ -128,3 +128,39 @@ next:
 	}
 	return total
 }
+
+// Series are the samples of a text exposition whose names start with prefix: the series as
+// written (name and labels) to its value as written. Two expositions with equal Series did not
+// change a single sample.
+func Series(text, prefix string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			out[line[:i]] = line[i+1:]
+		}
+	}
+	return out
+}
+
+// Changed lists the series of b that are not in a or whose value differs, and those of a gone
+// from b, sorted.
+func Changed(a, b map[string]string) []string {
+	var out []string
+	for k, v := range b {
+		if w, ok := a[k]; !ok {
+			out = append(out, "new "+k+" "+v)
+		} else if w != v {
+			out = append(out, k+" "+w+" -> "+v)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, "gone "+k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -32,6 +32,12 @@ type Options struct {
 	OTLP        string
 	ProfileDir  string
 	ServiceName string
+	// Port is the loopback port to serve on (0: a free one). Restart keeps the port, as a
+	// restarted pod keeps its address.
+	Port int
+	// Args are extra vLLM flags (--speculative-config ..., --enable-lora ...), after the
+	// script's own.
+	Args []string
 }
 
 // Server is a running vLLM.
@@ -44,6 +50,7 @@ type Server struct {
 	cmd        *exec.Cmd
 	out        *lockedBuffer
 	done       chan struct{}
+	root       string
 }
 
 type lockedBuffer struct {
@@ -103,14 +110,25 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 	if out, err := setup.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("scripts/real-vllm.sh setup: %v\n%s", err, out)
 	}
-	port, err := freePort()
-	if err != nil {
+	if o.Port == 0 {
+		if o.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", o.Port), Model: "tiny-llama", Opts: o, root: root}
+	s.URL = "http://" + s.Addr
+	if err := s.launch(timeout); err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Model: "tiny-llama", Opts: o, out: &lockedBuffer{}, done: make(chan struct{})}
-	s.URL = "http://" + s.Addr
-	cmd := exec.Command(filepath.Join(root, "scripts/real-vllm.sh"), "serve")
-	env := append(os.Environ(), fmt.Sprintf("REAL_VLLM_PORT=%d", port))
+	return s, nil
+}
+
+// launch starts scripts/real-vllm.sh serve with s.Opts and waits for /health and /version.
+func (s *Server) launch(timeout time.Duration) error {
+	o := s.Opts
+	s.out, s.done = &lockedBuffer{}, make(chan struct{})
+	cmd := exec.Command(filepath.Join(s.root, "scripts/real-vllm.sh"), append([]string{"serve"}, o.Args...)...)
+	env := append(os.Environ(), fmt.Sprintf("REAL_VLLM_PORT=%d", o.Port))
 	add := func(k string, v any) {
 		if fmt.Sprint(v) != "" && fmt.Sprint(v) != "0" {
 			env = append(env, fmt.Sprintf("%s=%v", k, v))
@@ -128,15 +146,16 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start scripts/real-vllm.sh serve: %w", err)
+		return fmt.Errorf("start scripts/real-vllm.sh serve: %w", err)
 	}
 	s.cmd = cmd
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	done := s.done
+	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(timeout)
 	for {
 		select {
-		case <-s.done:
-			return nil, fmt.Errorf("vLLM exited during start-up (%s)%s:\n%s", cmd.ProcessState, startHint(s.out.String()), tail(s.out.String(), 6000))
+		case <-done:
+			return fmt.Errorf("vLLM exited during start-up (%s)%s:\n%s", cmd.ProcessState, startHint(s.out.String()), tail(s.out.String(), 6000))
 		default:
 		}
 		if s.get("/health") == nil {
@@ -144,7 +163,7 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("vLLM not healthy after %s:\n%s", timeout, tail(s.out.String(), 6000))
+			return fmt.Errorf("vLLM not healthy after %s:\n%s", timeout, tail(s.out.String(), 6000))
 		}
 		time.Sleep(time.Second)
 	}
@@ -154,11 +173,39 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 	}
 	if err := s.getJSON("/version", &v); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("GET /version: %w", err)
+		return fmt.Errorf("GET /version: %w", err)
 	}
 	s.Version = v.Version
-	return s, nil
+	return nil
 }
+
+// Kill ends every process of the server at once with SIGKILL (API server, engine core, worker),
+// as the kernel's OOM killer or a node failure ends a pod's container, and waits for the
+// script's process to be gone. The port is then free for Restart.
+func (s *Server) Kill() {
+	select {
+	case <-s.done:
+	default:
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	// The engine core's worker can outlive its parent for a moment: the whole group goes.
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// Restart starts the server again with the same options on the same port (a restarted pod
+// keeps its scrape address) after it was stopped or killed, and waits for /health.
+func (s *Server) Restart(timeout time.Duration) error {
+	select {
+	case <-s.done:
+	default:
+		return fmt.Errorf("restart: vLLM on %s is still running (Kill or Stop it first)", s.Addr)
+	}
+	return s.launch(timeout)
+}
+
+// Exited is closed when the server's process has exited.
+func (s *Server) Exited() <-chan struct{} { return s.done }
 
 // startHint names the setting to change when vLLM's start failed for a reason this package's
 // settings decide: on the CPU backend the KV cache must fit the NUMA node's free memory.
@@ -175,12 +222,15 @@ func startHint(out string) string {
 func (s *Server) Output() string { return s.out.String() }
 
 // Stop ends vLLM (its whole process group: API server, engine core, worker).
+// A test that stopped the engine core (SIGSTOP) and failed before SIGCONT leaves it stopped: the
+// group gets SIGCONT first, so that it can handle the SIGTERM.
 func (s *Server) Stop() {
 	select {
 	case <-s.done:
 		return
 	default:
 	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -188,6 +238,7 @@ func (s *Server) Stop() {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // a worker left behind by its engine core
 }
 
 func (s *Server) get(path string) error {
