@@ -22,7 +22,21 @@ import (
 
 type snapshot map[string]*dto.MetricFamily
 
-func snap(t *testing.T) snapshot { t.Helper(); return snapshot(realMetrics(t)) }
+func snap(t *testing.T) snapshot { t.Helper(); return snapOf(t, srv) }
+
+// snapOf parses the /metrics of s (a server of its own test, or the package's).
+func snapOf(t *testing.T, s *Server) snapshot {
+	t.Helper()
+	text, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := Families(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snapshot(fams)
+}
 
 func (s snapshot) v(name string, match ...string) float64 {
 	m := map[string]string{}
@@ -34,14 +48,16 @@ func (s snapshot) v(name string, match ...string) float64 {
 
 // waitIdle waits until the engine has no running or waiting request, and the metrics have
 // caught up (vLLM publishes them once per engine step).
-func waitIdle(t *testing.T) snapshot {
+func waitIdle(t *testing.T) snapshot { t.Helper(); return waitIdleOn(t, srv) }
+
+func waitIdleOn(t *testing.T, srv *Server) snapshot {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		s := snap(t)
+		s := snapOf(t, srv)
 		if s.v("vllm:num_requests_running") == 0 && s.v("vllm:num_requests_waiting") == 0 {
 			time.Sleep(1500 * time.Millisecond) // two stat intervals, so the counters are final
-			return snap(t)
+			return snapOf(t, srv)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("vLLM not idle after 3m: running %v, waiting %v", s.v("vllm:num_requests_running"), s.v("vllm:num_requests_waiting"))

@@ -1,0 +1,67 @@
+//go:build realvllm
+
+package realvllm
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestPrefixCollapseOnAFreshServer: on a server that just started, 12 requests sharing a
+// 3,360-token prefix, then 12 of the same length with nothing shared: the prefix-cache hit rate
+// (hits / queries, in tokens) falls from about 0.8 to 0, the prompt length stays, and prefill
+// time and TTFT rise.
+func TestPrefixCollapseOnAFreshServer(t *testing.T) {
+	o := CollapseOptions()
+	o.OTLP = "http://127.0.0.1:1" // no collector: spans are TestLLMRequestSpans's business
+	s, err := Start(o, 10*time.Minute)
+	if err != nil {
+		t.Fatalf("the prefix-collapse server did not start: %v", err)
+	}
+	defer s.Stop()
+	t.Logf("vLLM %s (max-model-len %d, %d blocks of %d) healthy after %s", s.Version, o.MaxModelLen, o.NumBlocks, o.BlockSize, s.StartupDur.Round(time.Second))
+	type phase struct {
+		hitRate, promptMean, prefillMean, ttftMean, queueMean float64
+	}
+	run := func(shared bool) phase {
+		before := waitIdleOn(t, s)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		for i, r := range s.Load(ctx, 12, 500*time.Millisecond, 2, func(i int) Request { return CollapseRequest(i, shared) }) {
+			if r.Err != nil || r.Finish != "length" {
+				t.Fatalf("request %d (shared %v): %+v", i, shared, r)
+			}
+		}
+		after := waitIdleOn(t, s)
+		d := func(name string) float64 { return after.v(name) - before.v(name) }
+		mean := func(h string) float64 { return d(h+"_sum") / d(h+"_count") }
+		return phase{
+			hitRate:     d("vllm:prefix_cache_hits_total") / d("vllm:prefix_cache_queries_total"),
+			promptMean:  mean("vllm:request_prompt_tokens"),
+			prefillMean: mean("vllm:request_prefill_time_seconds"),
+			ttftMean:    mean("vllm:time_to_first_token_seconds"),
+			queueMean:   mean("vllm:request_queue_time_seconds"),
+		}
+	}
+	shared, unique := run(true), run(false)
+	for _, p := range []struct {
+		name string
+		phase
+	}{{"shared prefix", shared}, {"unique prefixes", unique}} {
+		t.Logf("  %s: prefix-cache hit rate %.3f, prompt %.0f tokens, prefill mean %.3f s, queue mean %.3f s, TTFT mean %.3f s",
+			p.name, p.hitRate, p.promptMean, p.prefillMean, p.queueMean, p.ttftMean)
+	}
+	if shared.hitRate < 0.75 {
+		t.Errorf("hit rate with a shared 3,360-token prefix %.3f, want about 0.8 (11 of 12 requests find 3,360 of 3,840 tokens)", shared.hitRate)
+	}
+	if unique.hitRate > 0.05 {
+		t.Errorf("hit rate with unique prefixes %.3f, want about 0", unique.hitRate)
+	}
+	if shared.promptMean != CollapsePromptTokens || unique.promptMean != CollapsePromptTokens {
+		t.Errorf("prompt means %.0f and %.0f, want %d both: the collapse must not change the prompt length", shared.promptMean, unique.promptMean, CollapsePromptTokens)
+	}
+	if unique.prefillMean < 2*shared.prefillMean {
+		t.Errorf("prefill mean %.3f s with unique prefixes, %.3f s with the shared one: want it at least doubled (8 times the tokens to compute)", unique.prefillMean, shared.prefillMean)
+	}
+}
