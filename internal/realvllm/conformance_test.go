@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	promparser "github.com/prometheus/prometheus/promql/parser"
@@ -28,24 +29,20 @@ import (
 // may fix vllm-sim first.
 var knownDifferences = map[string]string{
 	// Families vllm-sim does not model; no playbook or rule reads them.
-	"vllm:admission_rejections_total":           "no admission control in vllm-sim",
-	"vllm:engine_sleep_state":                   "no sleep mode in vllm-sim",
 	"vllm:estimated_flops_per_gpu_total":        "MFU estimates not modelled",
 	"vllm:estimated_read_bytes_per_gpu_total":   "MFU estimates not modelled",
 	"vllm:estimated_write_bytes_per_gpu_total":  "MFU estimates not modelled",
-	"vllm:external_prefix_cache_hits_total":     "no KV connector in vllm-sim",
-	"vllm:external_prefix_cache_queries_total":  "no KV connector in vllm-sim",
 	"vllm:mm_cache_hits_total":                  "no multimodal inputs in vllm-sim",
 	"vllm:mm_cache_queries_total":               "no multimodal inputs in vllm-sim",
-	"vllm:prompt_tokens_by_source_total":        "prompt sources (compute, cache hit, KV transfer) not split in vllm-sim",
-	"vllm:prompt_tokens_cached_total":           "prompt sources not split in vllm-sim",
 	"vllm:prompt_tokens_cached_by_source_total": "prompt sources not split in vllm-sim",
 	"vllm:request_max_num_generation_tokens":    "request parameters not recorded by vllm-sim",
 	"vllm:request_params_max_tokens":            "request parameters not recorded by vllm-sim",
 	"vllm:request_params_n":                     "request parameters not recorded by vllm-sim",
 	"vllm:request_num_preemptions":              "per-request preemption histogram not modelled (the counter is)",
 	"vllm:request_prefill_kv_computed_tokens":   "per-request computed prefill tokens not modelled",
-	"vllm:cache_config_info: label names":       "its labels are CacheConfig's fields, which change with every vLLM version; vllm-sim keeps an older set and nothing reads them",
+	// Behaviour under a feature, beyond the families' shape (checked by the feature's test).
+	"vllm:lora_requests_info: waiting_lora_adapters": "vllm-sim leaves it empty; vLLM 0.32 repeats running_lora_adapters there (docs/vllm-facts.md, LoRA)",
+	"vllm:cache_config_info: label names":            "its labels are CacheConfig's fields, which change with every vLLM version; vllm-sim keeps an older set and nothing reads them",
 }
 
 // simMetrics is the exposition of an idle vllm-sim configured like the real server.
@@ -71,6 +68,109 @@ func simMetrics(t *testing.T) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	return fams
+}
+
+// simFeatureMetrics is the exposition of a vllm-sim configured like a real server with a feature
+// (feature sets it on the config: speculative tokens, LoRA slots and adapters) after it served
+// one request for each of models ("" is the served model), in virtual time.
+func simFeatureMetrics(t *testing.T, o Options, feature func(*sim.Config), models ...string) map[string]*dto.MetricFamily {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.ModelName = "tiny-llama"
+	cfg.MaxNumSeqs, cfg.MaxModelLen, cfg.BlockSize, cfg.NumGPUBlocks = o.MaxNumSeqs, o.MaxModelLen, o.BlockSize, o.NumBlocks
+	cfg.MaxNumBatchedTokens = 2048
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg.Start = now
+	feature(&cfg)
+	eng, err := sim.NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := sim.LookupScenario("idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.SetScenario(idle, true, now)
+	for _, m := range models {
+		if _, err := eng.Submit(now, "/v1/completions", m, 20, 20, 0); err != nil {
+			t.Fatalf("vllm-sim: a request for %q: %v", m, err)
+		}
+	}
+	for end := now.Add(30 * time.Second); now.Before(end); {
+		now = now.Add(max(eng.Step(now).Duration, time.Millisecond))
+	}
+	hs := httptest.NewServer(sim.NewServer(eng, sim.NewProfiler(t.TempDir(), 0, 1, zerolog.Nop()), zerolog.Nop()))
+	defer hs.Close()
+	text, err := (&Server{URL: hs.URL}).Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := Families(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// compareFeatureFamilies compares the families of a feature (names starting with one of
+// prefixes) between a real vLLM serving it and vllm-sim configured alike, as
+// TestSimMatchesTheRealVLLMFamilyByFamily does for the idle server: a difference that is not in
+// knownDifferences (and sim/README.md) fails.
+func compareFeatureFamilies(t *testing.T, real, simFams map[string]*dto.MetricFamily, prefixes ...string) {
+	t.Helper()
+	keep := func(fams map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
+		out := map[string]*dto.MetricFamily{}
+		for n, f := range fams {
+			for _, p := range prefixes {
+				if strings.HasPrefix(n, p) {
+					out[n] = f
+				}
+			}
+		}
+		return out
+	}
+	real, simFams = keep(real), keep(simFams)
+	if len(real) == 0 {
+		t.Fatalf("the real vLLM exports no family starting with %v", prefixes)
+	}
+	diffs := compareFamilies(real, simFams)
+	keys := make([]string, 0, len(diffs))
+	for k := range diffs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "sim", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		reason, ok := known(k)
+		if !ok {
+			t.Errorf("%s (%s): fix vllm-sim or list it in knownDifferences and sim/README.md", k, diffs[k])
+			continue
+		}
+		if fam, _, _ := strings.Cut(k, ": "); !strings.Contains(string(readme), "`"+fam+"`") {
+			t.Errorf("%s is a known difference but sim/README.md does not name `%s`", k, fam)
+		}
+		t.Logf("known: %s (%s): %s", k, diffs[k], reason)
+	}
+	names := vllmOnly(real)
+	t.Logf("%d families compared with vllm-sim: %s", len(names), strings.Join(names, ", "))
+}
+
+// checkKnownBehaviour fails when vllm-sim differs from the real vLLM (differs) in a way
+// knownDifferences does not list under key, and logs a listed difference that is gone.
+func checkKnownBehaviour(t *testing.T, key string, differs bool, detail string) {
+	t.Helper()
+	reason, listed := knownDifferences[key]
+	switch {
+	case differs && !listed:
+		t.Errorf("%s (%s): fix vllm-sim or list it in knownDifferences and sim/README.md", key, detail)
+	case differs:
+		t.Logf("known: %s (%s): %s", key, detail, reason)
+	case listed:
+		t.Logf("STALE: knownDifferences lists %q but vllm-sim no longer differs there (%s): remove it (and from sim/README.md)", key, detail)
+	}
 }
 
 func realMetrics(t *testing.T) map[string]*dto.MetricFamily {
