@@ -23,7 +23,10 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
 
-const realPod = "vllm-real"
+const (
+	realPod       = "vllm-real"
+	realNamespace = "e2e"
+)
 
 type realPhase struct {
 	name, alert, verdict string
@@ -91,29 +94,7 @@ func TestRealVLLMEndToEndVerdictsAndProfile(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	t.Logf("real vLLM %s healthy after %s", srv.Version, srv.StartupDur.Round(time.Second))
 
-	respPort := testenv.FreePort(t)
-	respURL := fmt.Sprintf("http://127.0.0.1:%d", respPort)
-	am := testenv.Alertmanager(t, fmt.Sprintf(`
-route:
-  receiver: responder
-  group_by: [alertname, namespace, pod, model_name]
-  group_wait: 1s
-  group_interval: 2s
-  repeat_interval: 1h
-receivers:
-  - name: responder
-    webhook_configs:
-      - url: %s/alertmanager
-        send_resolved: true
-`, respURL))
-	prom := testenv.Prometheus(t, testenv.PromOptions{
-		ScrapeTargets:      []testenv.Target{{Addr: srv.Addr, Labels: map[string]string{"pod": realPod, "namespace": "e2e"}}},
-		ScrapeInterval:     time.Second,
-		RuleFiles:          []string{rules},
-		EvaluationInterval: time.Second,
-		Alertmanagers:      []string{am.Addr},
-	})
-	_, out, _ := serveOn(t, respPort, promConfig(prom.URL)+e2eResponderConfig, nil)
+	prom, out := startRealChain(t, rules, testenv.Target{Addr: srv.Addr, Labels: map[string]string{"pod": realPod, "namespace": realNamespace}})
 	t.Logf("chain up after %s", time.Since(start).Round(time.Second))
 
 	for _, ph := range realPhases {
@@ -171,7 +152,7 @@ profile: {enabled: true, default_duration: 1s, cooldown: 0s, start_timeout: 30s,
 		})
 	}()
 	var stdout, stderr bytes.Buffer
-	code := runProfile(context.Background(), []string{"--config", cfg, "--pod", realPod, "--namespace", "e2e", "--requested-by", "e2e"}, &stdout, &stderr)
+	code := runProfile(context.Background(), []string{"--config", cfg, "--pod", realPod, "--namespace", realNamespace, "--requested-by", "e2e"}, &stdout, &stderr)
 	lcancel()
 	<-loadDone
 	t.Logf("responder profile: exit %d\n%s%s", code, stdout.String(), stderr.String())
@@ -189,6 +170,36 @@ profile: {enabled: true, default_duration: 1s, cooldown: 0s, start_timeout: 30s,
 		t.Fatalf("the capture wrote no trace file under %s", profileDir)
 	}
 	t.Logf("trace files: %v; whole test %s", traces, time.Since(start).Round(time.Second))
+}
+
+// startRealChain starts the chain behind a real vLLM: a real Alertmanager, a real Prometheus
+// scraping the targets every second with the rules file, and `responder serve` (console
+// notifier) with the end-to-end playbook windows. It returns Prometheus and the console output.
+func startRealChain(t *testing.T, rules string, targets ...testenv.Target) (*testenv.PromServer, *syncBuf) {
+	t.Helper()
+	respPort := testenv.FreePort(t)
+	am := testenv.Alertmanager(t, fmt.Sprintf(`
+route:
+  receiver: responder
+  group_by: [alertname, namespace, pod, model_name]
+  group_wait: 1s
+  group_interval: 2s
+  repeat_interval: 1h
+receivers:
+  - name: responder
+    webhook_configs:
+      - url: http://127.0.0.1:%d/alertmanager
+        send_resolved: true
+`, respPort))
+	prom := testenv.Prometheus(t, testenv.PromOptions{
+		ScrapeTargets:      targets,
+		ScrapeInterval:     time.Second,
+		RuleFiles:          []string{rules},
+		EvaluationInterval: time.Second,
+		Alertmanagers:      []string{am.Addr},
+	})
+	_, out, _ := serveOn(t, respPort, promConfig(prom.URL)+e2eResponderConfig, nil)
+	return prom, out
 }
 
 // alertActive reports whether Prometheus has the alert pending or firing for any pod.

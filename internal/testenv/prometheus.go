@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -55,9 +56,11 @@ func promBinary(t testing.TB, env, name string) string {
 
 // PromServer is a real Prometheus started for a test.
 type PromServer struct {
-	URL  string
-	Dir  string
-	Proc *Process
+	URL     string
+	Dir     string
+	Proc    *Process
+	opts    PromOptions
+	cfgPath string
 }
 
 // Prometheus starts a real Prometheus on a loopback port and waits until it is ready.
@@ -77,6 +80,34 @@ func Prometheus(t testing.TB, o PromOptions) *PromServer {
 	if o.EvaluationInterval == 0 {
 		o.EvaluationInterval = time.Second
 	}
+	cfgPath := writeFile(t, dir, "prometheus.yml", configYAML(o))
+	port := FreePort(t)
+	p := &PromServer{URL: "http://" + addr(port), Dir: dir, opts: o, cfgPath: cfgPath}
+	args := []string{"--config.file=" + cfgPath}
+	ready := httpOK
+	if o.WebConfig != "" {
+		args = append(args, "--web.config.file="+writeFile(t, dir, "web.yml", o.WebConfig))
+		if strings.Contains(o.WebConfig, "tls_server_config") {
+			p.URL = "https://" + addr(port)
+		}
+		if o.Client == nil {
+			t.Fatal("testenv.Prometheus: WebConfig needs a Client for the readiness check")
+		}
+		ready = func(u string) bool { return clientOK(o.Client, u) }
+	}
+	p.Proc = Start(t, "prometheus", bin, append(args,
+		"--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=30d",
+		"--web.listen-address="+addr(port),
+		"--web.enable-lifecycle",
+		"--query.lookback-delta=5m",
+	)...)
+	WaitFor(t, 60*time.Second, "prometheus to be ready", func() bool { return ready(p.URL + "/-/ready") })
+	return p
+}
+
+// configYAML is the prometheus.yml of o (its intervals defaulted).
+func configYAML(o PromOptions) string {
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", dur(o.ScrapeInterval), dur(o.EvaluationInterval))
 	if len(o.RuleFiles) > 0 {
@@ -121,30 +152,59 @@ func Prometheus(t testing.TB, o PromOptions) *PromServer {
 			}
 		}
 	}
-	cfgPath := writeFile(t, dir, "prometheus.yml", cfg.String())
-	port := FreePort(t)
-	p := &PromServer{URL: "http://" + addr(port), Dir: dir}
-	args := []string{"--config.file=" + cfgPath}
-	ready := httpOK
-	if o.WebConfig != "" {
-		args = append(args, "--web.config.file="+writeFile(t, dir, "web.yml", o.WebConfig))
-		if strings.Contains(o.WebConfig, "tls_server_config") {
-			p.URL = "https://" + addr(port)
-		}
-		if o.Client == nil {
-			t.Fatal("testenv.Prometheus: WebConfig needs a Client for the readiness check")
-		}
-		ready = func(u string) bool { return clientOK(o.Client, u) }
+	return cfg.String()
+}
+
+// AddTargets adds scrape targets to a running Prometheus (its config rewritten, then
+// POST /-/reload) and waits until each is scraped up: a pod that appears later, with no history
+// before it.
+func (p *PromServer) AddTargets(t testing.TB, targets ...Target) {
+	t.Helper()
+	p.opts.ScrapeTargets = append(p.opts.ScrapeTargets, targets...)
+	if err := os.WriteFile(p.cfgPath, []byte(configYAML(p.opts)), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	p.Proc = Start(t, "prometheus", bin, append(args,
-		"--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=30d",
-		"--web.listen-address="+addr(port),
-		"--web.enable-lifecycle",
-		"--query.lookback-delta=5m",
-	)...)
-	WaitFor(t, 60*time.Second, "prometheus to be ready", func() bool { return ready(p.URL + "/-/ready") })
-	return p
+	client := p.opts.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	r, err := client.Post(p.URL+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatalf("prometheus reload: %v", err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Fatalf("prometheus reload: %s", r.Status)
+	}
+	for _, tg := range targets {
+		WaitFor(t, time.Minute, "prometheus to scrape "+tg.Addr, func() bool { return p.targetUp(client, tg.Addr) })
+	}
+}
+
+// targetUp reports whether the target at addr is scraped with health "up".
+func (p *PromServer) targetUp(client *http.Client, addr string) bool {
+	r, err := client.Get(p.URL + "/api/v1/targets?state=active")
+	if err != nil {
+		return false
+	}
+	defer r.Body.Close()
+	var resp struct {
+		Data struct {
+			ActiveTargets []struct {
+				ScrapeURL string `json:"scrapeUrl"`
+				Health    string `json:"health"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(r.Body).Decode(&resp) != nil {
+		return false
+	}
+	for _, a := range resp.Data.ActiveTargets {
+		if strings.Contains(a.ScrapeURL, "//"+addr+"/") && a.Health == "up" {
+			return true
+		}
+	}
+	return false
 }
 
 // Stop stops the server.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,25 @@ func TestPrometheusServesBackfilledHistory(t *testing.T) {
 	if !strings.Contains(string(b), `"7"`) {
 		t.Fatalf("backfilled sample not served: %s", b)
 	}
+}
+
+func TestPrometheusScrapesATargetAddedLater(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "# TYPE late_metric gauge\nlate_metric 42")
+	}))
+	defer hs.Close()
+	p := Prometheus(t, PromOptions{})
+	addr := strings.TrimPrefix(hs.URL, "http://")
+	p.AddTargets(t, Target{Addr: addr, Labels: map[string]string{"pod": "late"}})
+	WaitFor(t, 30*time.Second, "the added target's sample", func() bool {
+		resp, err := http.Get(p.URL + "/api/v1/query?query=late_metric%7Bpod%3D%22late%22%7D")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `"42"`)
+	})
 }
 
 func TestRedisCanBeStoppedAndStartedOnTheSamePort(t *testing.T) {
