@@ -61,7 +61,9 @@ func TestPrefixCollapseOnAFreshServer(t *testing.T) {
 	if shared.promptMean != CollapsePromptTokens || unique.promptMean != CollapsePromptTokens {
 		t.Errorf("prompt means %.0f and %.0f, want %d both: the collapse must not change the prompt length", shared.promptMean, unique.promptMean, CollapsePromptTokens)
 	}
-	if unique.prefillMean < 2*shared.prefillMean {
-		t.Errorf("prefill mean %.3f s with unique prefixes, %.3f s with the shared one: want it at least doubled (8 times the tokens to compute)", unique.prefillMean, shared.prefillMean)
+	// 8 times the tokens to compute, but the shared prefix's attention still reads all 3,840: 2.2
+	// to 3.3 times the prefill time in the runs so far. 1.5 is the playbooks' prefill_rise.
+	if unique.prefillMean < 1.5*shared.prefillMean {
+		t.Errorf("prefill mean %.3f s with unique prefixes, %.3f s with the shared one: want it up by half at least", unique.prefillMean, shared.prefillMean)
 	}
 }
