@@ -77,6 +77,7 @@ func TestLoRARequestsWaitDeferredForASlot(t *testing.T) {
 
 	// vllm-sim with as many LoRA slots and adapters, after a request for each: the same families,
 	// and what it puts in waiting_lora_adapters beside the running ones.
+	featureFamiliesExist(t, featureLoRA, after)
 	simFams := simFeatureMetrics(t, o, func(c *sim.Config) { c.EnableLoRA, c.MaxLoras, c.LoRAModules = true, 1, adapters }, mix...)
 	compareFeatureFamilies(t, after, simFams, "vllm:lora_requests_info", "vllm:num_requests_waiting_by_reason")
 	realOdd, simOdd := loRALabelsApart(after["vllm:lora_requests_info"]), loRALabelsApart(simFams["vllm:lora_requests_info"])

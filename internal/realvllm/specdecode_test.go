@@ -68,7 +68,9 @@ func TestSpecDecodeAcceptanceFallsWhileITLStaysPerStep(t *testing.T) {
 			p.itlCount, p.itlCount/p.generated, 1000*p.itlMean, 1000*p.tpot, p.tpot/p.itlMean, p.decodeMean, p.e2eMean)
 	}
 	// vllm-sim with as many speculative tokens: the same families, types, labels and positions.
-	compareFeatureFamilies(t, snapOf(t, s), simFeatureMetrics(t, o, func(c *sim.Config) { c.NumSpeculativeTokens = 4 }, ""), "vllm:spec_decode_")
+	final := snapOf(t, s)
+	featureFamiliesExist(t, featureSpecDecode, final)
+	compareFeatureFamilies(t, final, simFeatureMetrics(t, o, func(c *sim.Config) { c.NumSpeculativeTokens = 4 }, ""), "vllm:spec_decode_")
 	rep, sampled := phases[0], phases[2]
 	if r := rep.accepted / rep.draftTokens; r < 0.6 {
 		t.Errorf("acceptance with repetitive prompts, greedy: %.3f, want above 0.6 (the greedy output loops)", r)
