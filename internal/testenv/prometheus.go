@@ -164,6 +164,20 @@ func (p *PromServer) AddTargets(t testing.TB, targets ...Target) {
 	if err := os.WriteFile(p.cfgPath, []byte(configYAML(p.opts)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	p.Reload(t)
+	client := p.opts.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	for _, tg := range targets {
+		WaitFor(t, time.Minute, "prometheus to scrape "+tg.Addr, func() bool { return p.targetUp(client, tg.Addr) })
+	}
+}
+
+// Reload makes Prometheus read its config and rule files again (POST /-/reload): after a test
+// rewrote a rule file, for example.
+func (p *PromServer) Reload(t testing.TB) {
+	t.Helper()
 	client := p.opts.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -175,9 +189,6 @@ func (p *PromServer) AddTargets(t testing.TB, targets ...Target) {
 	r.Body.Close()
 	if r.StatusCode != 200 {
 		t.Fatalf("prometheus reload: %s", r.Status)
-	}
-	for _, tg := range targets {
-		WaitFor(t, time.Minute, "prometheus to scrape "+tg.Addr, func() bool { return p.targetUp(client, tg.Addr) })
 	}
 }
 
