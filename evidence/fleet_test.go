@@ -20,7 +20,9 @@ import (
 )
 
 // fleetQuerier answers fleet queries (those with `by (pod)`) with one sample per pod from
-// byPod[signal], every other query with one number; it records what was asked.
+// byPod[signal], every other query with one number, except the scrape, restart and pause
+// queries of a server scraped the whole window that neither restarted nor paused (steady); it
+// records what was asked.
 type fleetQuerier struct {
 	podLabel string // the label the keys' pods are written under (default pod)
 	mu       sync.Mutex
@@ -37,7 +39,11 @@ func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Va
 	if legs != nil && !strings.Contains(q, "by (namespace, ") { // a request of the playbook's own queries
 		var vec model.Vector
 		for _, l := range legs {
-			vec = append(vec, &model.Sample{Metric: model.Metric{signalLabel: model.LabelValue(l.name)}, Value: model.SampleValue(f.scalar)})
+			v, ok := steady[l.name]
+			if !ok {
+				v = f.scalar
+			}
+			vec = append(vec, &model.Sample{Metric: model.Metric{signalLabel: model.LabelValue(l.name)}, Value: model.SampleValue(v)})
 		}
 		return vec, nil
 	}
@@ -61,6 +67,10 @@ func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Va
 	}
 	return model.Vector{{Metric: model.Metric{}, Value: model.SampleValue(f.scalar)}}, nil
 }
+
+// steady are the built-in playbooks' scrape, restart and pause values of a server scraped the
+// whole window that neither restarted nor paused.
+var steady = map[string]float64{"up_min": 1, "up_now": 1, "start_changes": 0, "resets": 0, "asleep": 0, "asleep_now": 0, "pause_ops": 0, "fds_growth": 0}
 
 // foldedSignalRE finds the names of the fleet queries a fleet request carries.
 var foldedSignalRE = regexp.MustCompile(`"` + signalLabel + `", "(\w+)"`)

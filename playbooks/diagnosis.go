@@ -22,6 +22,8 @@ const (
 	VerdictEngineStalled    = "engine-stalled"
 	VerdictLoadImbalance    = "load-imbalance"
 	VerdictPrefixCollapse   = "prefix-cache-collapse"
+	VerdictEnginePaused     = "engine-paused"
+	VerdictEngineRestarting = "engine-restarting"
 )
 
 // verdictMeanings are the verdict ids a playbook may use, each with what it means: one table,
@@ -39,6 +41,8 @@ var verdictMeanings = []struct{ id, meaning string }{
 	{VerdictEngineStalled, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
 	{VerdictLoadImbalance, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
 	{VerdictPrefixCollapse, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
+	{VerdictEnginePaused, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
+	{VerdictEngineRestarting, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
 }
 
 // KnownVerdicts lists every verdict id a playbook may use.

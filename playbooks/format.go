@@ -102,6 +102,9 @@ var templateFuncs = template.FuncMap{
 	},
 	// has reports whether a value is present.
 	"has": func(v any) bool { return toPtr(v) != nil },
+	// zero reports whether a value is present and 0 (a gauge that never changed, a target down);
+	// false when missing.
+	"zero": func(v any) bool { p := toPtr(v); return p != nil && *p == 0 },
 	// atleast reports whether a is present and at least b (a threshold param); false when missing.
 	"atleast": func(a, b any) bool {
 		pa, pb := toPtr(a), toPtr(b)

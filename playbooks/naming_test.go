@@ -11,9 +11,18 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
+// Series without vLLM's model_name, matched to a scope by the scrape targets (instance) that
+// export its vLLM series: the scrape's own up, the API server's process_* series (not vLLM's
+// names, so never renamed), and vLLM's sleep and RL weight-update operation series (renamed).
+var (
+	targetSeries = []string{"up", "process_start_time_seconds", "process_open_fds"}
+	podSeries    = []string{"sleep_mode_operations_in_flight", "rl_weight_update_operations_in_flight", "rl_weight_update_operation_duration_seconds_count"}
+)
+
 // TestBuiltinQueriesUnderKServeNames: with vllm.metric_prefix kserve_vllm:, every selector of
 // every built-in query (and fleet query) names a kserve_vllm: metric and excludes router series, the query still
-// parses once expanded, and a hostile label value stays inside its string.
+// parses once expanded, and a hostile label value stays inside its string. A series without
+// model_name (targetSeries, podSeries) is only read beside a selector of the scope.
 func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 	builtin, err := Builtin()
 	if err != nil {
@@ -41,12 +50,17 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s/%s: %v\n%s", p.Name, q.Name, err, e)
 				}
+				scoped, unscoped := false, false
 				parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
 					vs, ok := node.(*parser.VectorSelector)
 					if !ok {
 						return nil
 					}
 					selectors++
+					if slices.Contains(targetSeries, vs.Name) {
+						unscoped = true
+						return nil
+					}
 					if !strings.HasPrefix(vs.Name, "kserve_vllm:") {
 						t.Errorf("%s/%s: selector %s not renamed", p.Name, q.Name, vs)
 					}
@@ -62,11 +76,19 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 					if !router {
 						t.Errorf("%s/%s: selector %s does not exclude router series", p.Name, q.Name, vs)
 					}
+					if slices.Contains(podSeries, strings.TrimPrefix(vs.Name, "kserve_vllm:")) {
+						unscoped = true
+						return nil
+					}
 					if len(lbls) > 0 && !model {
 						t.Errorf("%s/%s: selector %s lost the scope's model_name", p.Name, q.Name, vs)
 					}
+					scoped = true
 					return nil
 				})
+				if unscoped && !scoped {
+					t.Errorf("%s/%s: series without model_name read without a selector of the scope to match them by", p.Name, q.Name)
+				}
 			}
 		}
 		// The playbook as loaded is not changed by the rename: a copy carries it.
