@@ -111,17 +111,21 @@ func FleetLoads() []VLLMLoad {
 	return out
 }
 
-// series writes samples from start to end every step; counters grow from 0 at t0.
+// series writes samples from start to end every step; counters grow from 0 at t0. Beside vLLM's
+// own series it writes what a scrape adds: the target's labels (job, instance, pod, namespace),
+// its up, and the API server's process_start_time_seconds (t0) and process_open_fds, once per pod
+// (with its engine "0" or unnamed).
 func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Duration, t0 time.Time) {
+	ns, engine := l.Namespace, l.Engine
+	if ns == "" {
+		ns = "llm"
+	}
+	if engine == "" {
+		engine = "0"
+	}
+	target := fmt.Sprintf(`job="vllm",instance=%q,pod=%q,namespace=%q`, l.Pod+":8000", l.Pod, ns)
 	lbl := func(extra string) string {
-		ns, engine := l.Namespace, l.Engine
-		if ns == "" {
-			ns = "llm"
-		}
-		if engine == "" {
-			engine = "0"
-		}
-		s := fmt.Sprintf(`model_name=%q,engine=%q,pod=%q,namespace=%q`, l.Model, engine, l.Pod, ns)
+		s := fmt.Sprintf(`model_name=%q,engine=%q,`, l.Model, engine) + target
 		if extra != "" {
 			s += "," + extra
 		}
@@ -147,12 +151,24 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			fmt.Fprintf(w, "%s_sum%s %g %d\n", name, lbl(""), count*value, unix)
 			fmt.Fprintf(w, "%s_count%s %g %d\n", name, lbl(""), count, unix)
 		}
+		if engine == "0" {
+			fmt.Fprintf(w, "up{%s} 1 %d\n", target, unix)
+			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, t0.Unix(), unix)
+			fmt.Fprintf(w, "process_open_fds{%s} 40 %d\n", target, unix)
+		}
 		gauge("vllm:num_requests_waiting", l.Waiting)
 		gauge("vllm:num_requests_running", l.Running+grown)
+		// A serving engine's KV usage moves with every block it allocates and frees: every other
+		// sample, counted back from the last, is a hair lower, so its gauges are not frozen while
+		// its value now and its peak stay l.KV.
+		kv := l.KV
+		if int(end.Sub(ts)/step)%2 == 1 && kv >= 0.001 {
+			kv -= 0.0001
+		}
 		if l.Legacy {
-			gauge("vllm:gpu_cache_usage_perc", l.KV)
+			gauge("vllm:gpu_cache_usage_perc", kv)
 		} else {
-			gauge("vllm:kv_cache_usage_perc", l.KV)
+			gauge("vllm:kv_cache_usage_perc", kv)
 		}
 		counter("vllm:num_preemptions", "", l.PreemptionRate*el)
 		counted := n * l.CountedAbortShare
@@ -233,7 +249,7 @@ func openMetrics(raw string) string {
 		switch {
 		case strings.HasSuffix(first[:strings.IndexAny(first, "{ ")], "_total"):
 			typ = "counter"
-		case strings.Contains(fam, "_seconds") || strings.HasSuffix(fam, "_tokens"):
+		case strings.HasPrefix(fam, "vllm:") && (strings.Contains(fam, "_seconds") || strings.HasSuffix(fam, "_tokens")):
 			typ = "histogram"
 		}
 		fmt.Fprintf(&b, "# TYPE %s %s\n", fam, typ)
