@@ -48,6 +48,19 @@ type VLLMLoad struct {
 	Running        float64
 	KV             float64
 	PreemptionRate float64
+	// HangFrom, when set, is how long before the recorded window's end the engine core stops,
+	// for HangFor (0: until the end). As measured on vLLM 0.32 (SIGSTOP of EngineCore), every
+	// vllm: series freezes at its last value, gauges and counters alike, while the API server
+	// keeps answering /metrics (up 1) and its open file descriptors climb, one per request it
+	// accepts and does not answer. Afterwards the engine serves its load again.
+	HangFrom, HangFor time.Duration
+	// Asleep makes the hang sleep mode, on purpose: engine_sleep_state{sleep_state="awake"} 0
+	// (set by the API server itself), no file descriptors piling up.
+	Asleep bool
+	// RestartAt, when set, is how long before the window's end the server restarts: 30 s
+	// without an answer to the scrape (up 0, no series), then a new process (its start time),
+	// its counters from 0.
+	RestartAt time.Duration
 }
 
 // HealthyLoad is a quiet pod: the baseline the scenarios depart from.
@@ -131,13 +144,39 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		}
 		return "{" + s + "}"
 	}
+	hangStart, hangEnd := end.Add(-l.HangFrom), end.Add(step)
+	if l.HangFor > 0 {
+		hangEnd = hangStart.Add(l.HangFor)
+	}
+	restart := end.Add(-l.RestartAt)
 	for ts := start; !ts.After(end); ts = ts.Add(step) {
-		el := ts.Sub(t0).Seconds()
+		// The time the engine has run: counters stand still while it hangs, and start again from
+		// 0 at a restart; its gauges are as they were when it stopped.
+		t0, run, gts := t0, ts, ts
+		hung := l.HangFrom > 0 && !ts.Before(hangStart) && ts.Before(hangEnd)
+		if l.HangFrom > 0 && ts.After(hangStart) {
+			run = ts.Add(-(min(ts.Sub(hangStart), hangEnd.Sub(hangStart))))
+		}
+		if hung {
+			gts = hangStart
+		}
+		if l.RestartAt > 0 {
+			if !ts.Before(restart.Add(-30*time.Second)) && ts.Before(restart) {
+				if engine == "0" {
+					fmt.Fprintf(w, "up{%s} 0 %d\n", target, ts.Unix())
+				}
+				continue
+			}
+			if !ts.Before(restart) {
+				t0 = restart
+			}
+		}
+		el := run.Sub(t0).Seconds()
 		n := l.ReqRate * el // requests with a first token
-		grown := l.RunningGrowth * ts.Sub(start).Seconds()
+		grown := l.RunningGrowth * gts.Sub(start).Seconds()
 		fin := n*(1-l.AbortShare) - grown // requests finished (counted aborts included)
 		unix := ts.Unix()
-		gauge := func(name string, v float64) { fmt.Fprintf(w, "%s%s %g %d\n", name, lbl(""), v, unix) }
+		gauge := func(name, extra string, v float64) { fmt.Fprintf(w, "%s%s %g %d\n", name, lbl(extra), v, unix) }
 		counter := func(name, extra string, v float64) { fmt.Fprintf(w, "%s_total%s %g %d\n", name, lbl(extra), v, unix) }
 		hist := func(name string, buckets []float64, count, value float64) {
 			for _, b := range buckets {
@@ -152,23 +191,36 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			fmt.Fprintf(w, "%s_count%s %g %d\n", name, lbl(""), count, unix)
 		}
 		if engine == "0" {
+			fds := 40
+			if hung && !l.Asleep {
+				fds += int(ts.Sub(hangStart) / step)
+			}
 			fmt.Fprintf(w, "up{%s} 1 %d\n", target, unix)
 			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, t0.Unix(), unix)
-			fmt.Fprintf(w, "process_open_fds{%s} 40 %d\n", target, unix)
+			fmt.Fprintf(w, "process_open_fds{%s} %d %d\n", target, fds, unix)
 		}
-		gauge("vllm:num_requests_waiting", l.Waiting)
-		gauge("vllm:num_requests_running", l.Running+grown)
+		if !l.Legacy { // vLLM versions of the old names had no sleep state
+			awake := 1
+			if hung && l.Asleep {
+				awake = 0
+			}
+			gauge("vllm:engine_sleep_state", `sleep_state="awake"`, float64(awake))
+			gauge("vllm:engine_sleep_state", `sleep_state="weights_offloaded"`, float64(1-awake))
+			gauge("vllm:engine_sleep_state", `sleep_state="discard_all"`, 0)
+		}
+		gauge("vllm:num_requests_waiting", "", l.Waiting)
+		gauge("vllm:num_requests_running", "", l.Running+grown)
 		// A serving engine's KV usage moves with every block it allocates and frees: every other
 		// sample, counted back from the last, is a hair lower, so its gauges are not frozen while
 		// its value now and its peak stay l.KV.
 		kv := l.KV
-		if int(end.Sub(ts)/step)%2 == 1 && kv >= 0.001 {
+		if int(end.Sub(gts)/step)%2 == 1 && kv >= 0.001 {
 			kv -= 0.0001
 		}
 		if l.Legacy {
-			gauge("vllm:gpu_cache_usage_perc", kv)
+			gauge("vllm:gpu_cache_usage_perc", "", kv)
 		} else {
-			gauge("vllm:kv_cache_usage_perc", kv)
+			gauge("vllm:kv_cache_usage_perc", "", kv)
 		}
 		counter("vllm:num_preemptions", "", l.PreemptionRate*el)
 		counted := n * l.CountedAbortShare
