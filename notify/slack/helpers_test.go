@@ -157,10 +157,19 @@ func diagnosisFor(verdict, pod string) *playbooks.Diagnosis {
 		d.Charts = nil
 	case playbooks.VerdictEngineStalled:
 		d.Playbook = "engine-stalled"
-		d.Title, d.Summary = "Engine stalled on "+pod+": restart it", "Pod "+pod+" computed no token over the last 5m while its queue never emptied: 42 waiting, 0 running, KV 0%; this pod alone (1 of 3 pods)."
+		d.Title, d.Summary = "Engine stalled on "+pod+": restart it", "Pod "+pod+" made no progress (no prompt or generation token, no engine step, no finished request) for about 7m48s while it holds requests: 2 running, 0 waiting, KV 4%, as it last reported them. Its gauges are frozen: not one changed in the last 5m0s; this pod alone (1 of 3 pods)."
 		d.Actions = []string{"Restart pod " + pod, "Before the restart, take a stack dump: py-spy dump --pid <EngineCore pid>", "Read its logs for EngineDeadError and CUDA errors"}
 		d.Evidence = []playbooks.Evidence{ev("waiting", "Requests waiting now", "42", "count", 42, f(12), "12"), ev("gen_tps", "Generation tokens", "0/s", "per_second", 0, nil, "")}
 		d.Fleet = fleetFor(pod, map[string][3]float64{pod: {42, 0, 0}, "vllm-1": {0, 11, 1900}, "vllm-2": {1, 9, 2100}})
+	case playbooks.VerdictEnginePaused:
+		d.Playbook = "engine-stalled"
+		d.Title, d.Summary = "Engine paused on purpose on "+pod+": do not restart it", "1 engine(s) slept in the last 5m0s (vllm:engine_sleep_state{sleep_state=\"awake\"} 0, set on /sleep; 1 still asleep now): the engine is paused on purpose (sleep mode, or generation paused while its weights are updated), not stalled."
+		d.Actions = []string{"Do not restart the pod: it serves again after /wake_up (sleep mode) or /resume (weight updates)", "Find who paused it and for how long"}
+		d.Evidence = []playbooks.Evidence{ev("held", "Requests held (least running + waiting in the window)", "3", "count", 3, nil, "")}
+	case playbooks.VerdictEngineRestarting:
+		d.Title, d.Summary = "Engine restarting: pod "+pod+" restarted within the last 5m0s", "The server is scraped again; in the last 5m0s: 1 process restart(s) (process_start_time_seconds changed), 2 counter reset(s), least scrape up 0."
+		d.Actions = []string{"kubectl describe pod " + pod + " -n inference: Last State (Terminated: Reason OOMKilled or Error, Exit Code)", "kubectl logs " + pod + " -n inference --previous"}
+		d.Evidence = []playbooks.Evidence{ev("ttft_p99", "TTFT p99", "3.1 s", "s", 3.1, f(0.4), "0.4 s a day ago")}
 	case playbooks.VerdictLoadImbalance:
 		d.Title, d.Summary = "Load imbalance: the router overloads "+pod+" while its siblings have room", "Pod "+pod+" has 140 waiting and 256 running at 48/s arrivals, while the other pods have at most 1 waiting and 6/s arrivals; this pod alone (1 of 3 pods)."
 		d.Actions = []string{"Check the router or load balancer in front of the model", "Do not add replicas for this"}

@@ -170,7 +170,7 @@ func TestWrongVerdictAnswersInTheThreadWithAFixtureThatFailsUntilThePlaybookIsFi
 func TestAFleetsFixtureTooLongForAMessageIsUploadedAsAFileInTheThread(t *testing.T) {
 	e, n, set := correctionEnv(t, "chat.postMessage", "files.getUploadURLExternal", "upload", "files.completeUploadExternal")
 	labels := map[string]string{"alertname": "VLLMEngineStalled", "model_name": "llama", "namespace": "prod", "pod": "vllm-0"}
-	values := map[string]*float64{"waiting": f64(42), "waiting_before": f64(12), "waiting_least": f64(12), "running": f64(0), "kv": f64(0),
+	values := map[string]*float64{"waiting": f64(42), "waiting_before": f64(12), "held": f64(12), "progress": f64(0), "running": f64(0), "kv": f64(0),
 		"prompt_tps": f64(0), "gen_tps": f64(0), "finished": f64(0)}
 	fleet := playbooks.FleetValues{"waiting": {}, "running": {}, "tokens": {}, "stall": {"vllm-0": 12}}
 	for i := range 60 {
