@@ -36,7 +36,7 @@ var verdictMeanings = []struct{ id, meaning string }{
 	{VerdictDecodeBound, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
 	{VerdictClientAborts, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
 	{VerdictInconclusive, "the alert is real but no rule explains it: offer a bounded profile capture"},
-	{VerdictHealthy, "on-demand triage found nothing wrong"},
+	{VerdictHealthy, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
 	{VerdictNoData, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
 	{VerdictEngineStalled, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
 	{VerdictLoadImbalance, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
