@@ -231,7 +231,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		}
 	}
 	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
-	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values)
+	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.opt.PodScope))
 	d.Charts = charts(p, pl.x.Queries)
 	return d, err
 }
@@ -252,8 +252,9 @@ func unreachable(p *playbooks.Playbook, t tally, at time.Time) *playbooks.Diagno
 }
 
 // evidenceOf lists the number behind each shown query (exprs as sent, results as answered),
-// with its baseline and why it is missing or not trusted.
-func evidenceOf(p *playbooks.Playbook, exprs []string, results []result, values map[string]*float64) []playbooks.Evidence {
+// with its baseline (and where it came from: playbooks.Playbook.Baseline) and why it is missing
+// or not trusted.
+func evidenceOf(p *playbooks.Playbook, exprs []string, results []result, values map[string]*float64, podScoped bool) []playbooks.Evidence {
 	var out []playbooks.Evidence
 	for i, q := range p.Queries {
 		if q.Hidden {
@@ -271,10 +272,14 @@ func evidenceOf(p *playbooks.Playbook, exprs []string, results []result, values 
 			}
 		}
 		if q.Baseline != "" {
-			ev.Baseline = values[q.Baseline]
+			b := p.Baseline(q.Baseline, values, podScoped)
+			ev.Baseline, ev.BaselineFrom = b.Value, b.From
 			ev.BaselineText = playbooks.FormatValue(ev.Baseline, q.Unit)
-			if ev.Baseline == nil {
+			switch {
+			case ev.Baseline == nil:
 				ev.BaselineText = "no history for a baseline"
+			case b.From != "":
+				ev.BaselineText += ", " + b.From
 			}
 		}
 		out = append(out, ev)

@@ -106,8 +106,11 @@ type Evidence struct {
 	Unit     string   `json:"unit,omitempty"`
 	Text     string   `json:"text"`
 	Baseline *float64 `json:"baseline,omitempty"`
-	// BaselineText is the formatted baseline, or why there is none.
+	// BaselineText is the formatted baseline (with where it came from), or why there is none.
 	BaselineText string `json:"baseline_text,omitempty"`
+	// BaselineFrom says where a derived baseline came from: "the pod a day ago", "the model a
+	// day ago", "the 30m before the window" (playbooks' BaselineFrom*).
+	BaselineFrom string `json:"baseline_from,omitempty"`
 	Query        string `json:"query"`
 	// Problem says why Value is nil or untrustworthy (no series, query error, saturated
 	// histogram, a partial answer).

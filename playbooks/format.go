@@ -189,7 +189,24 @@ func templateData(p *Playbook, values map[string]*float64, labels map[string]str
 	d["labels"] = ls
 	d["window"] = fmt.Sprint(p.Window)
 	d["traces"] = traceData(tr)
+	d["baseline_from"] = baselineFromData(p, nil)
 	return d
+}
+
+// baselineFromData is .baseline_from in templates: for every baseline_of query, where the value
+// compared with came from ("the pod a day ago", "the model a day ago", "the 30m before the
+// window"), or "no baseline".
+func baselineFromData(p *Playbook, from map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, q := range p.Queries {
+		if q.BaselineOf != "" {
+			out[q.Name] = "no baseline"
+			if f := from[q.Name]; f != "" {
+				out[q.Name] = f
+			}
+		}
+	}
+	return out
 }
 
 // traceData is .traces in templates: .traces.summary is the one line that locates the problem

@@ -37,13 +37,17 @@ type Observation struct {
 // is pure: fixtures, `responder playbooks test` and the evidence engine all call it.
 func (p *Playbook) Judge(o Observation) *Diagnosis {
 	d := &Diagnosis{Playbook: p.Name, Scope: o.Labels, SlowestRequests: o.Traces, EvaluatedAt: o.At}
+	// A baseline is its first variant with a value (baseline.go); the variants are not values of
+	// their own.
+	values, from := p.resolveBaselines(o.Values, p.PodScoped(o.Labels, o.PodScope))
+	env := exprEnv(p)
 	for _, q := range p.Queries {
-		if o.Values[q.Name] == nil {
+		if q.Variant() {
+			continue
+		}
+		if values[q.Name] == nil {
 			d.Missing = append(d.Missing, q.Name)
 		}
-	}
-	values, env := o.Values, exprEnv(p)
-	for _, q := range p.Queries {
 		setEnv(env, q.Name, values[q.Name])
 	}
 	missing := map[string]bool{}
@@ -62,7 +66,9 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 			missing[m] = true
 		}
 	}
-	p.choose(d, env, missing, templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests))
+	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests)
+	data["baseline_from"] = baselineFromData(p, from)
+	p.choose(d, env, missing, data)
 	d.record(o.Values, o.Fleet, o.Labels)
 	return d
 }

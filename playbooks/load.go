@@ -30,7 +30,7 @@ var (
 	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
 	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
 	// reserved names cannot be used for queries or params: they are placeholders or template data.
-	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "traces", "nil", "true", "false"}
+	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "traces", "baseline_from", "nil", "true", "false"}
 )
 
 // parser for validating expanded queries at load time.
@@ -178,9 +178,12 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 		}
 		names[nq.Name] = "query"
 		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
-			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, Hidden: nq.Query.Hidden, Quantile: nq.Query.Quantile,
-			SaturatesAt: nq.Query.SaturatesAt}
-		if q.Expr == "" {
+			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, BaselineOf: nq.Query.BaselineOf, Hidden: nq.Query.Hidden,
+			Quantile: nq.Query.Quantile, SaturatesAt: nq.Query.SaturatesAt}
+		switch {
+		case q.BaselineOf != "" && q.Expr != "":
+			el.add(path+".expr", "a baseline_of query derives its expressions: leave expr out")
+		case q.BaselineOf == "" && q.Expr == "":
 			el.add(path+".expr", "empty query")
 		}
 		unitAndTitle(el, path, q)
@@ -202,6 +205,15 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 			if e := compileExpr(el, p, q, path, "scope", `model_name="m",pod="p"`, names); e != nil {
 				q.vector = e.Type() == promparser.ValueTypeVector
 			}
+		}
+	}
+	compileBaselines(el, p, names)
+	for _, q := range p.Queries {
+		if q.variantOf == "" {
+			continue
+		}
+		if e := compileExpr(el, p, q, "queries."+q.variantOf+".baseline_of", "scope", `model_name="m",pod="p"`, names); e != nil {
+			q.vector = e.Type() == promparser.ValueTypeVector
 		}
 	}
 }
@@ -353,7 +365,9 @@ func parseMatcher(name, v string) (Matcher, error) {
 func exprEnv(p *Playbook) map[string]any {
 	env := map[string]any{"window_seconds": p.Window.Seconds()}
 	for _, q := range p.Queries {
-		env[q.Name] = 0.0
+		if !q.Variant() {
+			env[q.Name] = 0.0
+		}
 	}
 	for k, v := range p.Params {
 		env[k] = v

@@ -38,6 +38,10 @@ type QueryFile struct {
 	Unit string `yaml:"unit"`
 	// Baseline names another query whose value is shown next to this one.
 	Baseline string `yaml:"baseline"`
+	// BaselineOf makes this query the baseline of another: it has no expr, the compiler derives
+	// it from the other's (the pod a day ago, else the model a day ago, else the recent past;
+	// see baseline.go).
+	BaselineOf string `yaml:"baseline_of"`
 	// Hidden queries feed conditions but are not listed as evidence.
 	Hidden bool `yaml:"hidden"`
 	// Quantile marks a histogram_quantile. When the quantile falls in the +Inf bucket, Prometheus
@@ -96,12 +100,22 @@ type Query struct {
 	Title       string
 	Unit        string
 	Baseline    string
+	BaselineOf  string // the query this one is the baseline of (its expressions derived)
 	Hidden      bool
 	Quantile    bool
 	SaturatesAt []float64
 	segs        []segment // Expr split at its placeholders
 	vector      bool      // Expr is an instant vector: see Vector
+	// variantOf names the baseline query a derived query stands for (the baseline's own name on
+	// itself; baseline.go); siblings expands $scope without the pod (the model's pods).
+	variantOf string
+	siblings  bool
 }
+
+// Variant reports whether q is one of a baseline's derived queries other than its first (the
+// model a day ago, the recent past): such a query is not a value of its own, conditions read
+// the baseline it stands for.
+func (q *Query) Variant() bool { return q.variantOf != "" && q.variantOf != q.Name }
 
 // Vector reports whether q returns an instant vector: such a query can share a request with
 // others (evidence/batch.go), a scalar cannot.

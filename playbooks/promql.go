@@ -227,9 +227,14 @@ type Expansion struct {
 // named by ps.
 func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
 	scope, used, missing := ps.Matchers(p.Scope, labels)
+	siblings, _, _ := ps.Matchers(siblingScope(p.Scope, "pod"), labels)
 	x := Expansion{Queries: make([]string, len(p.Queries)), Scope: used}
 	for i, q := range p.Queries {
-		x.Queries[i] = expand(q.segs, scope, p.Window, p.Params)
+		s := scope
+		if q.siblings { // a baseline over the model's pods (baseline.go)
+			s = siblings
+		}
+		x.Queries[i] = expand(q.segs, s, p.Window, p.Params)
 	}
 	if p.Fleet != nil {
 		x.Fleet = p.fleetExprs(labels, ps.Name())

@@ -61,6 +61,17 @@ type VLLMLoad struct {
 	// without an answer to the scrape (up 0, no series), then a new process (its start time),
 	// its counters from 0.
 	RestartAt time.Duration
+	// HitRate, when set (here or on Earlier), is the share of prompt tokens the prefix cache
+	// serves: prefix_cache_queries_total and prefix_cache_hits_total are written, in tokens.
+	HitRate float64
+	// Earlier, when set, is the pod's load until ChangedFor before the window's end (counters
+	// carry on from it): an incident that began then.
+	Earlier    *VLLMLoad
+	ChangedFor time.Duration
+	// DayAgo is the pod's load one day earlier (default HealthyLoad); Fresh: the pod is newer
+	// than a day and has no series then.
+	DayAgo *VLLMLoad
+	Fresh  bool
 }
 
 // HealthyLoad is a quiet pod: the baseline the scenarios depart from.
@@ -172,24 +183,74 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			}
 		}
 		el := run.Sub(t0).Seconds()
-		n := l.ReqRate * el // requests with a first token
+		// The loads the engine ran since t0, each with its seconds and its requests with a
+		// first token: Earlier until the change, then l.
+		type seg struct {
+			l       VLLMLoad
+			secs, n float64
+		}
+		segs := []seg{{l, el, l.ReqRate * el}}
+		gl := l // the load the gauges show
+		if l.Earlier != nil {
+			change := end.Add(-l.ChangedFor)
+			upTo := run
+			if change.Before(run) {
+				upTo = change
+			}
+			before, after := max(upTo.Sub(t0).Seconds(), 0), max(run.Sub(change).Seconds(), 0)
+			e := *l.Earlier
+			segs = []seg{{e, before, e.ReqRate * before}, {l, after, l.ReqRate * after}}
+			if gts.Before(change) {
+				gl = e
+			}
+		}
+		var n, counted, preempted float64
+		for _, sg := range segs {
+			n += sg.n
+			counted += sg.n * sg.l.CountedAbortShare
+			preempted += sg.l.PreemptionRate * sg.secs
+		}
 		grown := l.RunningGrowth * gts.Sub(start).Seconds()
-		fin := n*(1-l.AbortShare) - grown // requests finished (counted aborts included)
+		// requests finished (counted aborts included), by segment; the batch's growth is the last
+		// segment's
+		finOf := func(i int) float64 {
+			f := segs[i].n * (1 - segs[i].l.AbortShare)
+			if i == len(segs)-1 {
+				f -= grown
+			}
+			return f
+		}
+		var fin float64
+		for i := range segs {
+			fin += finOf(i)
+		}
+		sum := func(f func(i int) float64) float64 {
+			t := 0.0
+			for i := range segs {
+				t += f(i)
+			}
+			return t
+		}
 		unix := ts.Unix()
 		gauge := func(name, extra string, v float64) { fmt.Fprintf(w, "%s%s %g %d\n", name, lbl(extra), v, unix) }
 		counter := func(name, extra string, v float64) { fmt.Fprintf(w, "%s_total%s %g %d\n", name, lbl(extra), v, unix) }
-		hist := func(name string, buckets []float64, count, value float64) {
+		// hist writes a histogram of value observed count times in each segment.
+		hist := func(name string, buckets []float64, count func(i int) float64, value func(VLLMLoad) float64) {
 			for _, b := range buckets {
-				c := 0.0
-				if value <= b {
-					c = count
-				}
+				c := sum(func(i int) float64 {
+					if value(segs[i].l) <= b {
+						return count(i)
+					}
+					return 0
+				})
 				fmt.Fprintf(w, "%s_bucket%s %g %d\n", name, lbl(fmt.Sprintf(`le="%g"`, b)), c, unix)
 			}
-			fmt.Fprintf(w, "%s_bucket%s %g %d\n", name, lbl(`le="+Inf"`), count, unix)
-			fmt.Fprintf(w, "%s_sum%s %g %d\n", name, lbl(""), count*value, unix)
-			fmt.Fprintf(w, "%s_count%s %g %d\n", name, lbl(""), count, unix)
+			fmt.Fprintf(w, "%s_bucket%s %g %d\n", name, lbl(`le="+Inf"`), sum(count), unix)
+			fmt.Fprintf(w, "%s_sum%s %g %d\n", name, lbl(""), sum(func(i int) float64 { return count(i) * value(segs[i].l) }), unix)
+			fmt.Fprintf(w, "%s_count%s %g %d\n", name, lbl(""), sum(count), unix)
 		}
+		started := func(i int) float64 { return segs[i].n }
+		tokens := func(i int) float64 { return segs[i].n * 200 }
 		if engine == "0" {
 			fds := 40
 			if hung && !l.Asleep {
@@ -208,12 +269,12 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			gauge("vllm:engine_sleep_state", `sleep_state="weights_offloaded"`, float64(1-awake))
 			gauge("vllm:engine_sleep_state", `sleep_state="discard_all"`, 0)
 		}
-		gauge("vllm:num_requests_waiting", "", l.Waiting)
-		gauge("vllm:num_requests_running", "", l.Running+grown)
+		gauge("vllm:num_requests_waiting", "", gl.Waiting)
+		gauge("vllm:num_requests_running", "", gl.Running+grown)
 		// A serving engine's KV usage moves with every block it allocates and frees: every other
 		// sample, counted back from the last, is a hair lower, so its gauges are not frozen while
 		// its value now and its peak stay l.KV.
-		kv := l.KV
+		kv := gl.KV
 		if int(end.Sub(gts)/step)%2 == 1 && kv >= 0.001 {
 			kv -= 0.0001
 		}
@@ -222,31 +283,37 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		} else {
 			gauge("vllm:kv_cache_usage_perc", "", kv)
 		}
-		counter("vllm:num_preemptions", "", l.PreemptionRate*el)
-		counted := n * l.CountedAbortShare
+		counter("vllm:num_preemptions", "", preempted)
 		counter("vllm:request_success", `finished_reason="stop"`, fin-counted)
 		counter("vllm:request_success", `finished_reason="abort"`, counted)
 		for _, r := range []string{"length", "error", "repetition"} {
 			counter("vllm:request_success", `finished_reason="`+r+`"`, 0)
 		}
-		counter("vllm:generation_tokens", "", n*200)
-		counter("vllm:prompt_tokens", "", n*l.Prompt)
-		if l.OldBuckets {
-			hist("vllm:time_to_first_token_seconds", oldTTFTBuckets, n, l.TTFT)
-		} else {
-			hist("vllm:time_to_first_token_seconds", ttftBuckets, n, l.TTFT)
+		prompt := sum(func(i int) float64 { return segs[i].n * segs[i].l.Prompt })
+		counter("vllm:generation_tokens", "", sum(tokens))
+		counter("vllm:prompt_tokens", "", prompt)
+		if l.HitRate > 0 || (l.Earlier != nil && l.Earlier.HitRate > 0) {
+			counter("vllm:prefix_cache_queries", "", prompt)
+			counter("vllm:prefix_cache_hits", "", sum(func(i int) float64 { return segs[i].n * segs[i].l.Prompt * segs[i].l.HitRate }))
 		}
-		if l.Legacy {
-			hist("vllm:time_per_output_token_seconds", itlBuckets, n*200, l.ITL)
+		ttft := func(x VLLMLoad) float64 { return x.TTFT }
+		if l.OldBuckets {
+			hist("vllm:time_to_first_token_seconds", oldTTFTBuckets, started, ttft)
 		} else {
-			hist("vllm:inter_token_latency_seconds", itlBuckets, n*200, l.ITL)
+			hist("vllm:time_to_first_token_seconds", ttftBuckets, started, ttft)
+		}
+		itl := func(x VLLMLoad) float64 { return x.ITL }
+		if l.Legacy {
+			hist("vllm:time_per_output_token_seconds", itlBuckets, tokens, itl)
+		} else {
+			hist("vllm:inter_token_latency_seconds", itlBuckets, tokens, itl)
 		}
 		// observed at finish only
-		hist("vllm:request_queue_time_seconds", phaseBuckets, fin, l.Queue)
-		hist("vllm:request_prefill_time_seconds", phaseBuckets, fin, l.Prefill)
-		hist("vllm:request_decode_time_seconds", phaseBuckets, fin, l.Decode)
-		hist("vllm:e2e_request_latency_seconds", phaseBuckets, fin, l.Queue+l.Prefill+l.Decode)
-		hist("vllm:request_prompt_tokens", tokenBuckets, fin, l.Prompt)
+		hist("vllm:request_queue_time_seconds", phaseBuckets, finOf, func(x VLLMLoad) float64 { return x.Queue })
+		hist("vllm:request_prefill_time_seconds", phaseBuckets, finOf, func(x VLLMLoad) float64 { return x.Prefill })
+		hist("vllm:request_decode_time_seconds", phaseBuckets, finOf, func(x VLLMLoad) float64 { return x.Decode })
+		hist("vllm:e2e_request_latency_seconds", phaseBuckets, finOf, func(x VLLMLoad) float64 { return x.Queue + x.Prefill + x.Decode })
+		hist("vllm:request_prompt_tokens", tokenBuckets, finOf, func(x VLLMLoad) float64 { return x.Prompt })
 	}
 }
 
@@ -256,7 +323,13 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 	now = now.Truncate(15 * time.Second)
 	var raw strings.Builder
 	for _, p := range pods {
+		if p.Fresh {
+			continue
+		}
 		base := HealthyLoad
+		if p.DayAgo != nil {
+			base = *p.DayAgo
+		}
 		base.Pod, base.Model, base.Legacy, base.OldBuckets = p.Pod, p.Model, p.Legacy, p.OldBuckets
 		base.Namespace, base.Engine = p.Namespace, p.Engine
 		dayAgo := now.Add(-24 * time.Hour)
