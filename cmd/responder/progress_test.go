@@ -42,7 +42,7 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	cfg := writeConfig(t, prom.URL, "")
 	cases := []struct {
 		name, alert, pod, want string
-		contains             []string
+		contains               []string
 	}{
 		{"a hung engine with an empty frozen queue is engine-stalled on demand", "", "hung", "engine-stalled",
 			[]string{"Its gauges are frozen", "2 running, 0 waiting", "for about "}},
