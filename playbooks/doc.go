@@ -19,7 +19,8 @@
 //  3. Compile (load.go; the fleet section in fleet.go). compile checks and compiles every
 //     section once, at load time, so that a typo fails `responder check` rather than an
 //     incident: match (label matchers, regexps anchored), scope, window, params, queries
-//     (placeholders known, PromQL parsed after a sample expansion), fleet, verdicts (expr
+//     (placeholders known, PromQL parsed after a sample expansion; a baseline_of query's three
+//     expressions derived from its query's template, baseline.go), fleet, verdicts (expr
 //     conditions and Go templates, each tried against sample data) and charts. It reports every
 //     error of a file at once. NewSet (set.go) then combines built-ins and user playbooks, applies
 //     the config's param overrides and renames the vLLM metrics (vllm.metric_prefix, the router
@@ -27,12 +28,14 @@
 //
 //  4. Expansion (promql.go). ExpandAll renders every query for one alert's labels: $scope from
 //     the labels, every value quoted as a PromQL string, the pod named by the label PodScope
-//     says; the fleet's queries by the scope without the pod ($siblings), grouped $by pod and
-//     data-parallel rank. It also says how the scope was read (notes).
+//     says; the fleet's queries, and a baseline's "model a day ago", by the scope without the pod
+//     ($siblings), the fleet's grouped $by pod and data-parallel rank. It also says how the scope
+//     was read (notes).
 //
 //  5. Judge (judge.go; the fleet in fleetjudge.go). Playbook.Judge decides over an Observation
 //     (each query's value or nil, the fleet's values by pod and rank, the alert's labels, the
-//     slowest traces): the fleet's values become the sibling comparison (FleetView) and the
+//     slowest traces): each baseline is its first variant with a value (Baseline), the fleet's
+//     values become the sibling comparison (FleetView) and the
 //     q_this, q_max, ..., fleet_pods values, each named and computed by one entry of fleetStats
 //     or fleetTotals; then the verdicts are tried in order and the first whose condition holds
 //     wins. A condition that needs a missing value is false and the diagnosis notes it. The
