@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -37,6 +38,10 @@ type EngineOptions struct {
 	Naming vllmnames.Naming
 	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
 	Traces TraceFinder
+	// Kube, when set, names the labels that carry a pod's namespace and name on
+	// kube-state-metrics' series (kube.DefaultLabels): every run whose scope names a pod reads
+	// its restarts, beside the queries (kube.go). Nil: not read.
+	Kube   *kube.Labels
 	Logger zerolog.Logger
 	Now    func() time.Time
 }
@@ -130,6 +135,8 @@ type gathered struct {
 	fleetNotes []string
 	traces     *traces.Report
 	tracesNote string
+	restarts   *kube.Restarts
+	kubeNote   string
 }
 
 // gather sends the plan's queries, its fleet request and its trace lookup at once and waits for
@@ -141,6 +148,7 @@ func (e *Engine) gather(ctx context.Context, pl plan) gathered {
 	if pl.p.Fleet != nil {
 		wg.Go(func() { g.fleet, g.fleetNotes = e.queryFleet(ctx, pl.p, pl.x.Fleet, pl.cacheSuffix, pl.at) })
 	}
+	wg.Go(func() { g.restarts, g.kubeNote = e.readRestarts(ctx, pl) })
 	g.results = e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at)
 	markSaturated(pl.p, g.results)
 	wg.Wait()
@@ -204,6 +212,9 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	if g.tracesNote != "" {
 		notes = append(notes, g.tracesNote)
 	}
+	if g.kubeNote != "" {
+		notes = append(notes, g.kubeNote)
+	}
 	if t.partial > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
 			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, len(p.Queries)))
@@ -219,7 +230,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		d.Notes = notes
 	} else {
 		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
-			PodScope: e.pods, At: pl.at})
+			Restarts: g.restarts, PodScope: e.pods, At: pl.at})
 		d.Notes = append(notes, d.Notes...)
 		if d.Verdict == playbooks.VerdictNoData {
 			prefix := cmp.Or(e.opt.Naming.Prefix, vllmnames.DefaultPrefix)
@@ -231,7 +242,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		}
 	}
 	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
-	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.opt.PodScope))
+	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.pods))
 	d.Charts = charts(p, pl.x.Queries)
 	return d, err
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -30,8 +31,10 @@ type Fixture struct {
 	Fleet map[string]map[string]float64 `yaml:"fleet"`
 	// TracesSummary, when set, stands for a trace lookup that found slow requests and summed them
 	// up in this line (.traces.summary; .traces.count is then 1). Absent: no traces.
-	TracesSummary string        `yaml:"traces_summary"`
-	Expect        FixtureExpect `yaml:"expect"`
+	TracesSummary string `yaml:"traces_summary"`
+	// Restarts stands for what kube-state-metrics said about the pod's restarts.
+	Restarts *kube.Restarts `yaml:"restarts"`
+	Expect   FixtureExpect  `yaml:"expect"`
 }
 
 // FixtureExpect is what the diagnosis must show.
@@ -145,7 +148,7 @@ func runFixture(set *Set, fx Fixture) string {
 	if fx.TracesSummary != "" {
 		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
 	}
-	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr})
+	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr, Restarts: fx.Restarts})
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")

@@ -8,6 +8,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -190,6 +191,20 @@ func templateData(p *Playbook, values map[string]*float64, labels map[string]str
 	d["window"] = fmt.Sprint(p.Window)
 	d["traces"] = traceData(tr)
 	d["baseline_from"] = baselineFromData(p, nil)
+	d["kube"] = kubeData(nil)
+	return d
+}
+
+// kubeData is .kube in templates: what kube-state-metrics says about the pod's restarts.
+// .kube.summary is one sentence ("" without series), .kube.reason the last terminated
+// container's reason (OOMKilled, Error), .kube.in_window and .kube.total the restart counts
+// (nil without series).
+func kubeData(r *kube.Restarts) map[string]any {
+	d := map[string]any{"summary": r.Summary(), "reason": "", "in_window": (*float64)(nil), "total": (*float64)(nil)}
+	if r != nil {
+		in, total := r.InWindow, r.Total
+		d["reason"], d["in_window"], d["total"] = r.Reason, &in, &total
+	}
 	return d
 }
 

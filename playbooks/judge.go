@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -24,6 +25,9 @@ type Observation struct {
 	Labels map[string]string
 	// Traces are the slowest traced requests (nil: traces are off).
 	Traces *traces.Report
+	// Restarts is what kube-state-metrics says about the pod's restarts (nil: no pod in the
+	// scope, or no series for it).
+	Restarts *kube.Restarts
 	// PodScope names the series label a pod is selected by (the zero value: pod, else instance).
 	PodScope PodScope
 	// At is when the evidence was evaluated (zero for a recorded fixture).
@@ -68,8 +72,10 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 	}
 	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests)
 	data["baseline_from"] = baselineFromData(p, from)
+	data["kube"] = kubeData(o.Restarts)
 	p.choose(d, env, missing, data)
 	d.record(o.Values, o.Fleet, o.Labels)
+	d.Record.Restarts = o.Restarts
 	return d
 }
 

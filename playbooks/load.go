@@ -30,7 +30,7 @@ var (
 	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
 	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
 	// reserved names cannot be used for queries or params: they are placeholders or template data.
-	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "traces", "baseline_from", "nil", "true", "false"}
+	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "traces", "baseline_from", "kube", "nil", "true", "false"}
 )
 
 // parser for validating expanded queries at load time.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/kube"
 )
 
 // Record is what a diagnosis was decided from: every query's value (hidden ones too), the fleet's
@@ -18,13 +20,15 @@ import (
 // the store with the diagnosis it belongs to, so that a later "Wrong verdict?" click needs nothing
 // re-queried (Prometheus moved on since).
 type Record struct {
-	Playbook    string              `json:"playbook"`
-	Verdict     string              `json:"verdict"`
-	Title       string              `json:"title,omitempty"`
-	Labels      map[string]string   `json:"labels"`
-	Values      map[string]*float64 `json:"values"`
-	Fleet       FleetValues         `json:"fleet,omitempty"`
-	EvaluatedAt time.Time           `json:"evaluated_at,omitzero"`
+	Playbook string              `json:"playbook"`
+	Verdict  string              `json:"verdict"`
+	Title    string              `json:"title,omitempty"`
+	Labels   map[string]string   `json:"labels"`
+	Values   map[string]*float64 `json:"values"`
+	Fleet    FleetValues         `json:"fleet,omitempty"`
+	// Restarts is what kube-state-metrics said about the pod's restarts.
+	Restarts    *kube.Restarts `json:"restarts,omitempty"`
+	EvaluatedAt time.Time      `json:"evaluated_at,omitzero"`
 }
 
 // errNoRecord is returned for a diagnosis made without evidence (Prometheus unreachable): its
@@ -79,7 +83,7 @@ func FixtureFromRecord(r *Record, expect string) ([]byte, error) {
 	}
 	fx := fixtureOut{
 		Name: name, Playbook: r.Playbook, Alert: r.Labels, Values: values,
-		Fleet: r.Fleet, Expect: expectOut{Verdict: expect},
+		Fleet: r.Fleet, Restarts: r.Restarts, Expect: expectOut{Verdict: expect},
 	}
 	var body bytes.Buffer
 	enc := yaml.NewEncoder(&body)
@@ -110,6 +114,7 @@ type fixtureOut struct {
 	Alert    map[string]string             `yaml:"alert,omitempty"`
 	Values   map[string]*float64           `yaml:"values"`
 	Fleet    map[string]map[string]float64 `yaml:"fleet,omitempty"`
+	Restarts *kube.Restarts                `yaml:"restarts,omitempty"`
 	Expect   expectOut                     `yaml:"expect"`
 }
 

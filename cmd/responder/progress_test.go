@@ -22,7 +22,9 @@ func progressLoads() []testenv.VLLMLoad {
 		// SIGSTOP of EngineCore with two requests running: the queue reads 0.
 		pod("hung", func(l *testenv.VLLMLoad) { l.Running, l.Waiting, l.KV, l.HangFrom = 2, 0, 0.04, 8*time.Minute }),
 		pod("asleep", func(l *testenv.VLLMLoad) { l.Running, l.Waiting, l.HangFrom, l.Asleep = 2, 1, 8*time.Minute, true }),
-		pod("restarted", func(l *testenv.VLLMLoad) { l.RestartAt = 2 * time.Minute }),
+		pod("restarted", func(l *testenv.VLLMLoad) {
+			l.RestartAt, l.RestartReason, l.RestartExitCode = 2*time.Minute, "OOMKilled", 137
+		}),
 		// hung for 5 minutes, until 4 minutes ago; its backlog queues since
 		pod("recovered", func(l *testenv.VLLMLoad) {
 			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 9*time.Minute, 5*time.Minute, 30, 34, 35
@@ -49,7 +51,8 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		{"and on its alert", "VLLMEngineStalled", "hung", "engine-stalled", []string{"Its gauges are frozen"}},
 		{"an engine asleep on purpose is engine-paused", "", "asleep", "engine-paused", []string{"still asleep now"}},
 		{"and on the stall alert", "VLLMEngineStalled", "asleep", "engine-paused", nil},
-		{"a server restarted in the window is engine-restarting", "", "restarted", "engine-restarting", []string{"1 process restart(s)"}},
+		{"a server restarted in the window is engine-restarting, with kube-state-metrics' reason", "", "restarted", "engine-restarting",
+			[]string{"1 process restart(s)", "container vllm last terminated: OOMKilled (exit code 137)"}},
 		{"and on the abort alert, its lost requests are not client aborts", "VLLMRequestAbortRateHigh", "restarted", "engine-restarting", nil},
 		{"the backlog after a hang is the stall's aftermath on the queue alert", "VLLMQueueDepthHigh", "recovered", "engine-stalled",
 			[]string{"until recently"}},

@@ -153,16 +153,17 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 		if code != 0 {
 			t.Fatal("triage now failed")
 		}
-		if _, b := evidenceNamed(t, now, "prefill_mean"); b == "no history for a baseline" {
-			t.Fatal("now, the baseline should come from the recorded day-old data")
+		if _, b := evidenceNamed(t, now, "prefill_mean"); !strings.HasSuffix(b, ", the pod a day ago") {
+			t.Fatalf("now, the baseline should come from the recorded day-old data, got %q", b)
 		}
 		then, stderr, code := triageCLI(t, "--config", cfg, "--alert", "VLLMTimeToFirstTokenP99High", "--label", "pod=vllm-prefill",
 			"--at", dayAgo.Format(time.RFC3339))
 		if code != 0 {
 			t.Fatal(stderr)
 		}
-		if _, b := evidenceNamed(t, then, "prefill_mean"); b != "no history for a baseline" {
-			t.Fatalf("as of a day ago the baseline (two days ago) has no data, got %q", b)
+		// Two days ago there is no data: the baseline is the recent past before --at's window.
+		if _, b := evidenceNamed(t, then, "prefill_mean"); !strings.HasSuffix(b, ", the 30m before the window") {
+			t.Fatalf("as of a day ago the baseline (two days ago) has no data, so the 30m before the window, got %q", b)
 		}
 	})
 	t.Run("a time with no data is no-data", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -198,7 +199,9 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
 		Observer:          obs,
 		Naming:            n,
-		Logger:            log,
+		// kube-state-metrics' restart counts and reasons, where its series exist (kube)
+		Kube:   &kube.DefaultLabels,
+		Logger: log,
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

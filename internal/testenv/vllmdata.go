@@ -59,8 +59,12 @@ type VLLMLoad struct {
 	Asleep bool
 	// RestartAt, when set, is how long before the window's end the server restarts: 30 s
 	// without an answer to the scrape (up 0, no series), then a new process (its start time),
-	// its counters from 0.
-	RestartAt time.Duration
+	// its counters from 0. With RestartReason kube-state-metrics (v2's series, kept with
+	// honor_labels) says so: its container's restart count goes up by one, its last terminated
+	// reason (OOMKilled, Error) with exit code RestartExitCode.
+	RestartAt       time.Duration
+	RestartReason   string
+	RestartExitCode int
 	// HitRate, when set (here or on Earlier), is the share of prompt tokens the prefix cache
 	// serves: prefix_cache_queries_total and prefix_cache_hits_total are written, in tokens.
 	HitRate float64
@@ -161,6 +165,16 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 	}
 	restart := end.Add(-l.RestartAt)
 	for ts := start; !ts.After(end); ts = ts.Add(step) {
+		if engine == "0" && l.RestartReason != "" {
+			ksm := fmt.Sprintf(`job="kube-state-metrics",instance="10.0.9.9:8080",namespace=%q,pod=%q,uid="0a1b",container="vllm"`, ns, l.Pod)
+			restarts := 0
+			if !ts.Before(restart) {
+				restarts = 1
+				fmt.Fprintf(w, "kube_pod_container_status_last_terminated_reason{%s,reason=%q} 1 %d\n", ksm, l.RestartReason, ts.Unix())
+				fmt.Fprintf(w, "kube_pod_container_status_last_terminated_exitcode{%s} %d %d\n", ksm, l.RestartExitCode, ts.Unix())
+			}
+			fmt.Fprintf(w, "kube_pod_container_status_restarts_total{%s} %d %d\n", ksm, restarts, ts.Unix())
+		}
 		// The time the engine has run: counters stand still while it hangs, and start again from
 		// 0 at a restart; its gauges are as they were when it stopped.
 		t0, run, gts := t0, ts, ts
