@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -18,8 +19,8 @@ import (
 //     pod): the same query over the pod's siblings (the scope without its pod), `offset 1d`,
 //     and, where q is a sum, normalised per pod (`avg(sum by (instance) (...))`);
 //  3. the recent past, when there is no day of history at all (a new model, a new cluster):
-//     every range widened to recentRange and the whole query offset by the window, so the
-//     window itself is left out.
+//     every range widened to recentWindows times the window ($recent: 30m with the default 5m)
+//     and the whole query offset by the window, so the window itself is left out.
 //
 // All three are queries of the playbook (the first under the baseline's own name, the others
 // under name.model_day and name.recent), so a run sends them with the others, in the same
@@ -27,17 +28,21 @@ import (
 const (
 	baselineModelDay = ".model_day"
 	baselineRecent   = ".recent"
-	// recentRange is how far back the recent past reaches, before the window.
-	recentRange = "30m"
+	// recentWindows is how far back the recent past reaches before the window, in windows.
+	recentWindows = 6
 )
 
-// Where a baseline came from, as a diagnosis says it.
+// Where a baseline came from, as a diagnosis says it (the recent past: RecentFrom).
 const (
 	BaselineFromPodDay   = "the pod a day ago"
 	BaselineFromDayAgo   = "a day ago" // the scope names no pod: the model (or more) a day ago
 	BaselineFromModelDay = "the model a day ago"
-	BaselineFromRecent   = "the " + recentRange + " before the window"
 )
+
+// RecentFrom is where p's recent-past baselines come from: "the 30m before the window".
+func (p *Playbook) RecentFrom() string {
+	return "the " + model.Duration(recentWindows*p.Window).String() + " before the window"
+}
 
 // baselineVariants are the names of baseline query b's derived queries, in the order they are
 // tried (b itself first).
@@ -74,7 +79,7 @@ func compileBaselines(el *errList, p *Playbook, names map[string]string) {
 			el.add(path, "%v", err)
 			continue
 		}
-		recent, err := shiftedTemplate(of.segs, " offset $window", recentRange)
+		recent, err := shiftedTemplate(of.segs, " offset $window", "$recent")
 		if err != nil {
 			el.add(path, "%v", err)
 			continue
@@ -220,7 +225,7 @@ func (p *Playbook) Baseline(name string, values map[string]*float64, podScoped b
 	if !ok || q.BaselineOf == "" {
 		return BaselineUse{Value: values[name]}
 	}
-	from := []string{BaselineFromPodDay, BaselineFromModelDay, BaselineFromRecent}
+	from := []string{BaselineFromPodDay, BaselineFromModelDay, p.RecentFrom()}
 	if !podScoped {
 		from[0], from[1] = BaselineFromDayAgo, ""
 	}

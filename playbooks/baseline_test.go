@@ -28,17 +28,17 @@ func TestABaselineDerivesThreeQueriesFromItsQuerysTemplate(t *testing.T) {
 			`sum(rate(vllm:x_sum{$scope}[$window])) / sum(rate(vllm:x_count{$scope}[$window]))`,
 			`sum(rate(vllm:x_sum{$scope}[$window] offset 1d)) / sum(rate(vllm:x_count{$scope}[$window] offset 1d))`,
 			`sum(rate(vllm:x_sum{$scope}[$window] offset 1d)) / sum(rate(vllm:x_count{$scope}[$window] offset 1d))`,
-			`sum(rate(vllm:x_sum{$scope}[30m] offset $window)) / sum(rate(vllm:x_count{$scope}[30m] offset $window))`},
+			`sum(rate(vllm:x_sum{$scope}[$recent] offset $window)) / sum(rate(vllm:x_count{$scope}[$recent] offset $window))`},
 		{"a sum is averaged per pod over the model",
 			`sum(avg_over_time(vllm:num_requests_running{$scope}[$window]))`,
 			`sum(avg_over_time(vllm:num_requests_running{$scope}[$window] offset 1d))`,
 			`avg(sum by (instance) (avg_over_time(vllm:num_requests_running{$scope}[$window] offset 1d)))`,
-			`sum(avg_over_time(vllm:num_requests_running{$scope}[30m] offset $window))`},
+			`sum(avg_over_time(vllm:num_requests_running{$scope}[$recent] offset $window))`},
 		{"old and new names joined with or",
 			`(sum(rate(vllm:a{$scope}[$window])) or sum(rate(vllm:b{$scope}[$window]))) / sum(rate(vllm:c{$scope}[$window]))`,
 			`(sum(rate(vllm:a{$scope}[$window] offset 1d)) or sum(rate(vllm:b{$scope}[$window] offset 1d))) / sum(rate(vllm:c{$scope}[$window] offset 1d))`,
 			`(sum(rate(vllm:a{$scope}[$window] offset 1d)) or sum(rate(vllm:b{$scope}[$window] offset 1d))) / sum(rate(vllm:c{$scope}[$window] offset 1d))`,
-			`(sum(rate(vllm:a{$scope}[30m] offset $window)) or sum(rate(vllm:b{$scope}[30m] offset $window))) / sum(rate(vllm:c{$scope}[30m] offset $window))`},
+			`(sum(rate(vllm:a{$scope}[$recent] offset $window)) or sum(rate(vllm:b{$scope}[$recent] offset $window))) / sum(rate(vllm:c{$scope}[$recent] offset $window))`},
 		{"a gauge read now: the value a day ago, and the value at the window's start",
 			`max(vllm:kv_cache_usage_perc{$scope})`,
 			`max(vllm:kv_cache_usage_perc{$scope} offset 1d)`,
@@ -99,10 +99,10 @@ func TestTheBaselineIsTheFirstVariantWithAValue(t *testing.T) {
 	}{
 		{"the pod a day ago first", map[string]*float64{"q_base": f(1), "q_base.model_day": f(2), "q_base.recent": f(3)}, true, f(1), BaselineFromPodDay},
 		{"the model a day ago for a pod newer than a day", map[string]*float64{"q_base.model_day": f(2), "q_base.recent": f(3)}, true, f(2), BaselineFromModelDay},
-		{"the recent past without a day of history", map[string]*float64{"q_base.recent": f(3)}, true, f(3), BaselineFromRecent},
+		{"the recent past without a day of history", map[string]*float64{"q_base.recent": f(3)}, true, f(3), "the 30m before the window"},
 		{"none", map[string]*float64{}, true, nil, ""},
 		{"no pod: the scope a day ago", map[string]*float64{"q_base": f(1), "q_base.model_day": f(2)}, false, f(1), BaselineFromDayAgo},
-		{"no pod: the per-pod mean is skipped", map[string]*float64{"q_base.model_day": f(2), "q_base.recent": f(3)}, false, f(3), BaselineFromRecent},
+		{"no pod: the per-pod mean is skipped", map[string]*float64{"q_base.model_day": f(2), "q_base.recent": f(3)}, false, f(3), "the 30m before the window"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

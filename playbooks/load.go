@@ -30,7 +30,7 @@ var (
 	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
 	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
 	// reserved names cannot be used for queries or params: they are placeholders or template data.
-	reserved = []string{"scope", "siblings", "window", "window_seconds", "labels", "fleet", "traces", "baseline_from", "kube", "nil", "true", "false"}
+	reserved = []string{"scope", "siblings", "window", "recent", "window_seconds", "labels", "fleet", "traces", "baseline_from", "kube", "nil", "true", "false"}
 )
 
 // parser for validating expanded queries at load time.
@@ -246,6 +246,9 @@ func unitAndTitle(el *errList, path string, q *Query) {
 // parses it expanded with sampleScope. It returns the parsed sample, nil when it does not parse.
 func compileExpr(el *errList, p *Playbook, q *Query, path, scope, sampleScope string, names map[string]string) promparser.Expr {
 	for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
+		if m[1] == "recent" && q.variantOf != "" {
+			continue // a baseline's recent past (baseline.go)
+		}
 		if m[1] != scope && m[1] != "window" && names[m[1]] != "param" {
 			el.add(path, "unknown placeholder $%s (known: $%s, $window and the params)", m[1], scope)
 		}

@@ -150,6 +150,7 @@ const (
 	segScope
 	segWindow
 	segParam
+	segRecent // a baseline's recent past: recentWindows times the window (baseline.go)
 )
 
 // splitTemplate splits a query template into segments. Unknown placeholders stay literal (load
@@ -165,6 +166,8 @@ func splitTemplate(q string, params map[string]float64) []segment {
 			seg = segment{kind: segScope}
 		case name == "window":
 			seg = segment{kind: segWindow}
+		case name == "recent":
+			seg = segment{kind: segRecent}
 		default:
 			if _, ok := params[name]; !ok {
 				continue
@@ -195,6 +198,8 @@ func expand(segs []segment, scope string, window time.Duration, params map[strin
 			b.WriteString(scope)
 		case segWindow:
 			b.WriteString(model.Duration(window).String())
+		case segRecent:
+			b.WriteString(model.Duration(recentWindows * window).String())
 		case segParam:
 			b.WriteString(strconv.FormatFloat(params[s.text], 'g', -1, 64))
 		}
@@ -291,6 +296,9 @@ func sameLengthSample(segs []segment) (tmpl, sample string) {
 			s.WriteString(scopeStandIn)
 		case segWindow:
 			t.WriteString("$window")
+			s.WriteString(windowStandIn)
+		case segRecent:
+			t.WriteString("$recent")
 			s.WriteString(windowStandIn)
 		case segParam:
 			t.WriteString("$" + sg.text)
