@@ -59,7 +59,16 @@ var e2eCases = []e2eCase{
 	{"client-timeouts", "VLLMRequestAbortRateHigh", "client-aborts", 0},
 	{"prefix-collapse", "VLLMTimeToFirstTokenP99High", "prefix-cache-collapse", 0},
 	{"engine-stall", "VLLMEngineStalled", "engine-stalled", 3},
+	// the engine core stops 20 s in with a few requests running and none waiting: every vllm:
+	// series freezes, /metrics and /health still answer (vLLM 0.32 under SIGSTOP)
+	{"engine-hang", "VLLMEngineStalled", "engine-stalled", 0},
 	{"router-imbalance", "VLLMTimeToFirstTokenP99High", "load-imbalance", 3},
+}
+
+// e2eTriageCases are pods whose incident no built-in alert is about (a server that keeps
+// restarting is the scrape's own TargetDown): on-demand triage of the pod gives the verdict.
+var e2eTriageCases = []struct{ scenario, verdict string }{
+	{"restart-loop", "engine-restarting"},
 }
 
 // pod is the pod label of the case's alerting pod.
@@ -155,7 +164,11 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	jaeger := testenv.Jaeger(t)
 	var targets []testenv.Target
 	var siblings []string // the healthy siblings of the wedged and the favoured pod
-	for i, c := range append([]e2eCase{{scenario: "healthy"}}, e2eCases...) {
+	cases := append([]e2eCase{{scenario: "healthy"}}, e2eCases...)
+	for _, c := range e2eTriageCases {
+		cases = append(cases, e2eCase{scenario: c.scenario})
+	}
+	for i, c := range cases {
 		var env, extra []string
 		if c.pods <= 1 && c.scenario == "long-prompts" {
 			// One OTel resource per process: only a one-pod process can name its pod in its spans.
@@ -316,6 +329,16 @@ receivers:
 	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "namespace=e2e-engine-stall", "--label", "model_name="+simModel)
 	if code != 0 || res.Verdict != "engine-stalled" || !strings.Contains(res.Title, "engine-stall-0") {
 		t.Errorf("triage of the model with a wedged pod: exit %d, verdict %s, title %q (%s); want engine-stalled naming engine-stall-0", code, res.Verdict, res.Title, stderr)
+	}
+	// A server that keeps restarting is engine-restarting on demand, once its first crash is in
+	// the window (it dies 40 s after each start).
+	for _, c := range e2eTriageCases {
+		var res triageJSON
+		testenv.WaitFor(t, 3*time.Minute, "on-demand triage of "+c.scenario+" to give "+c.verdict, func() bool {
+			res, _, _ = triage(t, "--config", cfg, "--label", "pod="+c.scenario, "--label", "namespace=e2e-"+c.scenario, "--label", "model_name="+simModel)
+			return res.Verdict == c.verdict
+		})
+		t.Logf("triage of %s: %s: %s", c.scenario, res.Title, res.Summary)
 	}
 	// Margins, for whoever tunes the thresholds above: the worst the healthy pod got.
 	for _, q := range []string{
