@@ -5,11 +5,14 @@
 #   -> Alertmanager -> bin/responder serve
 #   bin/vllm-sim -> Jaeger (OTLP, one llm_request span per finished request, as vLLM) -> the same responder
 #
-# and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0, overload of every pod,
-# kv-pressure, long-prompts, wide-batch and client-timeouts on pod 0, then the fleet scenarios
-# engine-stall (pod 0 wedged) and router-imbalance (pod 0 favoured by the router). Each is held
-# until the diagnosis of its alert on pod 0 arrives (or DEMO_TIMEOUT seconds), then every pod goes
-# back to healthy until the alerts resolve. The responder's console notifier prints each
+# and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0 (after shared-prefix,
+# the recent past it is judged against), overload of every pod, kv-pressure, long-prompts,
+# wide-batch and client-timeouts on pod 0, the fleet scenarios engine-stall (pod 0 wedged) and
+# router-imbalance (pod 0 favoured by the router), then engine-hang (pod 0's engine core stops:
+# every vllm: series frozen), and two incidents no alert is about, diagnosed by on-demand triage
+# as /vllm triage would: restart-loop (engine-restarting) and sleep (engine-paused). Each is held
+# until the diagnosis of its alert on pod 0 (or its triage) arrives (or DEMO_TIMEOUT seconds),
+# then every pod goes back to healthy until the alerts resolve. The responder's console notifier prints each
 # diagnosis as it arrives; with SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they
 # go to Slack instead.
 #
@@ -267,6 +270,39 @@ run_scenario() { # [--fleet] scenario alert expected-verdict description
   waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
 }
 
+# run_triage scenario expected-verdict description: on-demand triage of pod 0 (as /vllm triage),
+# every 5 s until it gives the verdict (or DEMO_TIMEOUT seconds); its answer is shown.
+run_triage() {
+  local sc=$1 want=$2 desc=$3 line got="" out=""
+  banner "$sc: $desc" "expect on-demand triage of $POD -> $want"
+  line=$(wc -l <"$tmp/responder.out")
+  scenario "$sc"
+  local t0=$SECONDS
+  while [ $((SECONDS - t0)) -lt "$TIMEOUT" ]; do
+    sleep 5
+    out=$(bin/responder triage --config "$tmp/responder.yaml" --label "pod=$POD" --label "namespace=$NS" 2>&1) || continue
+    got=$(printf '%s\n' "$out" | sed -n 's/^verdict: *//p')
+    [ "$got" = "$want" ] && break
+  done
+  printf '%s\n' "$out"
+  local mark=ok
+  [ "$got" = "$want" ] || { mark="UNEXPECTED"; failed=1; }
+  printf -v r '%-16s %-30s -> %-20s %s (%ss)' "$sc" "(triage)" "${got:-none}" "$mark" $((SECONDS - t0))
+  results+=("$r")
+  echo
+  echo ">> $r"
+  echo ">> back to healthy until the alerts resolve"
+  fleet healthy
+  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
+}
+
+# The collapse is judged against the recent past (a fresh Prometheus has no day-old baseline):
+# the six playbook windows (3m here) before the window. 120s of shared-prefix chat, with the 90s
+# of shared prompts prefix-collapse starts with, fill them before its template changes.
+banner "shared-prefix: chat clients sharing a long system prompt, ~90% served by the prefix cache (held 120s: the recent past)."
+scenario shared-prefix
+hold_start=$(date +%s)
+while [ $(($(date +%s) - hold_start)) -lt 120 ]; do sleep 1; done
 run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
   "chat prompts sharing a system prompt (90% cache hits) for 90s, then a template change puts a request id on top: same prompts, no hits."
 run_scenario --fleet overload VLLMTimeToFirstTokenP99High capacity-past-knee \
@@ -283,6 +319,12 @@ run_scenario --fleet engine-stall VLLMEngineStalled engine-stalled \
   "healthy load on three pods; the engine of pod 0 wedges: its queue grows, it computes nothing, /health still 200."
 run_scenario --fleet router-imbalance VLLMTimeToFirstTokenP99High load-imbalance \
   "60 req/s over three pods, but the router sends pod 0 eight shares to each sibling's one."
+run_scenario engine-hang VLLMEngineStalled engine-stalled \
+  "healthy load; 20s in, pod 0's engine core stops (a hang in a step, a GPU fault, a collective hang): every vllm: series freezes, a few requests running and none waiting, /metrics and /health still answer."
+run_triage restart-loop engine-restarting \
+  "healthy load; pod 0's server dies 40s after each start and is down 15s (CrashLoopBackOff): scrapes fail, counters reset."
+run_triage sleep engine-paused \
+  "healthy load; 20s in, an operator puts pod 0's engine to sleep (level 1): paused on purpose, not stalled; do not restart it."
 
 banner "summary"
 printf '  %s\n' "${results[@]}"
@@ -290,6 +332,7 @@ if [ "$STAY" = 1 ]; then
   echo
   echo "Everything keeps running. Switch scenarios yourself, e.g.:"
   echo "  curl -XPOST http://$SIM/admin/scenario -d '{\"scenario\":\"overload\"}'"
+  echo "  (also engine-hang-queued, weight-update, restart-loop, sleep; then bin/responder triage --config $tmp/responder.yaml --label pod=$POD)"
   echo "Ctrl-C stops the demo."
   while :; do sleep 3600; done
 fi
