@@ -249,6 +249,20 @@ if no_alerts; then results+=("healthy          no alerts                      ok
   results+=("healthy          alerts fired: $(alerts_of_pod)          UNEXPECTED"); failed=1
 fi
 
+# conclude scenario what got want t0 line: records the result of a step (failing the demo when
+# got is not want), then puts every pod back to healthy until the alerts since line resolve.
+conclude() {
+  local sc=$1 what=$2 got=$3 want=$4 t0=$5 line=$6 mark=ok r
+  [ "$got" = "$want" ] || { mark="UNEXPECTED"; failed=1; }
+  printf -v r '%-16s %-30s -> %-20s %s (%ss)' "$sc" "$what" "${got:-none}" "$mark" $((SECONDS - t0))
+  results+=("$r")
+  echo
+  echo ">> $r"
+  echo ">> back to healthy until the alerts resolve"
+  fleet healthy
+  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
+}
+
 run_scenario() { # [--fleet] scenario alert expected-verdict description
   local switch=scenario
   if [ "$1" = --fleet ]; then switch=fleet; shift; fi
@@ -259,15 +273,7 @@ run_scenario() { # [--fleet] scenario alert expected-verdict description
   local t0=$SECONDS
   waitfor "$TIMEOUT" "a diagnosis of $alert" has_verdict "$line" "$alert" || true
   got=$(verdict_after "$line" "$alert")
-  local mark=ok
-  [ "$got" = "$want" ] || { mark="UNEXPECTED"; failed=1; }
-  printf -v r '%-16s %-30s -> %-20s %s (%ss)' "$sc" "$alert" "${got:-none}" "$mark" $((SECONDS - t0))
-  results+=("$r")
-  echo
-  echo ">> $r"
-  echo ">> back to healthy until the alerts resolve"
-  fleet healthy
-  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
+  conclude "$sc" "$alert" "$got" "$want" "$t0" "$line"
 }
 
 # run_triage scenario expected-verdict description: on-demand triage of pod 0 (as /vllm triage),
@@ -285,15 +291,7 @@ run_triage() {
     [ "$got" = "$want" ] && break
   done
   printf '%s\n' "$out"
-  local mark=ok
-  [ "$got" = "$want" ] || { mark="UNEXPECTED"; failed=1; }
-  printf -v r '%-16s %-30s -> %-20s %s (%ss)' "$sc" "(triage)" "${got:-none}" "$mark" $((SECONDS - t0))
-  results+=("$r")
-  echo
-  echo ">> $r"
-  echo ">> back to healthy until the alerts resolve"
-  fleet healthy
-  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
+  conclude "$sc" "(triage)" "$got" "$want" "$t0" "$line"
 }
 
 # The collapse is judged against the recent past (a fresh Prometheus has no day-old baseline):

@@ -49,14 +49,7 @@ func TestBaselinesOnAFreshPodOnARealPrometheus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"--config", cfg, "--label", "pod=" + tc.pod, "--label", "namespace=b", "--label", "model_name=" + tc.model}
-			if tc.alert != "" {
-				args = append(args, "--alert", tc.alert)
-			}
-			res, stderr, code := triage(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
+			res := triageOf(t, cfg, tc.alert, "pod="+tc.pod, "namespace=b", "model_name="+tc.model)
 			if res.Verdict != "prefix-cache-collapse" || !strings.Contains(res.Summary, tc.from) {
 				t.Fatalf("verdict %s (%s: %s; notes %q), want prefix-cache-collapse against %s", res.Verdict, res.Title, res.Summary, res.Notes, tc.from)
 			}
@@ -66,7 +59,7 @@ func TestBaselinesOnAFreshPodOnARealPrometheus(t *testing.T) {
 		})
 	}
 	// Its siblings, serving as they did a day ago, have no collapse.
-	res, stderr, code := triage(t, "--config", cfg, "--label", "pod=rolled-1", "--label", "namespace=b", "--label", "model_name=rolled")
+	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "pod=rolled-1", "--label", "namespace=b", "--label", "model_name=rolled")
 	if code != 0 || res.Verdict == "prefix-cache-collapse" {
 		t.Fatalf("a sibling serving as a day ago: exit %d (%s), verdict %s (%s)", code, stderr, res.Verdict, res.Summary)
 	}

@@ -335,7 +335,7 @@ receivers:
 	for _, c := range e2eTriageCases {
 		var res triageJSON
 		testenv.WaitFor(t, 3*time.Minute, "on-demand triage of "+c.scenario+" to give "+c.verdict, func() bool {
-			res, _, _ = triage(t, "--config", cfg, "--label", "pod="+c.scenario, "--label", "namespace=e2e-"+c.scenario, "--label", "model_name="+simModel)
+			res, _, _ = triageCLI(t, "--config", cfg, "--label", "pod="+c.scenario, "--label", "namespace=e2e-"+c.scenario, "--label", "model_name="+simModel)
 			return res.Verdict == c.verdict
 		})
 		t.Logf("triage of %s: %s: %s", c.scenario, res.Title, res.Summary)

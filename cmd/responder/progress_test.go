@@ -63,14 +63,7 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"--config", cfg, "--label", "pod=" + tc.pod, "--label", "namespace=p", "--label", "model_name=llama-p"}
-			if tc.alert != "" {
-				args = append(args, "--alert", tc.alert)
-			}
-			res, stderr, code := triage(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
+			res := triageOf(t, cfg, tc.alert, "pod="+tc.pod, "namespace=p", "model_name=llama-p")
 			if res.Verdict != tc.want {
 				t.Fatalf("verdict %s (%s: %s; notes %q), want %s", res.Verdict, res.Title, res.Summary, res.Notes, tc.want)
 			}
@@ -82,7 +75,7 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		})
 	}
 	// Triage of the model without a pod names the hung pod first.
-	res, stderr, code := triage(t, "--config", cfg, "--label", "namespace=p", "--label", "model_name=llama-p")
+	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "namespace=p", "--label", "model_name=llama-p")
 	if code != 0 || res.Verdict != "engine-restarting" {
 		// a pod of the model restarted in the window: that is decided first, for the model too
 		t.Fatalf("triage of the model: exit %d (%s), verdict %s (%s)", code, stderr, res.Verdict, res.Title)

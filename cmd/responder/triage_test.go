@@ -68,6 +68,24 @@ func triageCLI(t *testing.T, args ...string) (triageJSON, string, int) {
 	return res, errb.String(), code
 }
 
+// triageOf runs triage with the config for the alert (none: on demand) and scope labels
+// ("pod=p", ...), failing the test when it could not run.
+func triageOf(t *testing.T, cfg, alert string, labels ...string) triageJSON {
+	t.Helper()
+	args := []string{"--config", cfg}
+	for _, l := range labels {
+		args = append(args, "--label", l)
+	}
+	if alert != "" {
+		args = append(args, "--alert", alert)
+	}
+	res, stderr, code := triageCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	return res
+}
+
 func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
@@ -92,14 +110,7 @@ func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"--config", cfg, "--label", "pod=" + tc.pod, "--label", "namespace=llm"}
-			if tc.alert != "" {
-				args = append(args, "--alert", tc.alert)
-			}
-			res, stderr, code := triageCLI(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
+			res := triageOf(t, cfg, tc.alert, "pod="+tc.pod, "namespace=llm")
 			if res.Verdict != tc.want {
 				t.Fatalf("verdict %s (%s: %s), want %s", res.Verdict, res.Title, res.Summary, tc.want)
 			}
