@@ -47,7 +47,7 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		contains               []string
 	}{
 		{"a hung engine with an empty frozen queue is engine-stalled on demand", "", "hung", "engine-stalled",
-			[]string{"Its gauges are frozen", "2 running, 0 waiting", "for about "}},
+			[]string{"Its gauges are frozen", "2 running, 0 waiting", "for about 8m"}}, // hung 8 minutes before the recording's end
 		{"and on its alert", "VLLMEngineStalled", "hung", "engine-stalled", []string{"Its gauges are frozen"}},
 		{"an engine asleep on purpose is engine-paused", "", "asleep", "engine-paused", []string{"still asleep now"}},
 		{"and on the stall alert", "VLLMEngineStalled", "asleep", "engine-paused", nil},
