@@ -13,10 +13,15 @@ cd "$(dirname "$0")/.."
 n="${FUZZEXECS:-20000}"
 fuzz() { # target package
 	echo "fuzz: $1 ($2, ${n} execs)"
+	# A target that moved away would otherwise fuzz nothing and pass ("no fuzz tests to fuzz").
+	if ! go test -list "^$1\$" "$2" | grep -qx "$1"; then
+		echo "fuzz: no target $1 in $2" >&2
+		exit 1
+	fi
 	go test -run='^$' -fuzz="^$1\$" -fuzztime="${n}x" "$2"
 }
 fuzz FuzzDecodeMessage ./handlers
 fuzz FuzzParseCommand ./notify/slack
 fuzz FuzzScopeMatchers ./playbooks
 fuzz FuzzParse ./playbooks
-fuzz FuzzSampleDecoder ./playbooks
+fuzz FuzzSampleDecoder ./evidence
