@@ -54,7 +54,7 @@ func TestOverridesReachTheRulesAndWarn(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	if !strings.Contains(stdout, "avg_over_time(vllm:num_requests_waiting{server=\"\"}[15s])) > 5\n") {
+	if !strings.Contains(stdout, "avg_over_time(vllm:num_requests_waiting{server=\"\"}[15s]))\n          ) > 5\n") {
 		t.Fatalf("queue threshold override missing:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "rulegen: warning: alerts.ttft.threshold 30 s is above") {

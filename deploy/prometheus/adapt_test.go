@@ -48,7 +48,7 @@ tests:
           - exp_labels: {namespace: llm, pod: llama-predictor-0, model_name: llama, severity: warning}
             exp_annotations:
               summary: 'vLLM queue depth is 60 for llama on llm/llama-predictor-0'
-              description: '60 requests of llama on pod llama-predictor-0 have been waiting for admission on average over 2m (threshold 50). A growing queue with the running batch at its cap is capacity ("past the knee"): add replicas or shed load. With KV cache near full, preempted requests are re-queued.'
+              description: '60 requests of llama on pod llama-predictor-0 have been waiting for capacity on average over 2m (threshold 50). Requests deferred for their KV transfer or a LoRA slot are not counted where vLLM exports the split (num_requests_waiting_by_reason); older vLLM counts them. A growing queue with the running batch at its cap is capacity ("past the knee"): add replicas or shed load. With KV cache near full, preempted requests are re-queued.'
               runbook_url: 'https://github.com/vllm-responder/vllm-responder/blob/main/docs/playbooks/queue-depth-high.md'
 `
 	static := `rule_files: [static.rules.yml]
@@ -67,7 +67,7 @@ tests:
           - exp_labels: {instance: "10.0.0.1:8000", model_name: llama, severity: warning}
             exp_annotations:
               summary: 'vLLM queue depth is 60 for llama on /10.0.0.1:8000'
-              description: '60 requests of llama on pod 10.0.0.1:8000 have been waiting for admission on average over 2m (threshold 50). A growing queue with the running batch at its cap is capacity ("past the knee"): add replicas or shed load. With KV cache near full, preempted requests are re-queued.'
+              description: '60 requests of llama on pod 10.0.0.1:8000 have been waiting for capacity on average over 2m (threshold 50). Requests deferred for their KV transfer or a LoRA slot are not counted where vLLM exports the split (num_requests_waiting_by_reason); older vLLM counts them. A growing queue with the running batch at its cap is capacity ("past the knee"): add replicas or shed load. With KV cache near full, preempted requests are re-queued.'
               runbook_url: 'https://github.com/vllm-responder/vllm-responder/blob/main/docs/playbooks/queue-depth-high.md'
 `
 	for name, body := range map[string]string{"kserve_test.yml": test, "static_test.yml": static} {

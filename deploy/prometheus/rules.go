@@ -36,8 +36,10 @@ const (
 var AlertNames = []string{
 	"VLLMTimeToFirstTokenP99High",
 	"VLLMInterTokenLatencyP99High",
+	"VLLMSpecDecodeAcceptanceDropped",
 	"VLLMKVCacheNearFull",
 	"VLLMRequestAbortRateHigh",
+	"VLLMKVTransferFailing",
 	"VLLMQueueDepthHigh",
 	"VLLMEngineStalled",
 }
@@ -63,6 +65,18 @@ type AbortAlert struct {
 	MinStartedRate float64 `yaml:"min_started_rate"`
 }
 
+// SpecDecodeAlert adds what the acceptance is compared with: Threshold is the share of its
+// baseline the accepted draft tokens per decode step must have fallen to, MinBaseline the least
+// baseline that counts (speculation that did little cannot fall much), TPOTRise the factor the mean
+// time per output token must have risen by, and BaselineWindow the span before the rate window
+// that stands in for a day-old baseline.
+type SpecDecodeAlert struct {
+	Alert          `yaml:",inline"`
+	MinBaseline    float64 `yaml:"min_baseline"`
+	TPOTRise       float64 `yaml:"tpot_rise"`
+	BaselineWindow string  `yaml:"baseline_window"`
+}
+
 // Profile is the full parameter set the template is rendered with.
 type Profile struct {
 	Name         string `yaml:"-"`
@@ -78,12 +92,14 @@ type Profile struct {
 	RouterLabel  string `yaml:"router_label"`
 	PodLabel     string `yaml:"pod_label"`
 	Alerts       struct {
-		TTFT    Alert      `yaml:"ttft"`
-		ITL     Alert      `yaml:"itl"`
-		KVCache Alert      `yaml:"kv_cache"`
-		Abort   AbortAlert `yaml:"abort"`
-		Queue   Alert      `yaml:"queue"`
-		Stall   Alert      `yaml:"stall"`
+		TTFT       Alert           `yaml:"ttft"`
+		ITL        Alert           `yaml:"itl"`
+		SpecDecode SpecDecodeAlert `yaml:"spec_decode"`
+		KVCache    Alert           `yaml:"kv_cache"`
+		Abort      AbortAlert      `yaml:"abort"`
+		KVTransfer Alert           `yaml:"kv_transfer"`
+		Queue      Alert           `yaml:"queue"`
+		Stall      Alert           `yaml:"stall"`
 	} `yaml:"alerts"`
 }
 
@@ -252,8 +268,17 @@ func (p Profile) Validate() error {
 	}
 	alert("ttft", p.Alerts.TTFT, 0)
 	alert("itl", p.Alerts.ITL, 0)
+	alert("spec_decode", p.Alerts.SpecDecode.Alert, 1)
+	if !(p.Alerts.SpecDecode.MinBaseline > 0) {
+		errs = append(errs, fmt.Errorf("alerts.spec_decode.min_baseline: %g must be above 0 (a baseline of no accepted tokens cannot fall)", p.Alerts.SpecDecode.MinBaseline))
+	}
+	if !(p.Alerts.SpecDecode.TPOTRise >= 1) {
+		errs = append(errs, fmt.Errorf("alerts.spec_decode.tpot_rise: %g must be at least 1 (the time per output token must have risen)", p.Alerts.SpecDecode.TPOTRise))
+	}
+	dur("alerts.spec_decode.baseline_window", p.Alerts.SpecDecode.BaselineWindow, false)
 	alert("kv_cache", p.Alerts.KVCache, 1)
 	alert("abort", p.Alerts.Abort.Alert, 1)
+	alert("kv_transfer", p.Alerts.KVTransfer, 0)
 	alert("queue", p.Alerts.Queue, 0)
 	alert("stall", p.Alerts.Stall, 0)
 	if !(p.Alerts.Abort.MinStartedRate > 0) {

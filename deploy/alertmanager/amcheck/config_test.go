@@ -21,8 +21,9 @@ func receiversOf(conf *config.Config, labels model.LabelSet) []string {
 	return out
 }
 
-var vllmAlerts = []string{"VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMKVCacheNearFull",
-	"VLLMRequestAbortRateHigh", "VLLMQueueDepthHigh", "VLLMEngineStalled"}
+var vllmAlerts = []string{"VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High",
+	"VLLMSpecDecodeAcceptanceDropped", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMKVTransferFailing",
+	"VLLMQueueDepthHigh", "VLLMEngineStalled"}
 
 // TestEveryConfigLoadsAndRoutesAsItsCommentsSay loads each file with the loader of the
 // Alertmanager module this project builds against (v0.35, which knows update_message: Debian's
