@@ -19,11 +19,18 @@ type apiServer struct {
 	start     time.Time     // process start (process_start_time_seconds)
 	busyUntil time.Time     // the event loop's core is busy until then
 	charged   time.Duration // CPU work given to the core since start (tokenization, outputs)
+	// ahead are the stretches of work queued on the core that may not be done yet, in order:
+	// work is queued at its own time (a step's outputs at the step's end, a request's
+	// tokenization at its arrival), which can be ahead of the clock, with idle gaps between.
+	ahead []span
 	// held are the requests the API server accepted and has not handed to the engine core yet:
 	// being tokenized (readyAt in the future), or sent to an engine core that does not read its
 	// input (a hung EngineCore). Ordered by readyAt.
 	held []*request
 }
+
+// span is a stretch of time the event loop's core works.
+type span struct{ from, to time.Time }
 
 // work queues cost on the event loop's core from at and returns when it is done.
 func (a *apiServer) work(at time.Time, cost time.Duration) time.Time {
@@ -33,20 +40,40 @@ func (a *apiServer) work(at time.Time, cost time.Duration) time.Time {
 	}
 	a.busyUntil = start.Add(cost)
 	a.charged += cost
+	if n := len(a.ahead); n > 0 && a.ahead[n-1].to.Equal(start) {
+		a.ahead[n-1].to = a.busyUntil
+	} else {
+		a.ahead = append(a.ahead, span{start, a.busyUntil})
+	}
 	return a.busyUntil
 }
 
+// pending is the work queued on the core and not done by now; the stretches done by then are
+// forgotten.
+func (a *apiServer) pending(now time.Time) time.Duration {
+	done := 0
+	for done < len(a.ahead) && !a.ahead[done].to.After(now) {
+		done++
+	}
+	a.ahead = a.ahead[done:]
+	var left time.Duration
+	for _, s := range a.ahead {
+		from := s.from
+		if now.After(from) {
+			from = now
+		}
+		left += s.to.Sub(from)
+	}
+	return left
+}
+
 // cpuSeconds is process_cpu_seconds_total at now: the start-up CPU, the work done by now, and
-// the idle loop's share of the rest.
+// the idle loop's share of the rest. It never goes down while now does not.
 func (a *apiServer) cpuSeconds(cfg Config, now time.Time) float64 {
 	if now.Before(a.start) {
 		return cfg.APIStartupCPU.Seconds()
 	}
-	busy := a.charged
-	if a.busyUntil.After(now) {
-		busy -= a.busyUntil.Sub(now)
-	}
-	busy = max(busy, 0)
+	busy := max(a.charged-a.pending(now), 0)
 	wall := now.Sub(a.start)
 	idle := max(wall-busy, 0)
 	cpu := cfg.APIStartupCPU.Seconds() + busy.Seconds() + cfg.APIIdleShare*idle.Seconds()

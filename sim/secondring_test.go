@@ -376,3 +376,26 @@ func TestFeatureFamiliesAreVLLMs(t *testing.T) {
 		t.Errorf("positions %v, want one per speculative token from 0", positions)
 	}
 }
+
+// process_cpu_seconds_total is a counter: read after every step (as often as a scraper could),
+// it never goes down, whatever the API server's work ahead of the clock (a step's outputs are
+// charged at its end, the tokenization of a request arriving later at its arrival). A dip would
+// read as a process restart to rate(): one dip of 0.01 s adds the whole counter.
+func TestTheAPIServersCPUCounterNeverGoesDown(t *testing.T) {
+	for _, scenario := range []string{"long-prompts", "frontend-bound", "healthy"} {
+		t.Run(scenario, func(t *testing.T) {
+			v := newVirtual(t, DefaultConfig(), scenario)
+			prev := 0.0
+			end := v.now.Add(60 * time.Second)
+			for v.now.Before(end) {
+				res := v.e.Step(v.now)
+				v.now = v.now.Add(res.Duration)
+				cpu := v.e.processStats().cpu
+				if cpu < prev {
+					t.Fatalf("process_cpu_seconds_total went from %.2f to %.2f at %s", prev, cpu, v.now.Sub(epoch))
+				}
+				prev = cpu
+			}
+		})
+	}
+}
