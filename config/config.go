@@ -82,12 +82,17 @@ type VLLMConfig struct {
 	// PodLabel is the series label that names a pod ("pod"); where an alert or a series has
 	// none, "instance" stands in (static scrape configs have only job and instance).
 	PodLabel string `yaml:"pod_label"`
+	// RoleLabel is the series label that names a pod's role in disaggregated prefill/decode
+	// serving ("llm_isvc_role", KServe's LLMInferenceService; llm-d's pods carry
+	// llm-d.ai/role, which a scrape maps to a label of its choosing): the sibling comparison
+	// splits into prefill and decode pools. Empty turns the split off.
+	RoleLabel string `yaml:"role_label"`
 }
 
 // Naming is how vLLM's series are named and labelled: the one value the playbooks, the engine,
 // triage and profile captures read.
 func (v VLLMConfig) Naming() vllmnames.Naming {
-	return vllmnames.Naming{Prefix: v.MetricPrefix, RouterLabel: v.RouterLabel, PodLabel: v.PodLabel}
+	return vllmnames.Naming{Prefix: v.MetricPrefix, RouterLabel: v.RouterLabel, PodLabel: v.PodLabel, RoleLabel: v.RoleLabel}
 }
 
 // LogConfig sets the log level and format.
@@ -205,7 +210,8 @@ func Default() *Config {
 		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: 4 * time.Hour, GroupCooldown: time.Second,
 			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second},
 	}
-	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel}
+	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel,
+		RoleLabel: vllmnames.DefaultRoleLabel}
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
 	c.Traces.SetDefaults()

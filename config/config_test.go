@@ -305,6 +305,7 @@ var badConfigs = []struct {
 		`test.yaml: vllm.metric_prefix: "kserve_vllm" must be a metric name prefix ending in a colon, like vllm: or kserve_vllm:`,
 		`test.yaml: vllm.router_label: "1x" is not a valid label name`,
 		`test.yaml: vllm.pod_label: "pod-name" is not a valid label name`,
+		`test.yaml: vllm.role_label: "llm-d.ai/role" is not a valid label name (empty turns the prefill/decode pools off)`,
 	}},
 	{"webhook_two_auth_methods.yaml", []string{"test.yaml: webhook: set bearer_token or basic_auth, not both"}},
 	{"webhook_username_without_password.yaml", []string{"test.yaml: webhook.basic_auth.password: required with a username"}},

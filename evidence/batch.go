@@ -202,7 +202,7 @@ func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest
 		out = append(out, promQL)
 	}
 	if p.Fleet != nil {
-		out = append(out, newFleetRequest(p, x.Fleet, "").promQL())
+		out = append(out, newFleetRequest(p, x.Fleet, playbooks.PodScope{}).promQL())
 	}
 	return out
 }

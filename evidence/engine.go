@@ -86,7 +86,7 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
+	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel, Role: opt.Naming.RoleLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
 		deadlineErr: fmt.Errorf("query deadline of %s exceeded", opt.QueryTimeout)}
 }
 

@@ -21,11 +21,14 @@ import (
 // per series key ("[namespace/]pod[#rank]", playbooks.FleetKey). What the values mean is the
 // playbook's judgement (playbooks.Playbook.Judge).
 
-// fleetKeyOf names the pod and data-parallel rank of one series: the pod by podLabel, else pod, else the
-// scrape target's instance.
-func fleetKeyOf(m model.Metric, podLabel string) playbooks.FleetKey {
+// fleetKeyOf names the pod, data-parallel rank and role of one series: the pod by the pod label,
+// else pod, else the scrape target's instance; the role by the role label, where there is one.
+func fleetKeyOf(m model.Metric, ps playbooks.PodScope) playbooks.FleetKey {
 	k := playbooks.FleetKey{Namespace: string(m["namespace"]), Rank: playbooks.DPRank(m["engine"])}
-	for _, l := range []string{podLabel, vllmnames.DefaultPodLabel, vllmnames.FallbackPodLabel} {
+	if ps.Role != "" {
+		k.Role = string(m[model.LabelName(ps.Role)])
+	}
+	for _, l := range []string{ps.Name(), vllmnames.DefaultPodLabel, vllmnames.FallbackPodLabel} {
 		if v := string(m[model.LabelName(l)]); l != "" && v != "" {
 			k.Pod = v
 			break
@@ -41,14 +44,14 @@ func fleetKeyOf(m model.Metric, podLabel string) playbooks.FleetKey {
 // no traffic) are left out, so that pod is missing for this query. Series that share a key (one
 // pod scraped at two instances, a query not aggregated by $by) add up by the query's
 // aggregation.
-func interpretVector(x model.Vector, podLabel string, agg playbooks.Aggregation) map[string]float64 {
+func interpretVector(x model.Vector, ps playbooks.PodScope, agg playbooks.Aggregation) map[string]float64 {
 	groups := make(map[string][]float64, len(x))
 	for _, s := range x {
 		f := float64(s.Value)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue
 		}
-		k := fleetKeyOf(s.Metric, podLabel).String()
+		k := fleetKeyOf(s.Metric, ps).String()
 		groups[k] = append(groups[k], f)
 	}
 	out := make(map[string]float64, len(groups))
@@ -65,12 +68,14 @@ func interpretVector(x model.Vector, podLabel string, agg playbooks.Aggregation)
 type fleetRequest struct {
 	names, exprs []string
 	aggs         []playbooks.Aggregation
-	podLabel     string
+	ps           playbooks.PodScope
 }
 
 func (fr *fleetRequest) promQL() string { return foldQueries(fr.names, fr.exprs) }
 
-func (fr *fleetRequest) key() string { return "fleet by " + fr.podLabel + "\x00" }
+func (fr *fleetRequest) key() string {
+	return "fleet by " + fr.ps.Name() + " role " + fr.ps.Role + "\x00"
+}
 
 // interpret splits the answer by query; a query without series is absent.
 func (fr *fleetRequest) interpret(v model.Value) result {
@@ -84,7 +89,7 @@ func (fr *fleetRequest) interpret(v model.Value) result {
 		bySignal = splitBySignal(x)
 	}
 	for i, n := range fr.names {
-		if vec := interpretVector(bySignal[n], fr.podLabel, fr.aggs[i]); len(vec) > 0 {
+		if vec := interpretVector(bySignal[n], fr.ps, fr.aggs[i]); len(vec) > 0 {
 			out[n] = vec
 		}
 	}
@@ -95,10 +100,10 @@ func (fr *fleetRequest) interpret(v model.Value) result {
 	return r
 }
 
-// newFleetRequest is the request of p's fleet queries, expanded as exprs, series named by
-// podLabel.
-func newFleetRequest(p *playbooks.Playbook, exprs []string, podLabel string) *fleetRequest {
-	fr := &fleetRequest{exprs: exprs, aggs: p.Fleet.Aggs, podLabel: podLabel}
+// newFleetRequest is the request of p's fleet queries, expanded as exprs, series named as ps
+// says.
+func newFleetRequest(p *playbooks.Playbook, exprs []string, ps playbooks.PodScope) *fleetRequest {
+	fr := &fleetRequest{exprs: exprs, aggs: p.Fleet.Aggs, ps: ps}
 	for _, q := range p.Fleet.Queries {
 		fr.names = append(fr.names, q.Name)
 	}
@@ -108,7 +113,7 @@ func newFleetRequest(p *playbooks.Playbook, exprs []string, podLabel string) *fl
 // queryFleet runs the fleet's queries as one request. When Prometheus rejects it, each query
 // is sent alone, so that one bad query does not cost the others their answer.
 func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time) (playbooks.FleetValues, []string) {
-	fr := newFleetRequest(p, exprs, e.pods.Name())
+	fr := newFleetRequest(p, exprs, e.pods)
 	r := e.query(ctx, fr.promQL(), keySuffix, at, fr)
 	if r.status != QueryError || len(exprs) == 1 {
 		var notes []string
@@ -128,7 +133,7 @@ func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			one := &fleetRequest{names: fr.names[i : i+1], exprs: exprs[i : i+1], aggs: fr.aggs[i : i+1], podLabel: fr.podLabel}
+			one := &fleetRequest{names: fr.names[i : i+1], exprs: exprs[i : i+1], aggs: fr.aggs[i : i+1], ps: fr.ps}
 			r := e.query(ctx, exprs[i], keySuffix, at, one)
 			mu.Lock()
 			defer mu.Unlock()

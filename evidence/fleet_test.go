@@ -24,11 +24,12 @@ import (
 // queries of a server scraped the whole window that neither restarted nor paused (steady); it
 // records what was asked.
 type fleetQuerier struct {
-	podLabel string // the label the keys' pods are written under (default pod)
-	mu       sync.Mutex
-	asked    []string
-	byPod    map[string]map[string]float64 // signal (a metric name in the query) -> pod -> value
-	scalar   float64
+	podLabel  string // the label the keys' pods are written under (default pod)
+	roleLabel string // the label the keys' roles are written under (none when empty)
+	mu        sync.Mutex
+	asked     []string
+	byPod     map[string]map[string]float64 // signal (a metric name in the query) -> pod -> value
+	scalar    float64
 }
 
 func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Value, error) {
@@ -59,6 +60,9 @@ func (f *fleetQuerier) Query(_ context.Context, q string, _ time.Time) (model.Va
 				}
 				if k.Rank != "" {
 					metric["engine"] = model.LabelValue(k.Rank)
+				}
+				if k.Role != "" && f.roleLabel != "" {
+					metric[model.LabelName(f.roleLabel)] = model.LabelValue(k.Role)
 				}
 				vec = append(vec, &model.Sample{Metric: metric, Value: model.SampleValue(v)})
 			}
@@ -232,6 +236,39 @@ func TestFleetPodsByInstanceOrTheConfiguredPodLabel(t *testing.T) {
 				t.Errorf("no fleet request grouped %s in %q", tc.groupBy, fq.asked)
 			}
 		})
+	}
+}
+
+// Where pods carry a role label (disaggregated prefill/decode serving), the fleet is grouped by
+// it too and a decode pod is compared with the decode pool only: a decode pod holding the queue
+// beside idle prefill pods is its pool's only pod (capacity), not a router imbalance, and the
+// prefill pool's values are read apart.
+func TestADecodePodIsComparedWithTheDecodePoolNotThePrefillPods(t *testing.T) {
+	p, _ := builtinSet(t).Get("queue-depth-high")
+	fq := &fleetQuerier{scalar: 1, roleLabel: "llm_isvc_role", byPod: map[string]map[string]float64{
+		"waiting":  {"vllm-d-0@decode": 300, "vllm-p-0@prefill": 0, "vllm-p-1@prefill": 2},
+		"arrivals": {"vllm-d-0@decode": 50, "vllm-p-0@prefill": 4, "vllm-p-1@prefill": 5},
+		"tokens":   {"vllm-d-0@decode": 3000, "vllm-p-0@prefill": 9000, "vllm-p-1@prefill": 8000},
+	}}
+	fq.scalar = 0.95 // queue share, KV below full...: every scalar the same
+	e := NewEngine(fq, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Naming: vllmnames.Naming{RoleLabel: "llm_isvc_role"}})
+	d, err := e.Run(context.Background(), p, map[string]string{"model_name": "llama", "namespace": "prod", "pod": "vllm-d-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(fq.asked, func(q string) bool {
+		return strings.Contains(q, "by (namespace, pod, instance, engine, llm_isvc_role)")
+	}) {
+		t.Errorf("no fleet request grouped by the role label in %q", fq.asked)
+	}
+	if d.Verdict == playbooks.VerdictLoadImbalance || d.Fleet == nil || d.Fleet.Pool != "decode" || d.Fleet.Pods != 1 {
+		t.Fatalf("verdict %s, fleet %+v; want the decode pool of 1 pod, no imbalance against prefill pods", d.Verdict, d.Fleet)
+	}
+	if !strings.Contains(d.Fleet.Scope, "the model's only decode pod (1 of 1 decode pods)") {
+		t.Errorf("scope %q", d.Fleet.Scope)
+	}
+	if len(d.Fleet.Rows) != 3 || d.Fleet.Rows[0].Role != "decode" || !strings.Contains(strings.Join(d.Fleet.Table(8), "\n"), "vllm-p-1 (prefill)") {
+		t.Errorf("rows %+v; want every pod listed with its role:\n%s", d.Fleet.Rows, strings.Join(d.Fleet.Table(8), "\n"))
 	}
 }
 

@@ -93,9 +93,12 @@ type fleetStat struct {
 
 // fleetStats name and compute the values of each fleet query q: the focus pod's value, the max,
 // sum and mean over all pods, and the max and mean over the other pods (nil when there are none).
-// The focus pod's data-parallel ranks (vLLM's `engine` label) give q_engine_this (the rank the
-// fleet's focus ranking puts first), q_engine_others_max and q_engine_others_mean (its sibling
-// ranks in the same pod; nil with one rank). The names are a contract of the playbook language.
+// Where pods carry a role (disaggregated serving: PodScope.Role), "all pods" are the focus pod's
+// pool (the pods of its role), and q_prefill_* and q_decode_* are the max, min, mean and sum over
+// the prefill and the decode pool (nil without such pods). The focus pod's data-parallel ranks
+// (vLLM's `engine` label) give q_engine_this (the rank the fleet's focus ranking puts first),
+// q_engine_others_max and q_engine_others_mean (its sibling ranks in the same pod; nil with one
+// rank). The names are a contract of the playbook language.
 var fleetStats = []fleetStat{
 	{"this", func(t *queryTally) *float64 { return t.this }},
 	{"max", func(t *queryTally) *float64 { return aggMax.Of(t.all) }},
@@ -106,7 +109,23 @@ var fleetStats = []fleetStat{
 	{"engine_this", func(t *queryTally) *float64 { return t.rankThis }},
 	{"engine_others_max", func(t *queryTally) *float64 { return aggMax.Of(t.rankOthers) }},
 	{"engine_others_mean", func(t *queryTally) *float64 { return aggMean.Of(t.rankOthers) }},
+	{"prefill_max", func(t *queryTally) *float64 { return aggMax.Of(t.byRole[RolePrefill]) }},
+	{"prefill_min", func(t *queryTally) *float64 { return aggMin.Of(t.byRole[RolePrefill]) }},
+	{"prefill_mean", func(t *queryTally) *float64 { return aggMean.Of(t.byRole[RolePrefill]) }},
+	{"prefill_sum", func(t *queryTally) *float64 { return aggSum.Of(t.byRole[RolePrefill]) }},
+	{"decode_max", func(t *queryTally) *float64 { return aggMax.Of(t.byRole[RoleDecode]) }},
+	{"decode_min", func(t *queryTally) *float64 { return aggMin.Of(t.byRole[RoleDecode]) }},
+	{"decode_mean", func(t *queryTally) *float64 { return aggMean.Of(t.byRole[RoleDecode]) }},
+	{"decode_sum", func(t *queryTally) *float64 { return aggSum.Of(t.byRole[RoleDecode]) }},
 }
+
+// The roles of disaggregated prefill/decode serving whose pools the fleet values name
+// (q_prefill_max, fleet_decode_pods, ...), as KServe's llm_isvc_role and llm-d's role label
+// write them.
+const (
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
 
 // fleetTotal is one value of the whole comparison, and how it is computed.
 type fleetTotal struct {
@@ -114,12 +133,16 @@ type fleetTotal struct {
 	of   func(t *fleetTable) float64
 }
 
-// fleetTotals name and compute the fleet's totals: how many pods answered, how many are
-// affected, and how many data-parallel ranks the focus pod has (1 without the label).
+// fleetTotals name and compute the fleet's totals: how many pods answered (of the focus pod's
+// pool, where pods have roles), how many of them are affected, how many data-parallel ranks the
+// focus pod has (1 without the label), and how many pods the prefill and decode pools have (0
+// without roles).
 var fleetTotals = []fleetTotal{
-	{"fleet_pods", func(t *fleetTable) float64 { return float64(len(t.pods)) }},
+	{"fleet_pods", func(t *fleetTable) float64 { return float64(len(t.pool)) }},
 	{"fleet_affected", func(t *fleetTable) float64 { return float64(t.view.Affected) }},
 	{"fleet_engines", func(t *fleetTable) float64 { return float64(max(len(t.ranks), 1)) }},
+	{"fleet_prefill_pods", func(t *fleetTable) float64 { return float64(t.roleCount(RolePrefill)) }},
+	{"fleet_decode_pods", func(t *fleetTable) float64 { return float64(t.roleCount(RoleDecode)) }},
 }
 
 // fleetNames are the names the fleet section adds to conditions and templates.
@@ -143,15 +166,17 @@ func fleetNames(p *Playbook) []string {
 // pod. The namespace keeps two namespaces' same-named pods apart, the instance names the pod
 // where the scrape adds no pod label (static configs), and the engine label is vLLM's
 // data-parallel rank; the ranks' series are added up per pod in the responder, not in PromQL, so
-// one query answers both "which pod" and "which rank of the pod".
-func fleetGroupBy(podLabel string) string {
-	if podLabel == "" {
-		podLabel = vllmnames.DefaultPodLabel
+// one query answers both "which pod" and "which rank of the pod". With a role label
+// (disaggregated serving) each series also says its pod's role.
+func fleetGroupBy(ps PodScope) string {
+	by := "namespace, " + ps.Name() + ", instance, engine"
+	if ps.Name() == vllmnames.FallbackPodLabel {
+		by = "namespace, instance, engine"
 	}
-	if podLabel == vllmnames.FallbackPodLabel {
-		return "namespace, instance, engine"
+	if ps.Role != "" {
+		by += ", " + ps.Role
 	}
-	return "namespace, " + podLabel + ", instance, engine"
+	return by
 }
 
 // DPRank is vLLM's data-parallel rank of a series: its `engine` label ("0", "1", ...), empty
@@ -168,12 +193,14 @@ func compareRanks(a, b DPRank) int {
 }
 
 // FleetKey names one series of a fleet answer: its pod (within its namespace, when the answer
-// has one) and its data-parallel rank (empty without the label). It is written
-// "[namespace/]pod[#rank]" in recorded fleet values: neither character occurs in Kubernetes
-// names or in host:port instances.
+// has one), its data-parallel rank (empty without the label) and its pod's role in
+// disaggregated serving (empty without a role label). It is written
+// "[namespace/]pod[#rank][@role]" in recorded fleet values: none of the three characters occurs
+// in Kubernetes names or in host:port instances.
 type FleetKey struct {
 	Namespace, Pod string
 	Rank           DPRank
+	Role           string
 }
 
 func (k FleetKey) String() string {
@@ -184,12 +211,19 @@ func (k FleetKey) String() string {
 	if k.Rank != "" {
 		s += "#" + string(k.Rank)
 	}
+	if k.Role != "" {
+		s += "@" + k.Role
+	}
 	return s
 }
 
-// ParseFleetKey reads a key written by FleetKey.String ("vllm-0", "prod/vllm-0", "vllm-0#1").
+// ParseFleetKey reads a key written by FleetKey.String ("vllm-0", "prod/vllm-0", "vllm-0#1",
+// "prod/vllm-d-0#0@decode").
 func ParseFleetKey(s string) FleetKey {
 	var k FleetKey
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		k.Role, s = s[i+1:], s[:i]
+	}
 	if i := strings.LastIndexByte(s, '#'); i >= 0 {
 		k.Rank, s = DPRank(s[i+1:]), s[:i]
 	}
@@ -251,7 +285,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 				}
 			}
 			q.segs = splitTemplate(q.Expr, p.Params)
-			sample := expand(withGroupBy(q.segs, fleetGroupBy("")), `model_name="m",namespace="n"`, p.Window, p.Params)
+			sample := expand(withGroupBy(q.segs, fleetGroupBy(PodScope{})), `model_name="m",namespace="n"`, p.Window, p.Params)
 			if e, err := promQL.ParseExpr(sample); err != nil {
 				el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
 			} else if e.Type() != "vector" {
@@ -379,10 +413,10 @@ func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 }
 
 // fleetExprs expands the fleet's queries for an alert: the scope without the pod, grouped by
-// the pod label in force.
-func (p *Playbook) fleetExprs(labels map[string]string, podLabel string) []string {
+// the pod label in force (and the role label, where pods have roles).
+func (p *Playbook) fleetExprs(labels map[string]string, ps PodScope) []string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
-	by := fleetGroupBy(podLabel)
+	by := fleetGroupBy(ps)
 	out := make([]string, len(p.Fleet.Queries))
 	for i, q := range p.Fleet.Queries {
 		out[i] = expand(withGroupBy(q.segs, by), siblings, p.Window, p.Params)

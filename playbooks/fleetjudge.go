@@ -28,8 +28,10 @@ type fleetCells struct {
 type fleetTable struct {
 	p          *Playbook
 	fl         *Fleet
-	cells      []fleetCells // by query, as fl.Queries
-	pods       []FleetKey   // by namespace and name
+	cells      []fleetCells        // by query, as fl.Queries
+	pods       []FleetKey          // by namespace and name
+	roles      map[FleetKey]string // each pod's role in disaggregated serving ("" without)
+	pool       []FleetKey          // the pods compared with the focus pod: those of its role
 	namespaces map[string]bool
 	ranked     []FleetKey // worst first by fl.Focus
 	focus      FleetKey   // the alert's pod, or the worst when it names none (chosen)
@@ -41,11 +43,12 @@ type fleetTable struct {
 
 // queryTally is what one fleet query's stats are computed from (fleetStats).
 type queryTally struct {
-	this       *float64  // the focus pod's value
-	all        []float64 // every pod's value
-	others     []float64 // the other pods' values
-	rankThis   *float64  // the focus pod's first rank's value (nil with one rank)
-	rankOthers []float64 // the focus pod's other ranks' values
+	this       *float64             // the focus pod's value
+	all        []float64            // every pod's value
+	others     []float64            // the other pods' values
+	rankThis   *float64             // the focus pod's first rank's value (nil with one rank)
+	rankOthers []float64            // the focus pod's other ranks' values
+	byRole     map[string][]float64 // every pod's value by the pod's role
 }
 
 // judgeFleet builds the sibling comparison from the fleet values (exprs are the fleet queries
@@ -57,6 +60,7 @@ func judgeFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs [
 	t := tabulate(p, vals)
 	t.rankPods()
 	t.findFocus(labels, ps)
+	t.findPool()
 	t.layOut(labels, exprs)
 	t.rankFocusRanks(labels)
 	return t.stats()
@@ -66,7 +70,7 @@ func judgeFleet(p *Playbook, vals FleetValues, labels map[string]string, exprs [
 // aggregation.
 func tabulate(p *Playbook, vals FleetValues) *fleetTable {
 	fl := p.Fleet
-	t := &fleetTable{p: p, fl: fl, cells: make([]fleetCells, len(fl.Queries)), namespaces: map[string]bool{}}
+	t := &fleetTable{p: p, fl: fl, cells: make([]fleetCells, len(fl.Queries)), namespaces: map[string]bool{}, roles: map[FleetKey]string{}}
 	podSet := map[FleetKey]bool{}
 	for i, q := range fl.Queries {
 		byPod := map[FleetKey][]float64{}
@@ -76,6 +80,9 @@ func tabulate(p *Playbook, vals FleetValues) *fleetTable {
 			k := ParseFleetKey(ks)
 			pk := k.pod()
 			podSet[pk] = true
+			if k.Role != "" {
+				t.roles[pk] = k.Role
+			}
 			t.namespaces[pk.Namespace] = true
 			byPod[pk] = append(byPod[pk], v)
 			if c.rank[pk] == nil {
@@ -182,9 +189,34 @@ func (t *fleetTable) findFocus(labels map[string]string, ps PodScope) {
 	}
 }
 
+// findPool finds the pods the focus pod is compared with: those of its role where pods have
+// roles (a decode pod is not a prefill pod's sibling), else every pod.
+func (t *fleetTable) findPool() {
+	role := t.roles[t.focus]
+	for _, k := range t.pods {
+		if t.roles[k] == role {
+			t.pool = append(t.pool, k)
+		}
+	}
+}
+
+// roleCount is how many pods have role.
+func (t *fleetTable) roleCount(role string) int {
+	n := 0
+	for _, r := range t.roles {
+		if r == role {
+			n++
+		}
+	}
+	return n
+}
+
+// pooled reports whether the comparison is split into pools: some pod has a role.
+func (t *fleetTable) pooled() bool { return len(t.roles) > 0 }
+
 // row is one line of the view: the values of the shown (not hidden) queries.
-func (t *fleetTable) row(label, ns string, vals []*float64) FleetRow {
-	r := FleetRow{Pod: label, Namespace: ns}
+func (t *fleetTable) row(label, ns, role string, vals []*float64) FleetRow {
+	r := FleetRow{Pod: label, Namespace: ns, Role: role}
 	for i, q := range t.fl.Queries {
 		if !q.Hidden {
 			r.Values = append(r.Values, vals[i])
@@ -207,7 +239,13 @@ func (t *fleetTable) values(cell func(qi int) *float64) []*float64 {
 // first), which pods are affected and what the scope of the problem is.
 func (t *fleetTable) layOut(labels map[string]string, exprs []string) {
 	fl := t.fl
-	view := &FleetView{By: fl.By, Focus: t.name(t.focus), FocusChosen: t.chosen, Pods: len(t.pods), Siblings: map[string]string{}}
+	view := &FleetView{By: fl.By, Focus: t.name(t.focus), FocusChosen: t.chosen, Pods: len(t.pool), Siblings: map[string]string{}}
+	if t.pooled() {
+		view.Pool = t.roles[t.focus]
+		if view.Pool == "" {
+			view.Pool = NoRole
+		}
+	}
 	for _, s := range siblingScope(t.p.Scope, fl.By) {
 		if v := labels[s]; v != "" {
 			view.Siblings[s] = v
@@ -221,13 +259,13 @@ func (t *fleetTable) layOut(labels map[string]string, exprs []string) {
 	focusAffected := false
 	for _, pod := range t.ranked {
 		vs := t.values(func(qi int) *float64 { return t.cell(qi, pod) })
-		r := t.row(t.name(pod), pod.Namespace, vs)
+		r := t.row(t.name(pod), pod.Namespace, t.roles[pod], vs)
 		r.Focus = pod == t.focus
 		if fl.affected != nil {
 			ok, err := expr.Run(fl.affected, fleetPodEnv(t.p, fl, vs))
 			r.Affected = err == nil && ok == true
 		}
-		if r.Affected {
+		if r.Affected && t.roles[pod] == t.roles[t.focus] { // counted in the focus pod's pool
 			focusAffected = focusAffected || r.Focus
 			view.AffectedPods = append(view.AffectedPods, t.name(pod))
 		}
@@ -272,7 +310,7 @@ func (t *fleetTable) rankFocusRanks(labels map[string]string) {
 	}
 	t.view.Rank = t.ranks[0]
 	for _, rk := range t.ranks {
-		r := t.row(string(rk), t.focus.Namespace, t.values(func(qi int) *float64 { return t.rankCell(qi, rk) }))
+		r := t.row(string(rk), t.focus.Namespace, "", t.values(func(qi int) *float64 { return t.rankCell(qi, rk) }))
 		r.Focus = rk == t.ranks[0]
 		t.view.Ranks = append(t.view.Ranks, r)
 	}
@@ -280,11 +318,17 @@ func (t *fleetTable) rankFocusRanks(labels map[string]string) {
 
 // tally is what query qi's stats are computed from.
 func (t *fleetTable) tally(qi int) *queryTally {
-	q := &queryTally{}
+	q := &queryTally{byRole: map[string][]float64{}}
 	for _, pod := range t.pods {
 		v := t.cell(qi, pod)
 		if v == nil {
 			continue
+		}
+		if role := t.roles[pod]; role != "" {
+			q.byRole[role] = append(q.byRole[role], *v)
+		}
+		if t.roles[pod] != t.roles[t.focus] {
+			continue // another pool
 		}
 		q.all = append(q.all, *v)
 		if pod == t.focus {

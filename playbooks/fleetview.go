@@ -12,8 +12,11 @@ type FleetView struct {
 	// Siblings are the labels the compared pods share (model_name, namespace).
 	Siblings map[string]string `json:"siblings,omitempty"`
 	// Focus is the alerting pod, or the worst pod when the alert named none (FocusChosen).
-	Focus        string        `json:"focus"`
-	FocusChosen  bool          `json:"focus_chosen,omitempty"`
+	Focus       string `json:"focus"`
+	FocusChosen bool   `json:"focus_chosen,omitempty"`
+	// Pool is the focus pod's role where pods have roles (disaggregated prefill/decode serving):
+	// Pods, Affected and the stats count that pool only; the rows list every pod with its role.
+	Pool         string        `json:"pool,omitempty"`
 	Pods         int           `json:"pods"`
 	Affected     int           `json:"affected"`
 	AffectedPods []string      `json:"affected_pods,omitempty"`
@@ -38,6 +41,7 @@ type FleetColumn struct {
 type FleetRow struct {
 	Pod       string     `json:"pod"`
 	Namespace string     `json:"namespace,omitempty"`
+	Role      string     `json:"role,omitempty"`
 	Values    []*float64 `json:"values"`
 	Texts     []string   `json:"texts"`
 	Focus     bool       `json:"focus,omitempty"`
@@ -48,18 +52,26 @@ type FleetRow struct {
 // scrape config does).
 const NoLabel = "(no label)"
 
-// fleetScope says whether the problem is this pod alone or the whole model.
+// NoRole names the pool of pods without a role beside pods with one.
+const NoRole = "unlabelled"
+
+// fleetScope says whether the problem is this pod alone or the whole model (or, where pods have
+// roles, the whole pool of its role: "the whole decode pool (3 of 3 decode pods)").
 func fleetScope(v *FleetView, focusAffected bool) string {
-	of := fmt.Sprintf("%d of %d pods", v.Affected, v.Pods)
+	pods, whole, only := "pods", "the whole model", "the model's only pod"
+	if v.Pool != "" {
+		pods, whole, only = v.Pool+" pods", "the whole "+v.Pool+" pool", "the model's only "+v.Pool+" pod"
+	}
+	of := fmt.Sprintf("%d of %d %s", v.Affected, v.Pods, pods)
 	switch {
 	case v.Pods == 1 && v.Affected == 1:
-		return "the model's only pod (1 of 1 pods)"
+		return only + " (1 of 1 " + pods + ")"
 	case v.Pods == 1:
-		return "the model's only pod, not affected (0 of 1 pods)"
+		return only + ", not affected (0 of 1 " + pods + ")"
 	case v.Affected == 0:
-		return "no pod of the model stands out (0 of " + fmt.Sprint(v.Pods) + " pods)"
+		return "no " + strings.TrimSuffix(pods, "s") + " of the model stands out (0 of " + fmt.Sprint(v.Pods) + " " + pods + ")"
 	case v.Affected == v.Pods:
-		return "the whole model (" + of + ")"
+		return whole + " (" + of + ")"
 	case v.Affected == 1 && focusAffected:
 		return "this pod alone (" + of + ")"
 	case focusAffected:
@@ -80,11 +92,11 @@ func firstN(xs []string, n int) []string {
 func fleetTemplateData(v *FleetView) map[string]any {
 	if v == nil {
 		return map[string]any{"pod": "", "pods": 0, "affected": 0, "scope": "no sibling data", "affected_pods": "", "chosen": false,
-			"engine": "", "engines": 0}
+			"engine": "", "engines": 0, "pool": ""}
 	}
 	return map[string]any{"pod": v.Focus, "pods": v.Pods, "affected": v.Affected, "scope": v.Scope,
 		"affected_pods": strings.Join(firstN(v.AffectedPods, 5), ", "), "chosen": v.FocusChosen,
-		"engine": string(v.Rank), "engines": len(v.Ranks)}
+		"engine": string(v.Rank), "engines": len(v.Ranks), "pool": v.Pool}
 }
 
 // Table renders the sibling comparison as aligned plain-text lines (a header, then one line per
@@ -107,7 +119,11 @@ func (v *FleetView) Table(maxRows int) []string {
 	cols = append(cols, head)
 	marks := []string{"  "}
 	for _, r := range rows {
-		line := append([]string{r.Pod}, r.Texts...)
+		name := r.Pod
+		if r.Role != "" {
+			name += " (" + r.Role + ")"
+		}
+		line := append([]string{name}, r.Texts...)
 		cols = append(cols, line)
 		switch {
 		case r.Focus && r.Affected:

@@ -74,6 +74,11 @@ func ScopeMatchers(scope []string, labels map[string]string) (matchers string, u
 type PodScope struct {
 	// Label is the series label that names a pod (vllm.pod_label); empty: pod.
 	Label string
+	// Role is the series label that names a pod's role in disaggregated prefill/decode serving
+	// (vllm.role_label: KServe's llm_isvc_role; llm-d's pods by their llm-d.ai/role as the scrape
+	// maps it): the fleet's queries are grouped by it too and the sibling comparison splits into
+	// pools (prefill, decode). Empty: no pools.
+	Role string
 }
 
 // Name is the series label that names a pod: Label, or pod.
@@ -242,7 +247,7 @@ func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
 		x.Queries[i] = expand(q.segs, s, p.Window, p.Params)
 	}
 	if p.Fleet != nil {
-		x.Fleet = p.fleetExprs(labels, ps.Name())
+		x.Fleet = p.fleetExprs(labels, ps)
 	}
 	if slices.Contains(p.Scope, "pod") {
 		if lbl, v, ok := ps.resolve(labels); ok && used[lbl] == v {
@@ -272,7 +277,7 @@ func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
 // without the fleet's label, so the vector holds every sibling.
 func (p *Playbook) ExpandFleet(q *Query, labels map[string]string) string {
 	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
-	return expand(withGroupBy(q.segs, fleetGroupBy("")), siblings, p.Window, p.Params)
+	return expand(withGroupBy(q.segs, fleetGroupBy(PodScope{})), siblings, p.Window, p.Params)
 }
 
 // Placeholder stand-ins of the same length as the placeholders, so that the parser's positions

@@ -33,6 +33,9 @@ const (
 	DefaultPrefix      = Canonical
 	DefaultRouterLabel = "server"
 	DefaultPodLabel    = "pod"
+	// DefaultRoleLabel is KServe's label naming a pod's role (prefill, decode) in disaggregated
+	// serving (LLMInferenceService).
+	DefaultRoleLabel = "llm_isvc_role"
 	// FallbackPodLabel names the scrape target where series carry no pod label (static scrape
 	// configs, like vLLM's own example, have only job and instance).
 	FallbackPodLabel = "instance"
@@ -55,12 +58,17 @@ type Naming struct {
 	// PodLabel is the series label that names a pod (empty: pod); where a series or an alert
 	// has none, FallbackPodLabel stands in.
 	PodLabel string
+	// RoleLabel is the series label that names a pod's role in disaggregated prefill/decode
+	// serving (KServe's llm_isvc_role; llm-d's pods carry llm-d.ai/role, which a scrape maps to
+	// a label of its choosing): the sibling comparison splits into prefill and decode pools.
+	// Empty: no pools.
+	RoleLabel string
 }
 
-// Default is vLLM's own names with the production-stack router excluded and pods by their pod
-// label.
+// Default is vLLM's own names with the production-stack router excluded, pods by their pod
+// label and their roles by KServe's.
 func Default() Naming {
-	return Naming{Prefix: DefaultPrefix, RouterLabel: DefaultRouterLabel, PodLabel: DefaultPodLabel}
+	return Naming{Prefix: DefaultPrefix, RouterLabel: DefaultRouterLabel, PodLabel: DefaultPodLabel, RoleLabel: DefaultRoleLabel}
 }
 
 // Pod is the series label that names a pod: PodLabel, or pod when it is empty.
@@ -84,6 +92,9 @@ func (n Naming) Validate() error {
 	}
 	if n.PodLabel != "" && !labelNameRE.MatchString(n.PodLabel) {
 		errs = append(errs, configerr.New("pod_label", "%q is not a valid label name", n.PodLabel))
+	}
+	if n.RoleLabel != "" && !labelNameRE.MatchString(n.RoleLabel) {
+		errs = append(errs, configerr.New("role_label", "%q is not a valid label name (empty turns the prefill/decode pools off)", n.RoleLabel))
 	}
 	return errors.Join(errs...)
 }
