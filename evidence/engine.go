@@ -255,7 +255,7 @@ func unreachable(p *playbooks.Playbook, t tally, at time.Time) *playbooks.Diagno
 		Summary: "The alert is real, but the responder could not query Prometheus, so it cannot say why. Check Prometheus, then re-run triage.",
 		Actions: []string{"Check that Prometheus is up and reachable from the responder", "Re-run triage once it is back"}}
 	for _, q := range p.Queries {
-		if t.values[q.Name] == nil {
+		if t.values[q.Name] == nil && !q.Optional {
 			d.Missing = append(d.Missing, q.Name)
 		}
 	}
@@ -268,10 +268,10 @@ func unreachable(p *playbooks.Playbook, t tally, at time.Time) *playbooks.Diagno
 func evidenceOf(p *playbooks.Playbook, exprs []string, results []result, values map[string]*float64, podScoped bool) []playbooks.Evidence {
 	var out []playbooks.Evidence
 	for i, q := range p.Queries {
-		if q.Hidden {
+		r := results[i]
+		if q.Hidden || (q.Optional && r.value == nil) {
 			continue
 		}
-		r := results[i]
 		ev := playbooks.Evidence{Name: q.Name, Title: q.Title, Value: r.value, Unit: q.Unit,
 			Text: playbooks.FormatValue(r.value, q.Unit), Query: exprs[i], Problem: r.problem, Warnings: r.warnings}
 		if len(r.warnings) > 0 {

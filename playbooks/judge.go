@@ -49,7 +49,7 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 		if q.Variant() {
 			continue
 		}
-		if values[q.Name] == nil {
+		if values[q.Name] == nil && !q.Optional {
 			d.Missing = append(d.Missing, q.Name)
 		}
 		setEnv(env, q.Name, values[q.Name])

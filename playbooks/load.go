@@ -178,7 +178,7 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 		}
 		names[nq.Name] = "query"
 		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
-			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, BaselineOf: nq.Query.BaselineOf, Hidden: nq.Query.Hidden,
+			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, BaselineOf: nq.Query.BaselineOf, Hidden: nq.Query.Hidden, Optional: nq.Query.Optional,
 			Quantile: nq.Query.Quantile, SaturatesAt: nq.Query.SaturatesAt}
 		switch {
 		case q.BaselineOf != "" && q.Expr != "":

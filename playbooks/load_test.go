@@ -216,3 +216,35 @@ func TestLoadDirSkipsAConfigMapsHiddenCopy(t *testing.T) {
 		t.Fatalf("loaded %d playbooks, want 1", len(pbs))
 	}
 }
+
+// An optional query (a feature's series) that returns nothing is neither missing evidence nor a
+// reason to call a rule undecidable; a plain one is both.
+func TestAnOptionalQueryAbsentIsNotMissing(t *testing.T) {
+	p, err := Parse("o.yaml", []byte(`name: o
+match: {alertname: A}
+queries:
+  waiting: sum(vllm:num_requests_waiting{$scope})
+  accepted:
+    expr: sum(rate(vllm:spec_decode_num_accepted_tokens_total{$scope}[$window]))
+    optional: true
+verdicts:
+  - id: decode-bound
+    when: accepted > 1
+    title: decode
+  - id: inconclusive
+    when: "true"
+    title: none
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Judge(Observation{Values: map[string]*float64{}})
+	if len(d.Missing) != 1 || d.Missing[0] != "waiting" {
+		t.Errorf("missing %v, want only waiting", d.Missing)
+	}
+	for _, n := range d.Notes {
+		if strings.Contains(n, "accepted") {
+			t.Errorf("note %q about an optional query", n)
+		}
+	}
+}

@@ -44,6 +44,10 @@ type QueryFile struct {
 	BaselineOf string `yaml:"baseline_of"`
 	// Hidden queries feed conditions but are not listed as evidence.
 	Hidden bool `yaml:"hidden"`
+	// Optional queries read series only some servers export (a feature's: speculative
+	// decoding, KV transfer, LoRA): no answer means the feature is off there, so it is neither
+	// listed as missing evidence nor shown; conditions still see nil.
+	Optional bool `yaml:"optional"`
 	// Quantile marks a histogram_quantile. When the quantile falls in the +Inf bucket, Prometheus
 	// returns the highest finite bucket bound: SaturatesAt lists those bounds (vLLM changed them
 	// across versions), and a value pinned at one is reported as a lower bound, not trusted.
@@ -102,6 +106,7 @@ type Query struct {
 	Baseline    string
 	BaselineOf  string // the query this one is the baseline of (its expressions derived)
 	Hidden      bool
+	Optional    bool
 	Quantile    bool
 	SaturatesAt []float64
 	segs        []segment // Expr split at its placeholders
