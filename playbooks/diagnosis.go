@@ -24,6 +24,10 @@ const (
 	VerdictPrefixCollapse   = "prefix-cache-collapse"
 	VerdictEnginePaused     = "engine-paused"
 	VerdictEngineRestarting = "engine-restarting"
+	VerdictKVTransfer       = "kv-transfer-stalled"
+	VerdictSpecDecode       = "spec-decode-regression"
+	VerdictLoRACapacity     = "lora-capacity"
+	VerdictFrontendBound    = "frontend-bound"
 )
 
 // verdictMeanings are the verdict ids a playbook may use, each with what it means: one table,
@@ -43,6 +47,10 @@ var verdictMeanings = []struct{ id, meaning string }{
 	{VerdictPrefixCollapse, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
 	{VerdictEnginePaused, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
 	{VerdictEngineRestarting, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
+	{VerdictKVTransfer, "on a KV consumer (decode side of disaggregated serving), requests wait deferred for KV that does not arrive (fetch stuck, failed or expired transfers): the connector or the prefill side, not capacity"},
+	{VerdictSpecDecode, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
+	{VerdictLoRACapacity, "requests wait deferred for a LoRA slot: adapters waiting while the running ones fill `max_lora`"},
+	{VerdictFrontendBound, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
 }
 
 // KnownVerdicts lists every verdict id a playbook may use.
