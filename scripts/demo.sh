@@ -10,7 +10,11 @@
 # wide-batch and client-timeouts on pod 0, the fleet scenarios engine-stall (pod 0 wedged) and
 # router-imbalance (pod 0 favoured by the router), then engine-hang (pod 0's engine core stops:
 # every vllm: series frozen), and two incidents no alert is about, diagnosed by on-demand triage
-# as /vllm triage would: restart-loop (engine-restarting) and sleep (engine-paused). Each is held
+# as /vllm triage would: restart-loop (engine-restarting) and sleep (engine-paused), then the second
+# ring: an API server that becomes the bottleneck (frontend-bound) on pod 0, a KV transfer that
+# stalls on vllm-ring-kv (a second vllm-sim, the decode side of disaggregated serving: --kv-role
+# consumer) and speculative decoding whose acceptance drops on vllm-ring-spec (a third vllm-sim,
+# --num-speculative-tokens 3); those two pods are namespace demo-ring, not the model's siblings. Each is held
 # until the diagnosis of its alert on pod 0 (or its triage) arrives (or DEMO_TIMEOUT seconds),
 # then every pod goes back to healthy until the alerts resolve. The responder's console notifier prints each
 # diagnosis as it arrives; with SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they
@@ -75,6 +79,8 @@ AM_PORT=$(freeport)
 RESP_PORT=$(freeport)
 SIM=127.0.0.1:${SIM_PORTS[0]}
 SIMS=127.0.0.1:${SIM_PORTS[0]},127.0.0.1:${SIM_PORTS[1]},127.0.0.1:${SIM_PORTS[2]}
+SIM_KV=127.0.0.1:$(freeport)
+SIM_SPEC=127.0.0.1:$(freeport)
 JAEGER_PORT=$(freeport)
 JAEGER_OTLP_PORT=$(freeport)
 PROM=http://127.0.0.1:$PROM_PORT
@@ -83,6 +89,7 @@ RESP=http://127.0.0.1:$RESP_PORT
 JAEGER=http://127.0.0.1:$JAEGER_PORT
 POD=vllm-demo-0
 NS=demo
+NS_RING=demo-ring
 RESPONDER_WEBHOOK_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export RESPONDER_WEBHOOK_TOKEN
 
@@ -108,6 +115,12 @@ OTEL_SERVICE_NAME=vllm-llama-8b OTEL_RESOURCE_ATTRIBUTES=k8s.pod.name=$POD OTEL_
   --otlp-traces-endpoint "http://127.0.0.1:$JAEGER_OTLP_PORT" >"$tmp/vllm-sim.log" 2>&1 &
 pids+=($!)
 
+echo "== starting vllm-sim for the second ring: vllm-ring-kv on $SIM_KV (a KV consumer), vllm-ring-spec on $SIM_SPEC (speculative decoding)"
+bin/vllm-sim --listen "$SIM_KV" --kv-role consumer --scenario healthy --seed 7 --log-level warn >"$tmp/vllm-sim-kv.log" 2>&1 &
+pids+=($!)
+bin/vllm-sim --listen "$SIM_SPEC" --num-speculative-tokens 3 --scenario spec-decode --seed 9 --log-level warn >"$tmp/vllm-sim-spec.log" 2>&1 &
+pids+=($!)
+
 echo "== starting Prometheus on $PROM"
 cat >"$tmp/prometheus.yml" <<EOF
 global:
@@ -128,6 +141,10 @@ scrape_configs:
         labels: {pod: vllm-demo-1, namespace: $NS}
       - targets: ["127.0.0.1:${SIM_PORTS[2]}"]
         labels: {pod: vllm-demo-2, namespace: $NS}
+      - targets: ["$SIM_KV"]
+        labels: {pod: vllm-ring-kv, namespace: $NS_RING}
+      - targets: ["$SIM_SPEC"]
+        labels: {pod: vllm-ring-spec, namespace: $NS_RING}
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prometheus" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$tmp/prometheus.log" 2>&1 &
@@ -190,6 +207,8 @@ bin/responder serve --config "$tmp/responder.yaml" >>"$tmp/responder.out" 2>"$tm
 pids+=($!)
 
 waitfor 30 "vllm-sim" curl -fsS "http://$SIM/health" || { cat "$tmp/vllm-sim.log"; exit 1; }
+waitfor 30 "vllm-sim (KV consumer)" curl -fsS "http://$SIM_KV/health" || { cat "$tmp/vllm-sim-kv.log"; exit 1; }
+waitfor 30 "vllm-sim (speculative decoding)" curl -fsS "http://$SIM_SPEC/health" || { cat "$tmp/vllm-sim-spec.log"; exit 1; }
 waitfor 60 "Prometheus" curl -fsS "$PROM/-/ready" || { tail -20 "$tmp/prometheus.log"; exit 1; }
 waitfor 30 "Alertmanager" curl -fsS "$AM/-/ready" || { tail -20 "$tmp/alertmanager.log"; exit 1; }
 waitfor 30 "the responder" curl -fsS "$RESP/healthz" || { tail -20 "$tmp/responder.log"; exit 1; }
@@ -202,6 +221,7 @@ pids+=($!)
 cat <<EOF
 
   vllm-sim       http://$SIM        (pod 0: POST /admin/scenario, GET /admin/stats; every pod: POST /admin/fleet)
+                 http://$SIM_KV   (vllm-ring-kv, a KV consumer), http://$SIM_SPEC (vllm-ring-spec, speculative decoding)
   Prometheus     $PROM      (alerts: $PROM/alerts)
   Alertmanager   $AM
   responder      $RESP      (metrics: $RESP/metrics)
@@ -216,8 +236,9 @@ banner() {
   printf '## %s\n' "$@"
   echo "################################################################################"
 }
-# scenario NAME: pod 0 gets the load NAME (its siblings keep theirs); fleet NAME: every pod, by a
-# fleet scenario (router-imbalance, engine-stall) or a pod scenario given to all.
+# scenario NAME: pod 0 (or the pod run_scenario --pod chose) gets the load NAME (its siblings keep
+# theirs); fleet NAME: every pod, by a fleet scenario (router-imbalance, engine-stall) or a pod
+# scenario given to all.
 scenario() {
   curl -fsS -X POST "http://$SIM/admin/scenario" -H 'Content-Type: application/json' \
     -d "{\"scenario\":\"$1\"}" >/dev/null
@@ -228,7 +249,7 @@ fleet() {
 }
 # alerts_of_pod prints how many alerts (pending or firing) Prometheus has for the demo's pods.
 alerts_of_pod() {
-  curl -fs "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{namespace=\"$NS\"}) or vector(0)" |
+  curl -fs "$PROM/api/v1/query" --data-urlencode "query=count(ALERTS{namespace=~\"$NS|$NS_RING\"}) or vector(0)" |
     sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p'
 }
 no_alerts() { [ "$(alerts_of_pod)" = 0 ]; }
@@ -259,13 +280,16 @@ conclude() {
   echo
   echo ">> $r"
   echo ">> back to healthy until the alerts resolve"
-  fleet healthy
+  # a run_scenario --pod puts its pod back to its own resting scenario (its SIM and back)
+  if [ "$SIM" = "127.0.0.1:${SIM_PORTS[0]}" ]; then fleet healthy; else scenario "${back:-healthy}"; fi
   waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
 }
 
-run_scenario() { # [--fleet] scenario alert expected-verdict description
-  local switch=scenario
+run_scenario() { # [--fleet | --pod NAME ADDR BACK] scenario alert expected-verdict description
+  local switch=scenario back=healthy
+  local POD=$POD SIM=$SIM # --pod: this run's pod and its vllm-sim, back to BACK afterwards
   if [ "$1" = --fleet ]; then switch=fleet; shift; fi
+  if [ "$1" = --pod ]; then POD=$2 SIM=$3 back=$4; shift 4; fi
   local sc=$1 alert=$2 want=$3 desc=$4 line got
   banner "$sc: $desc" "expect $alert on $POD -> $want"
   line=$(wc -l <"$tmp/responder.out")
@@ -323,6 +347,12 @@ run_triage restart-loop engine-restarting \
   "healthy load; pod 0's server dies 40s after each start and is down 15s (CrashLoopBackOff): scrapes fail, counters reset."
 run_triage sleep engine-paused \
   "healthy load; 20s in, an operator puts pod 0's engine to sleep (level 1): paused on purpose, not stalled; do not restart it."
+run_scenario frontend-bound VLLMTimeToFirstTokenP99High frontend-bound \
+  "20 req/s with a heavy chat template: the API server's one core saturates; TTFT grows outside queue and prefill."
+run_scenario --pod vllm-ring-kv "$SIM_KV" healthy kv-transfer-stuck VLLMKVTransferFailing kv-transfer-stalled \
+  "a decode pod of disaggregated serving loads each prompt's KV from the prefill side; 30s in, the prefill side stops answering: requests wait deferred, loads never complete or fail."
+run_scenario --pod vllm-ring-spec "$SIM_SPEC" spec-decode spec-decode-acceptance-drop VLLMSpecDecodeAcceptanceDropped spec-decode-regression \
+  "speculative decoding with 3 draft tokens accepting 80% a position; 90s in, new traffic accepts 10%: each step gives fewer tokens, ITL barely moves."
 
 banner "summary"
 printf '  %s\n' "${results[@]}"
