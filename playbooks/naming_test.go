@@ -15,7 +15,7 @@ import (
 // export its vLLM series: the scrape's own up, the API server's process_* series (not vLLM's
 // names, so never renamed), and vLLM's sleep and RL weight-update operation series (renamed).
 var (
-	targetSeries = []string{"up", "process_start_time_seconds", "process_open_fds"}
+	targetSeries = []string{"up", "process_start_time_seconds", "process_open_fds", "process_cpu_seconds_total"}
 	podSeries    = []string{"sleep_mode_operations_in_flight", "rl_weight_update_operations_in_flight", "rl_weight_update_operation_duration_seconds_count"}
 )
 
