@@ -46,23 +46,35 @@ type e2eCase struct {
 	// pods > 1: a fleet of that many pods named <scenario>-0, -1, ...; the alert and verdict are
 	// pod 0's, and the other pods must fire nothing.
 	pods int
+	// flags are vllm-sim's flags the scenario needs (a KV role, speculative decoding).
+	flags []string
 }
 
 var e2eCases = []e2eCase{
-	{"overload", "VLLMTimeToFirstTokenP99High", "capacity-past-knee", 0},
+	{"overload", "VLLMTimeToFirstTokenP99High", "capacity-past-knee", 0, nil},
 	// vLLM counts a preemption only when its request resumes: under this thrash the victims wait
 	// behind a full KV pool, so when the alert fires the counter still reads ~0 (kv-pressure, which
 	// says preemptions may already be happening)
-	{"kv-pressure", "VLLMKVCacheNearFull", "kv-pressure", 0},
-	{"long-prompts", "VLLMTimeToFirstTokenP99High", "prefill-bound", 0},
-	{"wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound", 0},
-	{"client-timeouts", "VLLMRequestAbortRateHigh", "client-aborts", 0},
-	{"prefix-collapse", "VLLMTimeToFirstTokenP99High", "prefix-cache-collapse", 0},
-	{"engine-stall", "VLLMEngineStalled", "engine-stalled", 3},
+	{"kv-pressure", "VLLMKVCacheNearFull", "kv-pressure", 0, nil},
+	{"long-prompts", "VLLMTimeToFirstTokenP99High", "prefill-bound", 0, nil},
+	{"wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound", 0, nil},
+	{"client-timeouts", "VLLMRequestAbortRateHigh", "client-aborts", 0, nil},
+	{"prefix-collapse", "VLLMTimeToFirstTokenP99High", "prefix-cache-collapse", 0, nil},
+	{"engine-stall", "VLLMEngineStalled", "engine-stalled", 3, nil},
 	// the engine core stops 20 s in with a few requests running and none waiting: every vllm:
 	// series freezes, /metrics and /health still answer (vLLM 0.32 under SIGSTOP)
-	{"engine-hang", "VLLMEngineStalled", "engine-stalled", 0},
-	{"router-imbalance", "VLLMTimeToFirstTokenP99High", "load-imbalance", 3},
+	{"engine-hang", "VLLMEngineStalled", "engine-stalled", 0, nil},
+	{"router-imbalance", "VLLMTimeToFirstTokenP99High", "load-imbalance", 3, nil},
+	// The second ring (issue 26). A decode pod of disaggregated serving whose prefill side stops
+	// answering 30 s in: requests wait deferred for KV that never arrives (not capacity, not a
+	// stall: VLLMQueueDepthHigh and VLLMEngineStalled read the capacity part of the queue).
+	{"kv-transfer-stuck", "VLLMKVTransferFailing", "kv-transfer-stalled", 0, []string{"--kv-role", "consumer"}},
+	// Speculative decoding whose acceptance falls at 90 s: ITL barely moves, the time per output
+	// token triples; and its hard negative, a wider batch with steady acceptance.
+	{"spec-decode-acceptance-drop", "VLLMSpecDecodeAcceptanceDropped", "spec-decode-regression", 0, []string{"--num-speculative-tokens", "3"}},
+	{"spec-decode-wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound", 0, []string{"--num-speculative-tokens", "3"}},
+	// The API server's one core saturated by heavy chat templates: TTFT outside the engine.
+	{"frontend-bound", "VLLMTimeToFirstTokenP99High", "frontend-bound", 0, nil},
 }
 
 // e2eTriageCases are pods whose incident no built-in alert is about (a server that keeps
@@ -149,7 +161,7 @@ func promAlerts(promURL string) []string {
 
 func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end: starts nine simulators (14 pods), Prometheus and Alertmanager")
+		t.Skip("end-to-end: starts thirteen simulators (18 pods), Prometheus and Alertmanager")
 	}
 	start := time.Now()
 	dir := t.TempDir()
@@ -180,7 +192,7 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 		}
 		profDir := t.TempDir()
 		_, addrs := testenv.StartSim(t, "vllm-sim "+c.scenario, simBin, env, max(c.pods, 1), func(addrs []string) []string {
-			return append(append([]string{"--listen", strings.Join(addrs, ","), "--scenario", c.scenario, "--seed", fmt.Sprint(10*i + 1)}, extra...),
+			return append(append(append([]string{"--listen", strings.Join(addrs, ","), "--scenario", c.scenario, "--seed", fmt.Sprint(10*i + 1)}, c.flags...), extra...),
 				"--profiler-dir", profDir, "--log-level", "warn")
 		})
 		for p, addr := range addrs {
