@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,5 @@ func TestRealVLLMSpecDecodeRegression(t *testing.T) {
 	default:
 		t.Logf("%s -> %s %s after the drop; whole test %s", alert, got[0], time.Since(t1).Round(time.Second), time.Since(start).Round(time.Second))
 	}
-	t.Logf("console:\n%s", consoleBlock(out.String(), alert, pod))
+	t.Logf("console:\n%s", strings.Join(consoleBlock(out.String(), alert, pod), "\n"))
 }
