@@ -80,8 +80,9 @@ func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
 	for _, want := range []string{
 		"verdict:  load-imbalance",
 		"fleet:    this pod alone (1 of 3 pods) · model_name=llama namespace=prod",
-		">! vllm-0      300      256",
-		"   vllm-2        1      n/a",
+		"Waiting (capacity)  Running",
+		">! vllm-0                 300      256",
+		"   vllm-2                   1      n/a",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
