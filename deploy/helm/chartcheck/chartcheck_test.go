@@ -404,8 +404,8 @@ func TestServicesPDBsAndMonitorsSelectTheRightPods(t *testing.T) {
 							}
 						}
 					}
-					if alerts != 6 { // deploy/prometheus AlertNames
-						t.Errorf("%s: want the 6 built-in alerts, got %d", where, alerts)
+					if alerts != 8 { // deploy/prometheus AlertNames
+						t.Errorf("%s: want the 8 built-in alerts, got %d", where, alerts)
 					}
 				}
 			}
