@@ -141,7 +141,8 @@ func FleetLoads() []VLLMLoad {
 
 // series writes samples from start to end every step; counters grow from 0 at t0. Beside vLLM's
 // own series it writes what a scrape adds: the target's labels (job, instance, pod, namespace),
-// its up, and the API server's process_start_time_seconds (t0) and process_open_fds, once per pod
+// its up, and the API server's process_start_time_seconds (t0), process_open_fds and
+// process_cpu_seconds_total, once per pod
 // (with its engine "0" or unnamed).
 func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Duration, t0 time.Time) {
 	ns, engine := l.Namespace, l.Engine
@@ -273,6 +274,12 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			fmt.Fprintf(w, "up{%s} 1 %d\n", target, unix)
 			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, t0.Unix(), unix)
 			fmt.Fprintf(w, "process_open_fds{%s} %d %d\n", target, fds, unix)
+			// The API server's CPU: a few percent of its core while it serves, flat while hung.
+			cpu := 0.03 * ts.Sub(t0).Seconds()
+			if hung {
+				cpu = 0.03 * hangStart.Sub(t0).Seconds()
+			}
+			fmt.Fprintf(w, "process_cpu_seconds_total{%s} %g %d\n", target, cpu, unix)
 		}
 		if !l.Legacy { // vLLM versions of the old names had no sleep state
 			awake := 1
