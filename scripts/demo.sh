@@ -4,6 +4,8 @@
 #   bin/vllm-sim (one model on three pods) -> Prometheus (alert rules, profile sim, 1s scrape/evaluation)
 #   -> Alertmanager -> bin/responder serve
 #   bin/vllm-sim -> Jaeger (OTLP, one llm_request span per finished request, as vLLM) -> the same responder
+#   a stand-in kube-state-metrics (internal/testenv/cmd/ksm-standin: the three pods are Deployment
+#   vllm-demo's, its HPA has maxReplicas 3 and follows the pods' queue) -> the same Prometheus
 #
 # and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0 (after shared-prefix,
 # the recent past it is judged against), overload of every pod, kv-pressure, long-prompts,
@@ -75,6 +77,7 @@ AM_PORT=$(freeport)
 RESP_PORT=$(freeport)
 SIM=127.0.0.1:${SIM_PORTS[0]}
 SIMS=127.0.0.1:${SIM_PORTS[0]},127.0.0.1:${SIM_PORTS[1]},127.0.0.1:${SIM_PORTS[2]}
+KSM_PORT=$(freeport)
 JAEGER_PORT=$(freeport)
 JAEGER_OTLP_PORT=$(freeport)
 PROM=http://127.0.0.1:$PROM_PORT
@@ -108,6 +111,14 @@ OTEL_SERVICE_NAME=vllm-llama-8b OTEL_RESOURCE_ATTRIBUTES=k8s.pod.name=$POD OTEL_
   --otlp-traces-endpoint "http://127.0.0.1:$JAEGER_OTLP_PORT" >"$tmp/vllm-sim.log" 2>&1 &
 pids+=($!)
 
+echo "== starting a stand-in kube-state-metrics on 127.0.0.1:$KSM_PORT: Deployment vllm-demo, its HPA (max 3 replicas, 20 waiting per pod)"
+go build -o "$tmp/ksm-standin" ./internal/testenv/cmd/ksm-standin
+"$tmp/ksm-standin" --listen "127.0.0.1:$KSM_PORT" --namespace "$NS" --deployment vllm-demo \
+  --pods vllm-demo-0,vllm-demo-1,vllm-demo-2 --hpa-min 1 --hpa-max 3 --hpa-target 20 \
+  --prometheus "$PROM" --reading "avg(sum by (pod) (vllm:num_requests_waiting{namespace=\"$NS\"}))" \
+  >"$tmp/ksm-standin.log" 2>&1 &
+pids+=($!)
+
 echo "== starting Prometheus on $PROM"
 cat >"$tmp/prometheus.yml" <<EOF
 global:
@@ -128,6 +139,10 @@ scrape_configs:
         labels: {pod: vllm-demo-1, namespace: $NS}
       - targets: ["127.0.0.1:${SIM_PORTS[2]}"]
         labels: {pod: vllm-demo-2, namespace: $NS}
+  - job_name: kube-state-metrics
+    honor_labels: true
+    static_configs:
+      - targets: ["127.0.0.1:$KSM_PORT"]
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prometheus" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$tmp/prometheus.log" 2>&1 &
@@ -174,6 +189,7 @@ playbooks:
   params:
     ttft-p99-high: {prefill_abs: 0.1}
 dispatch: {dedup_window: 1h}
+kubernetes: {selector: 'job="kube-state-metrics"'}
 traces:
   url: "$JAEGER"
   services: {"meta-llama/Llama-3.1-8B-Instruct": vllm-llama-8b}
