@@ -174,7 +174,7 @@ func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testi
 	})
 	t.Run("no kube-state-metrics series: the facts say what was missing, no note on every diagnosis", func(t *testing.T) {
 		d, asked := run(t, kubeConfig(t, `job="nobody"`), 0, alert)
-		if !strings.HasPrefix(d.Title, `capacity: Prometheus has no kube-state-metrics series for namespace llm (kube_pod_owner{job="nobody",namespace="llm"})`) ||
+		if !strings.HasPrefix(d.Title, `capacity: no kube-state-metrics series for namespace llm (kube_pod_owner{job="nobody",namespace="llm"})`) ||
 			*d.Record.Kube.Number("kube_found") != 0 || strings.Contains(strings.Join(d.Notes, "\n"), "Kubernetes") {
 			t.Fatalf("title %q, facts %v %v, notes %q", d.Title, d.Record.Kube.Numbers, d.Record.Kube.Labels, d.Notes)
 		}

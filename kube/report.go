@@ -143,11 +143,10 @@ func (r *Report) readPod(c *Config, a Answer) {
 				r.Pod.Name, c.matchers(c.PodLabel, r.Pod.Name))
 		case len(a.Vectors["namespace_pods"]) == 0:
 			r.Absent = true
-			r.Missing = fmt.Sprintf("Prometheus has no kube-state-metrics series for namespace %s (kube_pod_owner{%s}): "+
-				"kube-state-metrics is not scraped, or its labels are named otherwise (kubernetes.namespace_label, honor_labels)",
+			r.Missing = fmt.Sprintf("no kube-state-metrics series for namespace %s (kube_pod_owner{%s})",
 				r.Pod.Namespace, c.matchers(c.NamespaceLabel, r.Pod.Namespace))
 		default:
-			r.Missing = fmt.Sprintf("kube-state-metrics has no pod %s (kube_pod_owner{%s}): the pod is gone, or the alert's pod label is not the pod's name",
+			r.Missing = fmt.Sprintf("kube-state-metrics has no pod %s (kube_pod_owner{%s}): gone, or the alert's pod label is not its name",
 				r.Pod, c.matchers(c.NamespaceLabel, r.Pod.Namespace, c.PodLabel, r.Pod.Name))
 		}
 		return
@@ -172,7 +171,7 @@ func (r *Report) readPod(c *Config, a Answer) {
 	r.Workload = r.Owner
 	switch {
 	case r.Owner.Kind == "":
-		r.Missing = fmt.Sprintf("pod %s has no controller (kube_pod_owner names no owner): nothing scales it", r.Pod)
+		r.Missing = fmt.Sprintf("pod %s has no controller (kube_pod_owner): nothing scales it", r.Pod)
 	case r.Owner.Kind == KindReplicaSet:
 		if d := controller(a.Vectors["pod_rs_owner"]); d.Kind == KindDeployment {
 			r.Workload = d

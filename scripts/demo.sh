@@ -279,16 +279,19 @@ conclude() {
   waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
 }
 
-run_scenario() { # [--fleet] scenario alert expected-verdict description
+run_scenario() { # [--fleet] scenario alert expected-verdict description [what the title must say]
   local switch=scenario
   if [ "$1" = --fleet ]; then switch=fleet; shift; fi
-  local sc=$1 alert=$2 want=$3 desc=$4 line got
-  banner "$sc: $desc" "expect $alert on $POD -> $want"
+  local sc=$1 alert=$2 want=$3 desc=$4 says=${5:-} line got
+  banner "$sc: $desc" "expect $alert on $POD -> $want${says:+: $says}"
   line=$(wc -l <"$tmp/responder.out")
   "$switch" "$sc"
   local t0=$SECONDS
   waitfor "$TIMEOUT" "a diagnosis of $alert" has_verdict "$line" "$alert" || true
   got=$(verdict_after "$line" "$alert")
+  if [ -n "$says" ] && [ "$got" = "$want" ] && [[ "$(title_after "$line" "$alert")" != *"$says"* ]]; then
+    got="$got, not saying \"$says\""
+  fi
   conclude "$sc" "$alert" "$got" "$want" "$t0" "$line"
 }
 
@@ -320,7 +323,8 @@ while [ $(($(date +%s) - hold_start)) -lt 120 ]; do sleep 1; done
 run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
   "chat prompts sharing a system prompt (90% cache hits) for 90s, then a template change puts a request id on top: same prompts, no hits."
 run_scenario --fleet overload VLLMTimeToFirstTokenP99High capacity-past-knee \
-  "70 req/s on every pod, about twice capacity: the whole model queues without bound."
+  "70 req/s on every pod, about twice capacity: the whole model queues without bound; the three pods are all Deployment vllm-demo's HPA may have (max 3)." \
+  "HPA vllm-demo is at its ceiling (3 of max 3)"
 run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \
   "a burst of long requests fills the KV cache; the scheduler preempts, but vLLM counts a preemption only when its request resumes."
 run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \
