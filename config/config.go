@@ -28,6 +28,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/teams"
 	"github.com/vllm-responder/vllm-responder/notify/webhook"
@@ -59,6 +60,9 @@ type Config struct {
 	// OutboundWebhooks POST every diagnosis, signed, to incident tools: a list, one entry per
 	// receiver with its own URL and secret. (`webhook:` is the inbound Alertmanager webhook.)
 	OutboundWebhooks []webhook.Config `yaml:"outbound_webhooks"`
+	// Kubernetes reads kube-state-metrics' series for the pod of every diagnosis: its workload,
+	// the autoscaler that scales it, pending pods, node, restart reasons (on by default).
+	Kubernetes kube.Config `yaml:"kubernetes"`
 }
 
 // MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
@@ -216,6 +220,7 @@ func Default() *Config {
 	c.Profile.SetDefaults()
 	c.Traces.SetDefaults()
 	c.Teams.SetDefaults()
+	c.Kubernetes.SetDefaults()
 	return c
 }
 
@@ -375,6 +380,7 @@ func (c *Config) Validate() error {
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
 		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
+		{"kubernetes", &c.Kubernetes},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
 	}

@@ -144,6 +144,18 @@ var badConfigs = []struct {
 	{"http_client_config_scalar_for_a_map.yaml", []string{`test.yaml: line 7: traces.oauth2.endpoint_params: want a mapping, got "none"`}},
 	{"http_client_config_type_error.yaml", []string{`test.yaml: line 4: alertmanager.follow_redirects: "maybe" is not true or false`}},
 	{"integer_overflow.yaml", []string{`test.yaml: line 3: dispatch.workers: "99999999999999999999" is not an integer`}},
+	{"kubernetes_labels_and_selector.yaml", []string{
+		`test.yaml: kubernetes.namespace_label: "exported-namespace" is not a valid label name`,
+		`test.yaml: kubernetes.pod_label: "" is not a valid label name`,
+		`test.yaml: kubernetes.selector: write the matchers without braces, e.g. job="kube-state-metrics"`,
+	}},
+	{"kubernetes_same_labels.yaml", []string{
+		`test.yaml: kubernetes.pod_label: must differ from namespace_label ("exported_pod")`,
+		"test.yaml: kubernetes.selector: must not match the metric name: the queries name their metrics",
+	}},
+	{"kubernetes_selector_not_matchers.yaml", []string{
+		`test.yaml: kubernetes.selector: not PromQL label matchers like job="kube-state-metrics": 1:6: parse error: unexpected identifier "kube" in label matching, expected string`,
+	}},
 	{"list_for_a_string.yaml", []string{"test.yaml: line 2: listen: want a string, got a list"}},
 	{"key_written_twice.yaml", []string{"test.yaml: line 3: listen: written twice (first at line 1)"}},
 	{"listen_empty.yaml", []string{"test.yaml: listen: required"}},

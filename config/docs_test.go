@@ -67,3 +67,22 @@ func TestDeployDocPrometheusBlocksLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployDocKubernetesBlockLoads: the kubernetes: block of docs/deploy.md loads as written.
+func TestDeployDocKubernetesBlockLoads(t *testing.T) {
+	doc, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```yaml\n(kubernetes:\n.*?)```").FindStringSubmatch(string(doc))
+	if block == nil {
+		t.Fatal("no kubernetes: block in docs/deploy.md")
+	}
+	c, err := Parse("deploy.md", []byte(block[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Kubernetes.Enabled || c.Kubernetes.Selector != `job="kube-state-metrics"` {
+		t.Fatalf("kubernetes: %+v", c.Kubernetes)
+	}
+}

@@ -2,7 +2,7 @@
 // hands it to the playbook's judgement (playbooks.Playbook.Judge). It is the talk to the
 // backends; what the numbers mean is the playbooks package's.
 //
-// Engine.Run (engine.go) reads as three steps:
+// Engine.Run (engine.go) reads as three steps, and a fourth where a verdict needs it:
 //
 //  1. plan: the playbook's queries and fleet queries expanded for the alert's labels
 //     (playbooks.Playbook.ExpandAll), at the time asked for.
@@ -16,6 +16,10 @@
 //     query and its problem), the notes on how it was gathered and the charts added; when no
 //     query reached Prometheus, a degraded diagnosis (inconclusive, Error set) and an
 //     *UnavailableError, which matches ErrPrometheusUnavailable.
+//  4. facts, only when the judgement says a rule on the way to its verdict reads them
+//     (playbooks.Diagnosis.NeedsFacts): what kube-state-metrics says about the pod (the alert's,
+//     or the fleet's focus; kube.Config.Lookup, its queries sent as the others are, kube.go),
+//     then the judgement again with them, their evidence and notes.
 //
 // The transport (transport.go) and the instant-vector decoder (vectorjson.go) keep an incident's
 // queries cheap for Prometheus and for the responder.

@@ -38,10 +38,10 @@ type EngineOptions struct {
 	Naming vllmnames.Naming
 	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
 	Traces TraceFinder
-	// Kube, when set, names the labels that carry a pod's namespace and name on
-	// kube-state-metrics' series (kube.DefaultLabels): every run whose scope names a pod reads
-	// its restarts, beside the queries (kube.go). Nil: not read.
-	Kube   *kube.Labels
+	// Kube, when set and enabled, reads what kube-state-metrics says about the diagnosed pod
+	// (kube.Config.Lookup) when a rule on the way to the verdict reads it
+	// (playbooks.Diagnosis.NeedsFacts), and judges again with it.
+	Kube   *kube.Config
 	Logger zerolog.Logger
 	Now    func() time.Time
 }
@@ -104,6 +104,13 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 	pl := e.plan(p, labels, start, at)
 	g := e.gather(ctx, pl)
 	d, err := e.judge(pl, g)
+	if err == nil && d.NeedsFacts() {
+		// A rule on the way to the verdict reads kube-state-metrics' facts: look them up, and
+		// judge again with them.
+		if g.kube = e.lookupKube(ctx, pl, g.fleet); g.kube != nil {
+			d, err = e.judge(pl, g)
+		}
+	}
 	d.Duration = e.opt.Now().Sub(start)
 	d.DurationMS = float64(d.Duration.Microseconds()) / 1000
 	return d, err
@@ -135,8 +142,7 @@ type gathered struct {
 	fleetNotes []string
 	traces     *traces.Report
 	tracesNote string
-	restarts   *kube.Restarts
-	kubeNote   string
+	kube       *kube.Report // nil: not looked up
 }
 
 // gather sends the plan's queries, its fleet request and its trace lookup at once and waits for
@@ -148,7 +154,6 @@ func (e *Engine) gather(ctx context.Context, pl plan) gathered {
 	if pl.p.Fleet != nil {
 		wg.Go(func() { g.fleet, g.fleetNotes = e.queryFleet(ctx, pl.p, pl.x.Fleet, pl.cacheSuffix, pl.at) })
 	}
-	wg.Go(func() { g.restarts, g.kubeNote = e.readRestarts(ctx, pl) })
 	g.results = e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at)
 	markSaturated(pl.p, g.results)
 	wg.Wait()
@@ -212,9 +217,6 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	if g.tracesNote != "" {
 		notes = append(notes, g.tracesNote)
 	}
-	if g.kubeNote != "" {
-		notes = append(notes, g.kubeNote)
-	}
 	if t.partial > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
 			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, len(p.Queries)))
@@ -229,8 +231,13 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		d, err = unreachable(p, t, pl.at), &UnavailableError{Reason: t.lastErr}
 		d.Notes = notes
 	} else {
+		var kf *kube.Facts
+		if g.kube != nil {
+			kf = g.kube.Facts()
+			notes = append(notes, kubeNotes(g.kube)...)
+		}
 		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
-			Restarts: g.restarts, PodScope: e.pods, At: pl.at})
+			PodScope: e.pods, At: pl.at, Kube: kf})
 		d.Notes = append(notes, d.Notes...)
 		if d.Verdict == playbooks.VerdictNoData {
 			prefix := cmp.Or(e.opt.Naming.Prefix, vllmnames.DefaultPrefix)
@@ -243,6 +250,9 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	}
 	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
 	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.pods))
+	if g.kube != nil && d.Record != nil {
+		d.Evidence = append(d.Evidence, kubeEvidence(g.kube, d.Record.Kube)...)
+	}
 	d.Charts = charts(p, pl.x.Queries)
 	return d, err
 }

@@ -21,8 +21,9 @@ type result struct {
 	problem string
 	status  string // one of the Query* results
 	series  int
-	fleet   playbooks.FleetValues // a fleet request's values by query and series (shared read-only between runs)
-	parts   []result              // a request carrying several queries: each one's result (queryBatch)
+	fleet   playbooks.FleetValues   // a fleet request's values by query and series (shared read-only between runs)
+	vectors map[string]model.Vector // a vectorBatch's series by query (shared read-only between runs)
+	parts   []result                // a request carrying several queries: each one's result (queryBatch)
 	// transport: the request failed before Prometheus (or a proxy) answered: refused, reset,
 	// DNS, TLS. Sending its queries again alone would fail alike.
 	transport bool

@@ -101,6 +101,7 @@ type Diagnosis struct {
 	// Record is what the verdict was decided from (nil when no evidence was gathered); it is
 	// not part of the triage JSON. RecordID names it in the store once kept there.
 	Record     *Record       `json:"-"`
+	needsFacts bool          // see NeedsFacts
 	RecordID   string        `json:"-"`
 	Duration   time.Duration `json:"-"`
 	DurationMS float64       `json:"duration_ms"`
@@ -108,9 +109,12 @@ type Diagnosis struct {
 
 // Evidence is one number behind a diagnosis. Value is nil when the query returned nothing usable.
 type Evidence struct {
-	Name     string   `json:"name"`
-	Title    string   `json:"title,omitempty"`
-	Value    *float64 `json:"value"`
+	Name  string   `json:"name"`
+	Title string   `json:"title,omitempty"`
+	Value *float64 `json:"value"`
+	// Label is the value of a label-valued fact (a workload, an HPA, a node, a reason; Value
+	// is then null): kube-state-metrics' facts are numbers and names.
+	Label    string   `json:"label,omitempty"`
 	Unit     string   `json:"unit,omitempty"`
 	Text     string   `json:"text"`
 	Baseline *float64 `json:"baseline,omitempty"`
@@ -128,6 +132,9 @@ type Evidence struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// HasValue reports whether the evidence holds a number or a label value.
+func (e Evidence) HasValue() bool { return e.Value != nil || e.Label != "" }
+
 // ChartSpec is a chart a playbook declares, with its queries already expanded for the scope.
 type ChartSpec struct {
 	Title  string        `json:"title"`
@@ -142,6 +149,13 @@ type ChartSeries struct {
 	Unit  string `json:"unit,omitempty"`
 	Query string `json:"query"`
 }
+
+// NeedsFacts reports whether the diagnosis was made without facts (Observation.Kube nil) that
+// its decision reads: a rule tried before the verdict (or the verdict's own title, summary or
+// actions) reads one. Judging again with the facts may give another verdict or text; the
+// evidence engine looks them up only then, so that a diagnosis no fact could change costs
+// Prometheus nothing more.
+func (d *Diagnosis) NeedsFacts() bool { return d.needsFacts }
 
 // Degraded reports whether the diagnosis was made without all of its evidence.
 // A partial answer (evidence with warnings) is degraded too.

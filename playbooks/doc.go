@@ -34,20 +34,23 @@
 //
 //  5. Judge (judge.go; the fleet in fleetjudge.go). Playbook.Judge decides over an Observation
 //     (each query's value or nil, the fleet's values by pod and rank, the alert's labels, the
-//     slowest traces): each baseline is its first variant with a value (Baseline), the fleet's
-//     values become the sibling comparison (FleetView) and the
+//     slowest traces, and the facts: what kube-state-metrics says about the pod, each a number
+//     or a label value read by one name, facts.go): each baseline is its first variant with a
+//     value (Baseline), the fleet's values become the sibling comparison (FleetView) and the
 //     q_this, q_max, ..., fleet_pods values, each named and computed by one entry of fleetStats
 //     or fleetTotals; then the verdicts are tried in order and the first whose condition holds
 //     wins. A condition that needs a missing value is false and the diagnosis notes it. The
 //     winner's templates render the title, summary and actions with the values formatted for
 //     people (format.go). The Diagnosis (diagnosis.go) carries a Record of what was judged
-//     (record.go), from which a fixture can be written.
+//     (record.go), from which a fixture can be written, and, when it was judged without facts
+//     that a rule on the way to its verdict reads, says so (NeedsFacts).
 //
 // Judge is pure and the only judgement: the evidence engine calls it with what Prometheus
 // answered, and fixtures (fixture.go, tests/*_test.yaml; `responder playbooks test`) call it with
 // recorded values, so a fixture decides exactly as an incident would.
 //
 // What is not here: sending queries, batching, caching, decoding Prometheus' answers, the fleet
-// request and the traces lookup are the evidence package's (evidence.Engine.Run); the degraded
-// diagnosis when Prometheus cannot be reached is its too.
+// request, the traces lookup and the facts' lookup are the evidence package's
+// (evidence.Engine.Run; what kube-state-metrics' series are and how a pod maps to its workload
+// is package kube's); the degraded diagnosis when Prometheus cannot be reached is its too.
 package playbooks

@@ -32,9 +32,10 @@ type Fixture struct {
 	// TracesSummary, when set, stands for a trace lookup that found slow requests and summed them
 	// up in this line (.traces.summary; .traces.count is then 1). Absent: no traces.
 	TracesSummary string `yaml:"traces_summary"`
-	// Restarts stands for what kube-state-metrics said about the pod's restarts.
-	Restarts *kube.Restarts `yaml:"restarts"`
-	Expect   FixtureExpect  `yaml:"expect"`
+	// Kube are recorded kube-state-metrics facts by name (kube_hpa_max: 8, kube_workload:
+	// vllm-llama); absent: kube-state-metrics was not read.
+	Kube   map[string]any `yaml:"kube"`
+	Expect FixtureExpect  `yaml:"expect"`
 }
 
 // FixtureExpect is what the diagnosis must show.
@@ -42,9 +43,11 @@ type FixtureExpect struct {
 	Verdict string `yaml:"verdict"`
 	// Missing, when given, must equal the diagnosis' missing list (order ignored).
 	Missing []string `yaml:"missing"`
-	// TitleContains and SummaryContains are substrings of the rendered texts.
+	// TitleContains and SummaryContains are substrings of the rendered texts; ActionContains a
+	// substring of one of the rendered actions.
 	TitleContains   string `yaml:"title_contains"`
 	SummaryContains string `yaml:"summary_contains"`
+	ActionContains  string `yaml:"action_contains"`
 	// FleetFocus is the pod the diagnosis names (the alert's, or the worst when it names none);
 	// FleetScopeContains a substring of "this pod alone (1 of 3 pods)" and the like.
 	FleetFocus         string `yaml:"fleet_focus"`
@@ -148,7 +151,14 @@ func runFixture(set *Set, fx Fixture) string {
 	if fx.TracesSummary != "" {
 		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
 	}
-	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr, Restarts: fx.Restarts})
+	var kf *kube.Facts
+	if fx.Kube != nil {
+		var err error
+		if kf, err = kube.FactsFrom(fx.Kube); err != nil {
+			return "kube: " + err.Error()
+		}
+	}
+	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr, Kube: kf})
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")
@@ -171,6 +181,9 @@ func runFixture(set *Set, fx Fixture) string {
 	}
 	if s := fx.Expect.SummaryContains; s != "" && !strings.Contains(d.Summary, s) {
 		diff = append(diff, fmt.Sprintf("summary does not contain %q:\n  got: %s", s, d.Summary))
+	}
+	if s := fx.Expect.ActionContains; s != "" && !slices.ContainsFunc(d.Actions, func(a string) bool { return strings.Contains(a, s) }) {
+		diff = append(diff, fmt.Sprintf("no action contains %q:\n  got: %s", s, strings.Join(d.Actions, "\n       ")))
 	}
 	if want := fx.Expect.FleetFocus; want != "" && (d.Fleet == nil || d.Fleet.Focus != want) {
 		got := "no fleet view"

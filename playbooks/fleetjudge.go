@@ -372,3 +372,20 @@ func (t *fleetTable) stats() fleetJudgement {
 	}
 	return fj
 }
+
+// FocusPod is the pod a diagnosis of p is about, as Judge will pick it from the fleet's values:
+// the alert's pod (in its namespace), or the worst pod when the alert names none. The
+// namespace is the series' (empty where they carry none). ok is false without a fleet section
+// or when no pod answered.
+func (p *Playbook) FocusPod(vals FleetValues, labels map[string]string, ps PodScope) (namespace, pod string, ok bool) {
+	if p.Fleet == nil {
+		return "", "", false
+	}
+	t := tabulate(p, vals)
+	t.rankPods()
+	t.findFocus(labels, ps)
+	if t.focus.Pod == "" || t.focus.Pod == NoLabel {
+		return "", "", false
+	}
+	return t.focus.Namespace, t.focus.Pod, true
+}

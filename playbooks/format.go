@@ -160,7 +160,7 @@ func toPtr(v any) *float64 {
 // scope labels under .labels, .window, the fleet values (waiting_this, ...), the sibling
 // comparison under .fleet (.fleet.pod, .fleet.scope, .fleet.pods, .fleet.affected,
 // .fleet.affected_pods) and what the traces show under .traces (see traceData).
-func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView, tr *traces.Report) map[string]any {
+func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView, tr *traces.Report, kf *kube.Facts) map[string]any {
 	d := make(map[string]any, len(p.Queries)+len(p.Params)+3)
 	for _, q := range p.Queries {
 		if v, ok := values[q.Name]; ok && v != nil {
@@ -191,20 +191,7 @@ func templateData(p *Playbook, values map[string]*float64, labels map[string]str
 	d["window"] = fmt.Sprint(p.Window)
 	d["traces"] = traceData(tr)
 	d["baseline_from"] = baselineFromData(p, nil)
-	d["kube"] = kubeData(nil)
-	return d
-}
-
-// kubeData is .kube in templates: what kube-state-metrics says about the pod's restarts.
-// .kube.summary is one sentence ("" without series), .kube.reason the last terminated
-// container's reason (OOMKilled, Error), .kube.in_window and .kube.total the restart counts
-// (nil without series).
-func kubeData(r *kube.Restarts) map[string]any {
-	d := map[string]any{"summary": r.Summary(), "reason": "", "in_window": (*float64)(nil), "total": (*float64)(nil)}
-	if r != nil {
-		in, total := r.InWindow, r.Total
-		d["reason"], d["in_window"], d["total"] = r.Reason, &in, &total
-	}
+	factEnv(d, kf, true)
 	return d
 }
 

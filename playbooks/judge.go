@@ -25,13 +25,12 @@ type Observation struct {
 	Labels map[string]string
 	// Traces are the slowest traced requests (nil: traces are off).
 	Traces *traces.Report
-	// Restarts is what kube-state-metrics says about the pod's restarts (nil: no pod in the
-	// scope, or no series for it).
-	Restarts *kube.Restarts
 	// PodScope names the series label a pod is selected by (the zero value: pod, else instance).
 	PodScope PodScope
 	// At is when the evidence was evaluated (zero for a recorded fixture).
 	At time.Time
+	// Kube are what kube-state-metrics says about the pod (nil: not looked up); see facts.go.
+	Kube *kube.Facts
 }
 
 // Judge decides p's verdict over o: the verdicts are tried in order and the first whose condition
@@ -70,12 +69,12 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 			missing[m] = true
 		}
 	}
-	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests)
+	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests, o.Kube)
 	data["baseline_from"] = baselineFromData(p, from)
-	data["kube"] = kubeData(o.Restarts)
+	factEnv(env, o.Kube, false)
 	p.choose(d, env, missing, data)
-	d.record(o.Values, o.Fleet, o.Labels)
-	d.Record.Restarts = o.Restarts
+	d.needsFacts = d.needsFacts && o.Kube == nil
+	d.record(o.Values, o.Fleet, o.Labels, o.Kube)
 	return d
 }
 
@@ -105,6 +104,7 @@ func mergeValues(a, b map[string]*float64) map[string]*float64 {
 func (p *Playbook) choose(d *Diagnosis, env map[string]any, missing map[string]bool, data map[string]any) {
 	var chosen *Verdict
 	for _, v := range p.Verdicts {
+		d.needsFacts = d.needsFacts || v.facts
 		ok, err := expr.Run(v.program, env)
 		if err == nil && ok == true {
 			chosen = v

@@ -30,7 +30,7 @@ var (
 	placeholderRE  = regexp.MustCompile(`\$([a-zA-Z_][a-zA-Z0-9_]*)`)
 	units          = []string{"", "s", "ratio", "per_second", "count", "tokens", "x"}
 	// reserved names cannot be used for queries or params: they are placeholders or template data.
-	reserved = []string{"scope", "siblings", "window", "recent", "window_seconds", "labels", "fleet", "traces", "baseline_from", "kube", "nil", "true", "false"}
+	reserved = []string{"scope", "siblings", "window", "recent", "window_seconds", "labels", "fleet", "traces", "baseline_from", "nil", "true", "false"}
 )
 
 // parser for validating expanded queries at load time.
@@ -91,7 +91,8 @@ func compile(source string, f *File) (*Playbook, error) {
 	compileMatch(el, p, f.Match, f.OnDemand)
 	compileScope(el, p, f.Scope)
 	compileWindow(el, p, f.Window)
-	names := map[string]string{} // name -> kind (param, query, fleet value), to find collisions
+	names := map[string]string{} // name -> kind (param, query, fleet value, fact), to find collisions
+	reserveFacts(names)
 	compileParams(el, p, f.Params, names)
 	compileQueries(el, p, f.Queries, names)
 	if f.Fleet != nil {
@@ -151,8 +152,11 @@ func compileParams(el *errList, p *Playbook, params orderedFloats, names map[str
 		if !validName(el, path, prm.Name) {
 			continue
 		}
-		if names[prm.Name] != "" {
+		if kind := names[prm.Name]; kind == "param" {
 			el.add(path, "defined twice")
+			continue
+		} else if kind != "" {
+			el.add(path, "name already used by a %s", kind)
 			continue
 		}
 		names[prm.Name] = "param"
@@ -293,6 +297,7 @@ func compileVerdicts(el *errList, p *Playbook, verdicts []VerdictFile) {
 			}
 			v.Actions = append(v.Actions, t)
 		}
+		v.facts = readsFacts(vf)
 		p.Verdicts = append(p.Verdicts, v)
 	}
 }
@@ -378,6 +383,7 @@ func exprEnv(p *Playbook) map[string]any {
 	for _, n := range fleetNames(p) {
 		env[n] = 0.0
 	}
+	factEnv(env, sampleFacts, false)
 	return env
 }
 
@@ -435,7 +441,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: :"))
 	}
-	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces)
+	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces, sampleFacts)
 	for _, q := range p.Queries {
 		v := 1.0
 		sample[q.Name] = &v
@@ -448,7 +454,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 		return nil, errors.New(templateErr(err))
 	}
 	// Also with every value missing: templates must render "n/a", not fail.
-	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil, nil)); err != nil {
+	if err := t.Execute(&bytes.Buffer{}, templateData(p, map[string]*float64{}, nil, nil, nil, nil)); err != nil {
 		return nil, fmt.Errorf("fails when values are missing: %s", templateErr(err))
 	}
 	return t, nil

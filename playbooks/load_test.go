@@ -28,6 +28,8 @@ testdata/bad/decode-errors.yaml: line 11: window: written twice (first at line 1
 		"fleet-bad-focus.yaml":         `testdata/bad/fleet-bad-focus.yaml: fleet.focus[0]: unknown fleet query "queue"`,
 		"traces-typo.yaml":             `testdata/bad/traces-typo.yaml: verdicts[0].summary: unknown name "sumary"`,
 		"traces-reserved.yaml":         `testdata/bad/traces-reserved.yaml: queries.traces: "traces" is reserved`,
+		"fact-name-taken.yaml": `testdata/bad/fact-name-taken.yaml: params.kube_hpa_max: name already used by a kube-state-metrics fact
+testdata/bad/fact-name-taken.yaml: queries.kube_node: name already used by a kube-state-metrics fact`,
 		"labels.yaml": `testdata/bad/labels.yaml: labels: a playbook has no labels: to pick the alerts it diagnoses by their labels use match, ` +
 			`to narrow its queries by the alert's labels use scope (templates read the alert's labels as .labels)`,
 	}

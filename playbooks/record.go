@@ -26,9 +26,9 @@ type Record struct {
 	Labels   map[string]string   `json:"labels"`
 	Values   map[string]*float64 `json:"values"`
 	Fleet    FleetValues         `json:"fleet,omitempty"`
-	// Restarts is what kube-state-metrics said about the pod's restarts.
-	Restarts    *kube.Restarts `json:"restarts,omitempty"`
-	EvaluatedAt time.Time      `json:"evaluated_at,omitzero"`
+	// Kube are the kube-state-metrics facts (nil: not looked up).
+	Kube        *kube.Facts `json:"kube,omitempty"`
+	EvaluatedAt time.Time   `json:"evaluated_at,omitzero"`
 }
 
 // errNoRecord is returned for a diagnosis made without evidence (Prometheus unreachable): its
@@ -36,10 +36,10 @@ type Record struct {
 var errNoRecord = errors.New("this diagnosis has no recorded evidence (Prometheus could not be reached), so no fixture can reproduce it")
 
 // record fills d.Record from what the verdicts were decided over.
-func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels map[string]string) {
+func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels map[string]string, kf *kube.Facts) {
 	d.Record = &Record{
 		Playbook: d.Playbook, Verdict: d.Verdict, Title: d.Title,
-		Labels: maps.Clone(labels), Values: maps.Clone(values), EvaluatedAt: d.EvaluatedAt,
+		Labels: maps.Clone(labels), Values: maps.Clone(values), EvaluatedAt: d.EvaluatedAt, Kube: kf,
 	}
 	if d.Record.Labels == nil {
 		d.Record.Labels = map[string]string{}
@@ -83,7 +83,7 @@ func FixtureFromRecord(r *Record, expect string) ([]byte, error) {
 	}
 	fx := fixtureOut{
 		Name: name, Playbook: r.Playbook, Alert: r.Labels, Values: values,
-		Fleet: r.Fleet, Restarts: r.Restarts, Expect: expectOut{Verdict: expect},
+		Fleet: r.Fleet, Kube: r.Kube.Map(), Expect: expectOut{Verdict: expect},
 	}
 	var body bytes.Buffer
 	enc := yaml.NewEncoder(&body)
@@ -114,7 +114,7 @@ type fixtureOut struct {
 	Alert    map[string]string             `yaml:"alert,omitempty"`
 	Values   map[string]*float64           `yaml:"values"`
 	Fleet    map[string]map[string]float64 `yaml:"fleet,omitempty"`
-	Restarts *kube.Restarts                `yaml:"restarts,omitempty"`
+	Kube     map[string]any                `yaml:"kube,omitempty"`
 	Expect   expectOut                     `yaml:"expect"`
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-responder/vllm-responder/kube"
 )
 
 // Every recorded built-in fixture, decided and written back as a fixture, round-trips: the new
@@ -26,7 +28,13 @@ func TestAFixtureFromADiagnosisReproducesItsVerdictAndFailsOnAnother(t *testing.
 			if !ok {
 				t.Fatalf("%s tests[%d]: no playbook", file, i)
 			}
-			d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: fx.Alert})
+			var kf *kube.Facts
+			if fx.Kube != nil {
+				if kf, err = kube.FactsFrom(fx.Kube); err != nil {
+					t.Fatalf("%s: %s: %v", file, fx.Name, err)
+				}
+			}
+			d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: fx.Alert, Kube: kf})
 			other := VerdictHealthy
 			if d.Verdict == other {
 				other = VerdictInconclusive

@@ -13,6 +13,14 @@ verdict_after() {
       hit && $1 == "verdict:" { print $2; exit }' "$CONSOLE"
 }
 
+# title_after LINE ALERT prints the title (the line after the verdict) of the first diagnosis of
+# ALERT on $POD after line LINE of the console output (nothing when there is none yet).
+title_after() {
+  awk -v from="$1" -v a="$2" -v p="pod=\"$POD\"" 'NR <= from { next }
+      $1 ~ /^VLLM/ { hit = ($1 == a && index($0, p) > 0); next } hit && $1 == "resolved" { hit = 0 }
+      hit && next_is_title { sub(/^ +/, ""); print; exit } hit && $1 == "verdict:" { next_is_title = 1 }' "$CONSOLE"
+}
+
 # resolved_since LINE: every alert that fired after line LINE of the console output was resolved.
 resolved_since() {
   awk -v from="$1" 'NR > from && /^\[FIRING\]/ { f++ } NR > from && /^\[RESOLVED\]/ { r++ }

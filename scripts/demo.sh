@@ -4,6 +4,8 @@
 #   bin/vllm-sim (one model on three pods) -> Prometheus (alert rules, profile sim, 1s scrape/evaluation)
 #   -> Alertmanager -> bin/responder serve
 #   bin/vllm-sim -> Jaeger (OTLP, one llm_request span per finished request, as vLLM) -> the same responder
+#   a stand-in kube-state-metrics (internal/testenv/cmd/ksm-standin: the three pods are Deployment
+#   vllm-demo's, its HPA has maxReplicas 3 and follows the pods' queue) -> the same Prometheus
 #
 # and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0 (after shared-prefix,
 # the recent past it is judged against), overload of every pod, kv-pressure, long-prompts,
@@ -81,6 +83,7 @@ SIM=127.0.0.1:${SIM_PORTS[0]}
 SIMS=127.0.0.1:${SIM_PORTS[0]},127.0.0.1:${SIM_PORTS[1]},127.0.0.1:${SIM_PORTS[2]}
 SIM_KV=127.0.0.1:$(freeport)
 SIM_SPEC=127.0.0.1:$(freeport)
+KSM_PORT=$(freeport)
 JAEGER_PORT=$(freeport)
 JAEGER_OTLP_PORT=$(freeport)
 PROM=http://127.0.0.1:$PROM_PORT
@@ -120,6 +123,13 @@ bin/vllm-sim --listen "$SIM_KV" --kv-role consumer --scenario healthy --seed 7 -
 pids+=($!)
 bin/vllm-sim --listen "$SIM_SPEC" --num-speculative-tokens 3 --scenario spec-decode --seed 9 --log-level warn >"$tmp/vllm-sim-spec.log" 2>&1 &
 pids+=($!)
+echo "== starting a stand-in kube-state-metrics on 127.0.0.1:$KSM_PORT: Deployment vllm-demo, its HPA (max 3 replicas, 20 waiting per pod)"
+go build -o "$tmp/ksm-standin" ./internal/testenv/cmd/ksm-standin
+"$tmp/ksm-standin" --listen "127.0.0.1:$KSM_PORT" --namespace "$NS" --deployment vllm-demo \
+  --pods vllm-demo-0,vllm-demo-1,vllm-demo-2 --hpa-min 1 --hpa-max 3 --hpa-target 20 \
+  --prometheus "$PROM" --reading "avg(sum by (pod) (vllm:num_requests_waiting{namespace=\"$NS\"}))" \
+  >"$tmp/ksm-standin.log" 2>&1 &
+pids+=($!)
 
 echo "== starting Prometheus on $PROM"
 cat >"$tmp/prometheus.yml" <<EOF
@@ -145,6 +155,10 @@ scrape_configs:
         labels: {pod: vllm-ring-kv, namespace: $NS_RING}
       - targets: ["$SIM_SPEC"]
         labels: {pod: vllm-ring-spec, namespace: $NS_RING}
+  - job_name: kube-state-metrics
+    honor_labels: true
+    static_configs:
+      - targets: ["127.0.0.1:$KSM_PORT"]
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prometheus" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$tmp/prometheus.log" 2>&1 &
@@ -191,6 +205,7 @@ playbooks:
   params:
     ttft-p99-high: {prefill_abs: 0.1}
 dispatch: {dedup_window: 1h}
+kubernetes: {selector: 'job="kube-state-metrics"'}
 traces:
   url: "$JAEGER"
   services: {"meta-llama/Llama-3.1-8B-Instruct": vllm-llama-8b}
@@ -285,18 +300,21 @@ conclude() {
   waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
 }
 
-run_scenario() { # [--fleet | --pod NAME ADDR BACK] scenario alert expected-verdict description
+run_scenario() { # [--fleet | --pod NAME ADDR BACK] scenario alert expected-verdict description [what the title must say]
   local switch=scenario back=healthy
   local POD=$POD SIM=$SIM # --pod: this run's pod and its vllm-sim, back to BACK afterwards
   if [ "$1" = --fleet ]; then switch=fleet; shift; fi
   if [ "$1" = --pod ]; then POD=$2 SIM=$3 back=$4; shift 4; fi
-  local sc=$1 alert=$2 want=$3 desc=$4 line got
-  banner "$sc: $desc" "expect $alert on $POD -> $want"
+  local sc=$1 alert=$2 want=$3 desc=$4 says=${5:-} line got
+  banner "$sc: $desc" "expect $alert on $POD -> $want${says:+: $says}"
   line=$(wc -l <"$tmp/responder.out")
   "$switch" "$sc"
   local t0=$SECONDS
   waitfor "$TIMEOUT" "a diagnosis of $alert" has_verdict "$line" "$alert" || true
   got=$(verdict_after "$line" "$alert")
+  if [ -n "$says" ] && [ "$got" = "$want" ] && [[ "$(title_after "$line" "$alert")" != *"$says"* ]]; then
+    got="$got, not saying \"$says\""
+  fi
   conclude "$sc" "$alert" "$got" "$want" "$t0" "$line"
 }
 
@@ -328,7 +346,8 @@ while [ $(($(date +%s) - hold_start)) -lt 120 ]; do sleep 1; done
 run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
   "chat prompts sharing a system prompt (90% cache hits) for 90s, then a template change puts a request id on top: same prompts, no hits."
 run_scenario --fleet overload VLLMTimeToFirstTokenP99High capacity-past-knee \
-  "70 req/s on every pod, about twice capacity: the whole model queues without bound."
+  "70 req/s on every pod, about twice capacity: the whole model queues without bound; the three pods are all Deployment vllm-demo's HPA may have (max 3)." \
+  "HPA vllm-demo is at its ceiling (3 of max 3)"
 run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \
   "a burst of long requests fills the KV cache; the scheduler preempts, but vLLM counts a preemption only when its request resumes."
 run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \

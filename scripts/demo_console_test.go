@@ -16,6 +16,7 @@ func console(t *testing.T, n int) string {
 	var b strings.Builder
 	b.WriteString("[FIRING] VLLMQueueDepthHigh  (1 alert(s))\n")
 	b.WriteString("VLLMQueueDepthHigh namespace=\"demo\" pod=\"vllm-demo-0\"\n  verdict:  capacity-past-knee\n")
+	b.WriteString("  Capacity, past the knee, and HPA vllm-demo is at its ceiling (3 of max 3): raise maxReplicas or shed load\n")
 	for i := 0; i < n; i++ {
 		b.WriteString("[FIRING] VLLMTimeToFirstTokenP99High  (1 alert(s))\n")
 		b.WriteString("VLLMTimeToFirstTokenP99High namespace=\"demo\" pod=\"vllm-demo-0\"\n  verdict:  prefill-bound\n")
@@ -46,7 +47,11 @@ func TestTheDemoReadsAVerdictEarlyInALongConsoleOutput(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != "got=capacity-past-knee" {
 		t.Fatalf("verdict_after: %v\n%s", err, out)
 	}
-	out, err = run(t, f, `got=$(verdict_after 3 VLLMQueueDepthHigh); echo "got=$got"`)
+	out, err = run(t, f, `got=$(title_after 0 VLLMQueueDepthHigh); echo "got=$got"`)
+	if err != nil || strings.TrimSpace(out) != "got=Capacity, past the knee, and HPA vllm-demo is at its ceiling (3 of max 3): raise maxReplicas or shed load" {
+		t.Fatalf("title_after: %v\n%s", err, out)
+	}
+	out, err = run(t, f, `got=$(verdict_after 4 VLLMQueueDepthHigh); echo "got=$got"`)
 	if err != nil || strings.TrimSpace(out) != "got=" {
 		t.Fatalf("verdict_after past the match: want nothing, got %v\n%s", err, out)
 	}
@@ -54,12 +59,12 @@ func TestTheDemoReadsAVerdictEarlyInALongConsoleOutput(t *testing.T) {
 
 func TestTheDemoCountsResolvedAlertsWhateverTheOutputSize(t *testing.T) {
 	f := console(t, 40000)
-	// The first alert (line 1) never resolved: not all clear from line 0; from line 3 every
+	// The first alert (line 1) never resolved: not all clear from line 0; from line 4 every
 	// alert that fired has resolved.
 	if out, err := run(t, f, `resolved_since 0`); err == nil {
 		t.Fatalf("resolved_since 0: want failure (an alert never resolved)\n%s", out)
 	}
-	if out, err := run(t, f, `resolved_since 3`); err != nil {
-		t.Fatalf("resolved_since 3: %v\n%s", err, out)
+	if out, err := run(t, f, `resolved_since 4`); err != nil {
+		t.Fatalf("resolved_since 4: %v\n%s", err, out)
 	}
 }

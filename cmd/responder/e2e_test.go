@@ -7,7 +7,9 @@ package main
 // runs on a vllm-sim process of its own (its own `pod` label, and a namespace of its own so that
 // no scenario is another's sibling), all at once, so the test takes about as long as the slowest
 // signature. The fleet scenarios run three pods of one model in one vllm-sim process (one
-// listener per pod).
+// listener per pod). A stand-in kube-state-metrics says the overload pod is its Deployment's
+// only pod, its HPA at its ceiling of 1, and the favoured pod of router-imbalance its
+// Deployment's: those diagnoses say so (kube-state-metrics' series next to vllm-sim's).
 
 import (
 	"encoding/json"
@@ -207,6 +209,14 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 		}
 	}
 
+	ksmState := testenv.KSMDeployment("e2e-overload", "overload", testenv.KSMPod{Name: "overload", Ready: true}).
+		Add(testenv.KSMDeployment("e2e-router-imbalance", "router-imbalance", testenv.KSMPod{Name: "router-imbalance-0", Ready: true},
+			testenv.KSMPod{Name: "router-imbalance-1", Ready: true}, testenv.KSMPod{Name: "router-imbalance-2", Ready: true}))
+	ksmState.HPAs = []testenv.KSMHPA{{Namespace: "e2e-overload", Name: "overload", TargetKind: "Deployment", TargetName: "overload",
+		Min: 1, Max: 1, Current: 1, Desired: 1, Conditions: map[string]string{"AbleToScale": "True", "ScalingActive": "True", "ScalingLimited": "True"}}}
+	ksm := testenv.ServeExposition(t, ksmState.Exposition)
+	targets = append(targets, testenv.Target{Addr: ksm.Addr, Job: "kube-state-metrics"})
+
 	// Alertmanager needs the responder's address and the responder Prometheus's: pick the
 	// responder's port first.
 	respPort := testenv.FreePort(t)
@@ -280,6 +290,14 @@ receivers:
 			time.Since(start).Round(time.Second), strings.Join(m, "\n  "), promAlerts(prom.URL), out.String())
 	}
 	checkSlowestLongPrompts(t, out.String(), jaeger.URL)
+	// kube-state-metrics: the overload's autoscaler is at its ceiling, the favoured pod named
+	// with its workload and node.
+	for _, want := range []string{"HPA overload is at its ceiling (1 of max 1): raise maxReplicas or shed load",
+		"Pod router-imbalance-0 (deployment/router-imbalance, node gpu-node-0) has "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no diagnosis says %q", want)
+		}
+	}
 	if ov := strings.Join(consoleBlock(out.String(), "VLLMTimeToFirstTokenP99High", "overload"), "\n"); !strings.Contains(ov, "slowest requests from traces: none found") {
 		t.Errorf("the overload pod exports no traces, yet its diagnosis does not say so:\n%s", ov)
 	}

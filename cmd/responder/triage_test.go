@@ -327,11 +327,16 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		// the playbook's queries n to a request, the fleet request, and the pod's restarts from
-		// kube-state-metrics (on in the responder, one request)
-		want := len(evidence.Requests(pb, map[string]string{"pod": labels["pod"]}, n)) + 1
-		if got := proxy.answered(); got != want || (n == 1 && want != len(pb.Queries)+2) || (n == 10 && want > 10) {
-			t.Errorf("queries_per_request %d: %d distinct requests; want %d", n, got, want)
+		// the playbook's queries n to a request and the fleet request; then, the capacity verdict
+		// reading what kube-state-metrics says of the pod, its step of the lookup, n queries to
+		// a request too (no kube-state-metrics here: no workload step)
+		want := len(evidence.Requests(pb, map[string]string{"pod": labels["pod"]}, n))
+		kube, got := proxy.answeredAbout("kube_")
+		if got != want || (n == 1 && want != len(pb.Queries)+1) || (n == 10 && want > 9) {
+			t.Errorf("queries_per_request %d: %d distinct requests of the playbook; want %d", n, got, want)
+		}
+		if (n == 1 && kube < 2) || (n == 10 && kube != 1) {
+			t.Errorf("queries_per_request %d: %d requests of the kube-state-metrics lookup", n, kube)
 		}
 		verdicts = append(verdicts, res.Verdict)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
-	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -190,7 +189,7 @@ func newPrometheusAPI(c *config.Config) (v1.API, error) {
 }
 
 // newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
-// are configured).
+// are configured; and kube-state-metrics' series, unless kubernetes.enabled is false).
 func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, log zerolog.Logger) (*evidence.Engine, error) {
 	opt := evidence.EngineOptions{
 		QueryTimeout:      c.Prometheus.QueryTimeout,
@@ -199,9 +198,10 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
 		Observer:          obs,
 		Naming:            n,
-		// kube-state-metrics' restart counts and reasons, where its series exist (kube)
-		Kube:   &kube.DefaultLabels,
-		Logger: log,
+		Logger:            log,
+	}
+	if c.Kubernetes.Enabled {
+		opt.Kube = &c.Kubernetes
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

@@ -195,7 +195,7 @@ func evidenceLine(e playbooks.Evidence) string {
 	b.WriteString(escape(name))
 	b.WriteString(": ")
 	switch {
-	case e.Value == nil:
+	case !e.HasValue():
 		b.WriteString("_no data_")
 		if e.Problem != "" {
 			b.WriteString(" (" + escape(e.Problem) + ")")

@@ -337,3 +337,14 @@ func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 		t.Errorf("hour-old diagnosis: %q", got)
 	}
 }
+
+// A label-valued fact (a workload, an HPA) is evidence with a value, not "no data".
+func TestALabelValuedFactIsShownAsItsValue(t *testing.T) {
+	line := evidenceLine(playbooks.Evidence{Name: "kube_workload_ref", Title: "Workload", Label: "deployment/llama", Text: "deployment/llama"})
+	if line != "• Workload: *deployment/llama*" {
+		t.Fatalf("got %q", line)
+	}
+	if line := evidenceLine(playbooks.Evidence{Name: "x", Title: "X"}); line != "• X: _no data_" {
+		t.Fatalf("got %q", line)
+	}
+}

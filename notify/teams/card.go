@@ -260,7 +260,7 @@ func evidenceFacts(ev []playbooks.Evidence) Element {
 			break
 		}
 		v := cmp.Or(e.Text, playbooks.FormatValue(e.Value, e.Unit))
-		if e.Value == nil {
+		if !e.HasValue() {
 			v = "no data"
 		}
 		switch {

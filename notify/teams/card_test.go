@@ -295,3 +295,11 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from the rendered card (run go test -update, review the diff, run cardcheck):\n%s", path, got)
 	}
 }
+
+// A label-valued fact (a workload, an HPA) is evidence with a value, not "no data".
+func TestALabelValuedFactIsAFactWithItsValue(t *testing.T) {
+	set := evidenceFacts([]playbooks.Evidence{{Name: "kube_hpa", Title: "HorizontalPodAutoscaler", Label: "llama", Text: "llama"}, {Name: "x", Title: "X"}})
+	if len(set.Facts) != 2 || !strings.Contains(fmt.Sprint(set.Facts[0].Value), "llama") || !strings.Contains(fmt.Sprint(set.Facts[1].Value), "no data") {
+		t.Fatalf("facts: %+v", set.Facts)
+	}
+}

@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -7,19 +7,9 @@ import (
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
-
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/kube"
 )
-
-type apiQuerier struct{ api v1.API }
-
-func (q apiQuerier) Query(ctx context.Context, query string, ts time.Time) (model.Value, error) {
-	v, _, _, err := q.api.Query(ctx, query, ts)
-	return v, err
-}
 
 // ksmSeries is 20 minutes of kube-state-metrics v2's container series (labels namespace, pod,
 // uid, container; scraped with honor_labels) for: vllm-0, whose vllm container was OOMKilled 3
@@ -61,39 +51,38 @@ func ksmSeries(end time.Time) string {
 	return b.String()
 }
 
+// Restarts come from the container series alone (a kube-state-metrics that exports no owner
+// still says why the pod restarted), under the labels the scrape left them.
 func TestRestartsAreReadFromKubeStateMetricsOnARealPrometheus(t *testing.T) {
 	end := time.Now().Truncate(15 * time.Second).Add(-15 * time.Second)
 	prom := testenv.Prometheus(t, testenv.PromOptions{OpenMetrics: ksmSeries(end)})
-	client, err := promapi.NewClient(promapi.Config{Address: prom.URL})
-	if err != nil {
-		t.Fatal(err)
+	look := func(c *kube.Config, pod string) *kube.Facts {
+		t.Helper()
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return c.Lookup(context.Background(), asker(t, prom.URL, end), kube.PodRef{Namespace: "llm", Name: pod}, end, 5*time.Minute).Facts()
 	}
-	r := Reader{Q: apiQuerier{v1.NewAPI(client)}}
-	ctx := context.Background()
+	c := &kube.Config{}
+	c.SetDefaults()
 
-	got, err := r.Restarts(ctx, "llm", "vllm-0", 5*time.Minute, end)
-	if err != nil || got == nil {
-		t.Fatalf("vllm-0: %+v, %v", got, err)
+	f := look(c, "vllm-0")
+	if w := f.Number("kube_restarts_in_window"); w == nil || *w < 0.9 || *w > 1.5 || *f.Number("kube_restarts") != 5 ||
+		f.Label("kube_restart_reason") != "OOMKilled" || *f.Number("kube_last_exit_code") != 137 {
+		t.Errorf("vllm-0: %v %v; want one restart in the window (extrapolated), 5 in all, container vllm OOMKilled with 137", f.Numbers, f.Labels)
 	}
-	if got.InWindow < 0.9 || got.InWindow > 1.5 || got.Total != 5 || got.Container != "vllm" || got.Reason != "OOMKilled" || got.ExitCode == nil || *got.ExitCode != 137 {
-		t.Errorf("vllm-0: %+v; want one restart in the window (extrapolated), 5 in all, container vllm OOMKilled with 137", got)
+	if want := "kube-state-metrics: pod vllm-0 restarted once in the window (5 times since it was created); container vllm last terminated: OOMKilled (exit code 137)."; f.Label("kube_restarts_summary") != want {
+		t.Errorf("summary %q, want %q", f.Label("kube_restarts_summary"), want)
 	}
-	if want := "kube-state-metrics: pod vllm-0 restarted once in the window (5 times since it was created); container vllm last terminated: OOMKilled (exit code 137)."; got.Summary() != want {
-		t.Errorf("summary %q, want %q", got.Summary(), want)
+	if f := look(c, "vllm-1"); *f.Number("kube_restarts") != 0 || f.Label("kube_restart_reason") != "" || f.Number("kube_last_exit_code") != nil {
+		t.Errorf("vllm-1, never restarted: %v %v", f.Numbers, f.Labels)
 	}
-
-	got, err = r.Restarts(ctx, "llm", "vllm-1", 5*time.Minute, end)
-	if err != nil || got == nil || got.Total != 0 || got.Reason != "" || got.ExitCode != nil {
-		t.Errorf("vllm-1, never restarted: %+v, %v", got, err)
+	// Without honor_labels, the pod's labels are exported_*: the default labels find nothing.
+	if f := look(c, "vllm-2"); f.Number("kube_restarts") != nil {
+		t.Errorf("vllm-2 under the default labels: %v", f.Numbers)
 	}
-
-	// Without honor_labels, the pod's labels are exported_*: the default labels find nothing,
-	// and nothing is not an error.
-	if got, err := r.Restarts(ctx, "llm", "vllm-2", 5*time.Minute, end); err != nil || got != nil {
-		t.Errorf("vllm-2 under the default labels: %+v, %v; want nil, nil", got, err)
-	}
-	r.Labels = Labels{Namespace: "exported_namespace", Pod: "exported_pod"}
-	if got, err := r.Restarts(ctx, "llm", "vllm-2", 5*time.Minute, end); err != nil || got == nil || got.Reason != "Error" || got.Total != 1 {
-		t.Errorf("vllm-2 under exported_* labels: %+v, %v; want one restart, Error", got, err)
+	c.NamespaceLabel, c.PodLabel = "exported_namespace", "exported_pod"
+	if f := look(c, "vllm-2"); f.Label("kube_restart_reason") != "Error" || *f.Number("kube_restarts") != 1 {
+		t.Errorf("vllm-2 under exported_* labels: %v %v; want one restart, Error", f.Numbers, f.Labels)
 	}
 }
