@@ -369,15 +369,18 @@ func (d *Dispatcher) process(j *job) {
 	total := 0
 	for i := range n.Items {
 		it := &n.Items[i]
-		if it.Alert.Status == notify.StatusResolved || (it.Alert.Status == "" && n.Status == notify.StatusResolved) {
-			d.count("resolved")
-			continue
-		}
+		resolved := it.Alert.Status == notify.StatusResolved || (it.Alert.Status == "" && n.Status == notify.StatusResolved)
+		// Matching is by labels only, so a resolution no playbook matches had no firing post:
+		// it is not posted either.
 		pb, ok := d.set.Match(it.Alert.Labels)
 		if !ok {
 			it.Unmatched = true
 			d.count("unmatched")
-			d.log.Info().Str("alertname", it.Alert.Labels["alertname"]).Str("group_key", n.GroupKey).Msg("no playbook matches alert")
+			d.log.Info().Str("alertname", it.Alert.Labels["alertname"]).Str("group_key", n.GroupKey).Bool("resolved", resolved).Msg("no playbook matches alert")
+			continue
+		}
+		if resolved {
+			d.count("resolved")
 			continue
 		}
 		d.count("diagnosed")
@@ -464,7 +467,8 @@ func commonLabels(items []*notify.Item) map[string]string {
 	return out
 }
 
-// worthNotifying: a firing notification whose alerts no playbook knows is logged, not posted.
+// worthNotifying: a notification whose alerts no playbook knows (firing or resolved) is logged,
+// not posted.
 func worthNotifying(n *notify.Notification) bool {
 	for _, it := range n.Items {
 		if !it.Unmatched {

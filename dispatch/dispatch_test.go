@@ -208,6 +208,28 @@ func TestUnknownAlertsAreNotPosted(t *testing.T) {
 	}
 }
 
+// A resolution of an alert no playbook knows follows its firing: nothing was posted when it
+// fired, so nothing is posted when it resolves (Teams and the webhook would post a resolution card
+// naming a diagnosis that never existed).
+func TestResolutionsOfUnknownAlertsAreNotPosted(t *testing.T) {
+	set, engine := engineOn(t, "http://127.0.0.1:1")
+	c := &collector{}
+	d := New(set, engine, c, store.NewMemory(), Options{Workers: 1, QueueSize: 4, DedupWindow: time.Hour, Logger: zerolog.Nop()})
+	d.Start()
+	a := alert("a")
+	a.Labels["alertname"] = "SomethingElse"
+	a.Status = "resolved"
+	msg := message("g1", a)
+	msg.Status = "resolved"
+	if _, err := d.Accept(context.Background(), msg, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	d.Shutdown(context.Background())
+	if len(c.all()) != 0 {
+		t.Fatal("the resolution of an alert no playbook knows must not be posted")
+	}
+}
+
 // failing fails every notification.
 type failing struct{ calls atomic.Int32 }
 
