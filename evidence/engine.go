@@ -15,6 +15,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/lora"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -40,7 +41,8 @@ type EngineOptions struct {
 	Traces TraceFinder
 	// Kube, when set and enabled, reads what kube-state-metrics says about the diagnosed pod
 	// (kube.Config.Lookup) when a rule on the way to the verdict reads it
-	// (playbooks.Diagnosis.NeedsFacts), and judges again with it.
+	// (playbooks.Diagnosis.FactSources), and judges again with it. The LoRA facts (package
+	// lora) need no option: they are vLLM's own series, looked up the same way.
 	Kube   *kube.Config
 	Logger zerolog.Logger
 	Now    func() time.Time
@@ -104,12 +106,11 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 	pl := e.plan(p, labels, start, at)
 	g := e.gather(ctx, pl)
 	d, err := e.judge(pl, g)
-	if err == nil && d.NeedsFacts() {
-		// A rule on the way to the verdict reads kube-state-metrics' facts: look them up, and
-		// judge again with them.
-		if g.kube = e.lookupKube(ctx, pl, g.fleet); g.kube != nil {
-			d, err = e.judge(pl, g)
-		}
+	// A rule on the way to the verdict reads facts not looked up yet (kube-state-metrics', the
+	// LoRA series'): look them up, and judge again with them, until the rules on the way read
+	// none but those looked up (each source once).
+	for err == nil && d.NeedsFacts() && e.lookupFacts(ctx, pl, &g, d.FactSources()) {
+		d, err = e.judge(pl, g)
 	}
 	d.Duration = e.opt.Now().Sub(start)
 	d.DurationMS = float64(d.Duration.Microseconds()) / 1000
@@ -143,6 +144,8 @@ type gathered struct {
 	traces     *traces.Report
 	tracesNote string
 	kube       *kube.Report // nil: not looked up
+	lora       *lora.Report // nil: not looked up
+	looked     []string     // the fact sources looked up (facts.Source*), made or not
 }
 
 // gather sends the plan's queries, its fleet request and its trace lookup at once and waits for
@@ -231,13 +234,10 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		d, err = unreachable(p, t, pl.at), &UnavailableError{Reason: t.lastErr}
 		d.Notes = notes
 	} else {
-		var kf *kube.Facts
-		if g.kube != nil {
-			kf = g.kube.Facts()
-			notes = append(notes, kubeNotes(g.kube)...)
-		}
+		kf, factNotes := factsOf(g)
+		notes = append(notes, factNotes...)
 		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
-			PodScope: e.pods, At: pl.at, Kube: kf})
+			PodScope: e.pods, At: pl.at, Facts: kf})
 		d.Notes = append(notes, d.Notes...)
 		if d.Verdict == playbooks.VerdictNoData {
 			prefix := cmp.Or(e.opt.Naming.Prefix, vllmnames.DefaultPrefix)
@@ -250,8 +250,8 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	}
 	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
 	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.pods))
-	if g.kube != nil && d.Record != nil {
-		d.Evidence = append(d.Evidence, kubeEvidence(g.kube, d.Record.Kube)...)
+	if d.Record != nil {
+		d.Evidence = append(d.Evidence, factEvidence(g, d.Record.Facts)...)
 	}
 	d.Charts = charts(p, pl.x.Queries)
 	return d, err

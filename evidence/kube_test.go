@@ -133,7 +133,7 @@ func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testi
 		if got := kubeRequests(asked); got != 3 {
 			t.Errorf("%d kube-state-metrics requests, want 3 (the pod's 9 queries in one, the workload's 17 in two)", got)
 		}
-		f := d.Record.Kube
+		f := d.Record.Facts
 		if f.Label("kube_workload_ref") != "deployment/llama" || *f.Number("kube_hpa_max") != n || *f.Number("kube_hpa_limited") != 1 ||
 			f.Label("kube_node") != "node-of-vllm-capacity" {
 			t.Fatalf("facts: %v %v", f.Numbers, f.Labels)
@@ -152,15 +152,15 @@ func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testi
 	t.Run("a verdict decided before any rule reads a fact costs no lookup", func(t *testing.T) {
 		kv := map[string]string{"alertname": "X", "namespace": "llm", "pod": "vllm-kv", "model_name": "llama"}
 		d, asked := run(t, kubeConfig(t, ""), 0, kv)
-		if d.Verdict != playbooks.VerdictKVPressure || kubeRequests(asked) != 0 || d.Record.Kube != nil {
-			t.Fatalf("verdict %s, %d kube-state-metrics requests, facts %+v", d.Verdict, kubeRequests(asked), d.Record.Kube)
+		if d.Verdict != playbooks.VerdictKVPressure || kubeRequests(asked) != 0 || d.Record.Facts != nil {
+			t.Fatalf("verdict %s, %d kube-state-metrics requests, facts %+v", d.Verdict, kubeRequests(asked), d.Record.Facts)
 		}
 	})
 	t.Run("a few to a request says what each alone says", func(t *testing.T) {
 		alone, _ := run(t, kubeConfig(t, ""), 1, alert)
 		folded, _ := run(t, kubeConfig(t, ""), 0, alert)
-		if !reflect.DeepEqual(alone.Record.Kube, folded.Record.Kube) || len(folded.Record.Kube.Numbers) < 15 {
-			t.Fatalf("alone %v %v\nfolded %v %v", alone.Record.Kube.Numbers, alone.Record.Kube.Labels, folded.Record.Kube.Numbers, folded.Record.Kube.Labels)
+		if !reflect.DeepEqual(alone.Record.Facts, folded.Record.Facts) || len(folded.Record.Facts.Numbers) < 15 {
+			t.Fatalf("alone %v %v\nfolded %v %v", alone.Record.Facts.Numbers, alone.Record.Facts.Labels, folded.Record.Facts.Numbers, folded.Record.Facts.Labels)
 		}
 	})
 	t.Run("a run that names no pod reads the pod the fleet puts first", func(t *testing.T) {
@@ -168,15 +168,15 @@ func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testi
 		if d.Fleet == nil || d.Fleet.Focus != "vllm-capacity" || !d.Fleet.FocusChosen {
 			t.Fatalf("fleet focus: %+v", d.Fleet)
 		}
-		if f := d.Record.Kube; f.Label("kube_node") != "node-of-vllm-capacity" || f.Label("kube_workload") != "llama" {
+		if f := d.Record.Facts; f.Label("kube_node") != "node-of-vllm-capacity" || f.Label("kube_workload") != "llama" {
 			t.Fatalf("facts: %v %v", f.Numbers, f.Labels)
 		}
 	})
 	t.Run("no kube-state-metrics series: the facts say what was missing, no note on every diagnosis", func(t *testing.T) {
 		d, asked := run(t, kubeConfig(t, `job="nobody"`), 0, alert)
 		if !strings.HasPrefix(d.Title, `capacity: no kube-state-metrics series for namespace llm (kube_pod_owner{job="nobody",namespace="llm"})`) ||
-			*d.Record.Kube.Number("kube_found") != 0 || strings.Contains(strings.Join(d.Notes, "\n"), "Kubernetes") {
-			t.Fatalf("title %q, facts %v %v, notes %q", d.Title, d.Record.Kube.Numbers, d.Record.Kube.Labels, d.Notes)
+			*d.Record.Facts.Number("kube_found") != 0 || strings.Contains(strings.Join(d.Notes, "\n"), "Kubernetes") {
+			t.Fatalf("title %q, facts %v %v, notes %q", d.Title, d.Record.Facts.Numbers, d.Record.Facts.Labels, d.Notes)
 		}
 		if got := kubeRequests(asked); got != 1 {
 			t.Errorf("%d kube-state-metrics requests, want 1 (the pod's)", got)
@@ -193,8 +193,8 @@ func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testi
 		off := kubeConfig(t, "")
 		off.Enabled = false
 		d, asked := run(t, off, 0, alert)
-		if d.Record.Kube != nil || kubeRequests(asked) != 0 || d.Title != "capacity" {
-			t.Fatalf("title %q, kube %+v", d.Title, d.Record.Kube)
+		if d.Record.Facts != nil || kubeRequests(asked) != 0 || d.Title != "capacity" {
+			t.Fatalf("title %q, kube %+v", d.Title, d.Record.Facts)
 		}
 	})
 }

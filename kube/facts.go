@@ -2,57 +2,25 @@ package kube
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/facts"
 )
 
-// Fact is one value a playbook reads from a Report by name, in conditions and templates alike:
-// a number (nil when unknown), or a label value (a name: the workload, the HPA, the node, a
-// reason; "" when unknown).
-type Fact struct {
-	Name  string
-	Title string
-	// Doc says what the fact is and which series it comes from (docs/playbooks/README.md lists
-	// every fact with it).
-	Doc string
-	// Unit formats a number as a playbook query's unit does (count, s, or none).
-	Unit string
-	// Label marks a label value rather than a number.
-	Label bool
-	// Shown facts are listed as evidence when they have a value; the others feed conditions
-	// and templates only.
-	Shown bool
-	// Query names the lookup query the fact comes from (its PromQL is Report.Queries[Query]).
-	Query string
-	of    func(r *Report) any // *float64 or string
+// fact is one row of the table: a fact (facts.Fact) and how a Report gives it.
+type fact struct {
+	Name, Title, Doc, Unit string
+	Label, Shown           bool
+	Query                  string
+	of                     func(r *Report) any // *float64 or string
 }
 
-// Facts are the facts of one lookup, as the playbook language reads them (by name, Names) and
-// as a diagnosis' record keeps them.
-type Facts struct {
-	Numbers map[string]*float64 `json:"numbers,omitempty" yaml:"numbers,omitempty"`
-	Labels  map[string]string   `json:"labels,omitempty" yaml:"labels,omitempty"`
-}
-
-// Number is fact name's number (nil when unknown or f is nil).
-func (f *Facts) Number(name string) *float64 {
-	if f == nil {
-		return nil
-	}
-	return f.Numbers[name]
-}
-
-// Label is fact name's label value ("" when unknown or f is nil).
-func (f *Facts) Label(name string) string {
-	if f == nil {
-		return ""
-	}
-	return f.Labels[name]
-}
+// Facts are the facts of one lookup (package facts).
+type Facts = facts.Facts
 
 func num(x float64) *float64 { return &x }
 
@@ -121,7 +89,7 @@ func condition(c string) func(h *HPA) *float64 {
 
 // facts name and compute every fact: one table, the names a contract of the playbook language
 // (docs/playbooks/README.md lists them).
-var facts = []Fact{
+var table = []fact{
 	{Name: "kube_found", Doc: "1 when kube-state-metrics has the pod (`kube_pod_owner`), 0 when it has not; unknown when not looked up (off, or the alert names no pod and namespace)", Title: "kube-state-metrics has the pod", Query: "pod_owner",
 		of: func(r *Report) any { return boolNum(r.Found) }},
 	{Name: "kube_missing", Doc: "what kube-state-metrics lacked, in words: no series for the namespace, no such pod, a pod without a controller", Title: "What kube-state-metrics lacked", Label: true, Query: "pod_owner",
@@ -244,90 +212,36 @@ var facts = []Fact{
 }
 
 // Names lists every fact, in table order.
-func Names() []Fact { return slices.Clone(facts) }
+func Names() []facts.Fact {
+	out := make([]facts.Fact, len(table))
+	for i, f := range table {
+		out[i] = facts.Fact{Name: f.Name, Title: f.Title, Doc: f.Doc, Unit: f.Unit, Label: f.Label, Shown: f.Shown,
+			Query: f.Query, Source: facts.SourceKube}
+	}
+	return out
+}
 
 // Facts are the report's facts by name.
 func (r *Report) Facts() *Facts {
-	f := &Facts{Numbers: map[string]*float64{}, Labels: map[string]string{}}
-	for _, fc := range facts {
+	f := facts.New(facts.SourceKube)
+	for _, fc := range table {
 		switch v := fc.of(r).(type) {
 		case *float64:
-			if v != nil {
-				f.Numbers[fc.Name] = v
-			}
+			f.SetNumber(fc.Name, v)
 		case string:
-			if v != "" {
-				f.Labels[fc.Name] = v
-			}
+			f.SetLabel(fc.Name, v)
 		}
 	}
 	return f
 }
 
-// FactsFrom reads recorded facts (a fixture's `kube:` section): each name a fact, a number for
-// a number fact, a string for a label fact.
+// FactsFrom reads recorded kube-state-metrics facts (a fixture's `kube:` section).
 func FactsFrom(m map[string]any) (*Facts, error) {
-	f := &Facts{Numbers: map[string]*float64{}, Labels: map[string]string{}}
-	var errs []string
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		i := slices.IndexFunc(facts, func(fc Fact) bool { return fc.Name == name })
-		if i < 0 {
-			errs = append(errs, fmt.Sprintf("%s: no such fact (one of %s)", name, strings.Join(names(), ", ")))
-			continue
-		}
-		switch v := m[name].(type) {
-		case nil:
-		case string:
-			if !facts[i].Label {
-				errs = append(errs, fmt.Sprintf("%s: a number, not %q", name, v))
-				continue
-			}
-			f.Labels[name] = v
-		case int:
-			if facts[i].Label {
-				errs = append(errs, fmt.Sprintf("%s: a label value (a string), not %d", name, v))
-				continue
-			}
-			f.Numbers[name] = num(float64(v))
-		case float64:
-			if facts[i].Label {
-				errs = append(errs, fmt.Sprintf("%s: a label value (a string), not %g", name, v))
-				continue
-			}
-			f.Numbers[name] = num(v)
-		default:
-			errs = append(errs, fmt.Sprintf("%s: a number or a string, not %T", name, v))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	f := facts.New(facts.SourceKube)
+	if err := f.From(Names(), m); err != nil {
+		return nil, err
 	}
 	return f, nil
-}
-
-// Map is f as a fixture writes it (FactsFrom reads it back).
-func (f *Facts) Map() map[string]any {
-	if f == nil {
-		return nil
-	}
-	m := make(map[string]any, len(f.Numbers)+len(f.Labels))
-	for k, v := range f.Numbers {
-		if v != nil {
-			m[k] = *v
-		}
-	}
-	for k, v := range f.Labels {
-		m[k] = v
-	}
-	return m
-}
-
-func names() []string {
-	out := make([]string, len(facts))
-	for i, f := range facts {
-		out[i] = f.Name
-	}
-	return out
 }
 
 // ref is how kubectl names the object ("deployment/vllm-llama").
@@ -424,15 +338,4 @@ func times(n float64) string {
 		return "once"
 	}
 	return s + " times"
-}
-
-// kind says what a fact holds, for the runbooks' table: a label, a number, a number of seconds.
-func (f Fact) kind() string {
-	switch {
-	case f.Label:
-		return "label"
-	case f.Unit == "s":
-		return "number, seconds"
-	}
-	return "number"
 }

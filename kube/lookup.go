@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/facts"
 )
 
 // PodRef names a pod: its namespace and name, as kube-state-metrics labels it.
@@ -17,19 +19,12 @@ type PodRef struct{ Namespace, Name string }
 
 func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
 
-// Query is one named PromQL query of a lookup step.
-type Query struct{ Name, Expr string }
-
-// Answer is what Prometheus answered a step: each query's series (a query without series is
-// absent), and why a query has no answer when it failed (rejected, timed out, unreachable).
-type Answer struct {
-	Vectors  map[string]model.Vector
-	Problems map[string]string
-}
-
-// Asker sends a step's queries to Prometheus at one evaluation time (the evidence engine does,
-// a few to a request, through its cache) and returns the answer.
-type Asker func(ctx context.Context, queries []Query) Answer
+// Query, Answer and Asker are a lookup step's (package facts).
+type (
+	Query  = facts.Query
+	Answer = facts.Answer
+	Asker  = facts.Asker
+)
 
 // Lookup reads what kube-state-metrics says about pod as of at, in two steps of one or two
 // requests each: the pod (its owner, the owner's owner, node, restarts, in all and over the
@@ -95,17 +90,17 @@ func (c *Config) podQueries(p PodRef, window time.Duration) []Query {
 		inNS = this
 	}
 	return []Query{
-		{"pod_owner", "kube_pod_owner{" + this + "}"},
-		{"pod_rs_owner", fmt.Sprintf(`kube_replicaset_owner{%s} and on (%s, replicaset) label_replace(kube_pod_owner{%s,owner_kind="ReplicaSet"}, "replicaset", "$1", "owner_name", "(.+)")`,
+		{Name: "pod_owner", Expr: "kube_pod_owner{" + this + "}"},
+		{Name: "pod_rs_owner", Expr: fmt.Sprintf(`kube_replicaset_owner{%s} and on (%s, replicaset) label_replace(kube_pod_owner{%s,owner_kind="ReplicaSet"}, "replicaset", "$1", "owner_name", "(.+)")`,
 			sets, ns, this)},
-		{"pod_info", "kube_pod_info{" + this + "}"},
-		{"pod_labels", "kube_pod_labels{" + this + "}"},
-		{"pod_restarts", "kube_pod_container_status_restarts_total{" + this + "}"},
-		{"pod_restarts_window", "increase(kube_pod_container_status_restarts_total{" + this + "}[" + model.Duration(window).String() + "])"},
-		{"pod_last_exitcode", "kube_pod_container_status_last_terminated_exitcode{" + this + "}"},
-		{"pod_last_reason", "kube_pod_container_status_last_terminated_reason{" + this + "} == 1"},
-		{"pod_waiting", "kube_pod_container_status_waiting_reason{" + this + "} == 1"},
-		{"namespace_pods", "count(kube_pod_owner{" + inNS + "})"},
+		{Name: "pod_info", Expr: "kube_pod_info{" + this + "}"},
+		{Name: "pod_labels", Expr: "kube_pod_labels{" + this + "}"},
+		{Name: "pod_restarts", Expr: "kube_pod_container_status_restarts_total{" + this + "}"},
+		{Name: "pod_restarts_window", Expr: "increase(kube_pod_container_status_restarts_total{" + this + "}[" + model.Duration(window).String() + "])"},
+		{Name: "pod_last_exitcode", Expr: "kube_pod_container_status_last_terminated_exitcode{" + this + "}"},
+		{Name: "pod_last_reason", Expr: "kube_pod_container_status_last_terminated_reason{" + this + "} == 1"},
+		{Name: "pod_waiting", Expr: "kube_pod_container_status_waiting_reason{" + this + "} == 1"},
+		{Name: "namespace_pods", Expr: "count(kube_pod_owner{" + inNS + "})"},
 	}
 }
 
@@ -150,26 +145,26 @@ func (c *Config) workloadQueries(namespace string, w Ref) []Query {
 	ofHPA := " and on (" + ns + ", horizontalpodautoscaler) " + hpa
 	nsOnly := ns + "=" + quote(namespace)
 	return []Query{
-		{"pods", c.podsOf(namespace, w)},
-		{"pods_phase", "kube_pod_status_phase{" + inNS + "} == 1" + pods},
-		{"pods_ready", `kube_pod_status_ready{` + inNS + `,condition="true"}` + pods},
-		{"pods_created", "kube_pod_created{" + inNS + "}" + pods},
-		{"pods_unschedulable", "kube_pod_status_unschedulable{" + inNS + "}" + pods},
-		{"pods_unscheduled_time", "kube_pod_status_unscheduled_time{" + inNS + "}" + pods},
-		{"pods_waiting", "kube_pod_container_status_waiting_reason{" + inNS + "} == 1" + pods},
-		{"hpa", hpa},
-		{"hpa_min", "kube_horizontalpodautoscaler_spec_min_replicas{" + inNS + "}" + ofHPA},
-		{"hpa_max", "kube_horizontalpodautoscaler_spec_max_replicas{" + inNS + "}" + ofHPA},
-		{"hpa_current", "kube_horizontalpodautoscaler_status_current_replicas{" + inNS + "}" + ofHPA},
-		{"hpa_desired", "kube_horizontalpodautoscaler_status_desired_replicas{" + inNS + "}" + ofHPA},
-		{"hpa_condition", "kube_horizontalpodautoscaler_status_condition{" + inNS + "} == 1" + ofHPA},
-		{"hpa_target", "kube_horizontalpodautoscaler_spec_target_metric{" + inNS + "}" + ofHPA},
-		{"hpa_reading", "kube_horizontalpodautoscaler_status_target_metric{" + inNS + "}" + ofHPA},
+		{Name: "pods", Expr: c.podsOf(namespace, w)},
+		{Name: "pods_phase", Expr: "kube_pod_status_phase{" + inNS + "} == 1" + pods},
+		{Name: "pods_ready", Expr: `kube_pod_status_ready{` + inNS + `,condition="true"}` + pods},
+		{Name: "pods_created", Expr: "kube_pod_created{" + inNS + "}" + pods},
+		{Name: "pods_unschedulable", Expr: "kube_pod_status_unschedulable{" + inNS + "}" + pods},
+		{Name: "pods_unscheduled_time", Expr: "kube_pod_status_unscheduled_time{" + inNS + "}" + pods},
+		{Name: "pods_waiting", Expr: "kube_pod_container_status_waiting_reason{" + inNS + "} == 1" + pods},
+		{Name: "hpa", Expr: hpa},
+		{Name: "hpa_min", Expr: "kube_horizontalpodautoscaler_spec_min_replicas{" + inNS + "}" + ofHPA},
+		{Name: "hpa_max", Expr: "kube_horizontalpodautoscaler_spec_max_replicas{" + inNS + "}" + ofHPA},
+		{Name: "hpa_current", Expr: "kube_horizontalpodautoscaler_status_current_replicas{" + inNS + "}" + ofHPA},
+		{Name: "hpa_desired", Expr: "kube_horizontalpodautoscaler_status_desired_replicas{" + inNS + "}" + ofHPA},
+		{Name: "hpa_condition", Expr: "kube_horizontalpodautoscaler_status_condition{" + inNS + "} == 1" + ofHPA},
+		{Name: "hpa_target", Expr: "kube_horizontalpodautoscaler_spec_target_metric{" + inNS + "}" + ofHPA},
+		{Name: "hpa_reading", Expr: "kube_horizontalpodautoscaler_status_target_metric{" + inNS + "}" + ofHPA},
 		// KEDA names the HPA of a ScaledObject keda-hpa-<name> and labels its own metrics by
 		// scaledObject.
-		{"keda", fmt.Sprintf(`keda_scaler_metrics_value{%s} and on (%s, scaledObject) label_replace(%s, "scaledObject", "$1", "horizontalpodautoscaler", %s)`,
+		{Name: "keda", Expr: fmt.Sprintf(`keda_scaler_metrics_value{%s} and on (%s, scaledObject) label_replace(%s, "scaledObject", "$1", "horizontalpodautoscaler", %s)`,
 			nsOnly, ns, hpa, quote(kedaHPAPrefix+"(.+)"))},
 		// llm-d's workload variant autoscaler publishes the replicas it wants per target.
-		{"wva", "wva_desired_replicas{" + nsOnly + ",target_name=" + quote(w.Name) + "}"},
+		{Name: "wva", Expr: "wva_desired_replicas{" + nsOnly + ",target_name=" + quote(w.Name) + "}"},
 	}
 }

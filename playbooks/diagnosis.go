@@ -1,6 +1,7 @@
 package playbooks
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -101,7 +102,7 @@ type Diagnosis struct {
 	// Record is what the verdict was decided from (nil when no evidence was gathered); it is
 	// not part of the triage JSON. RecordID names it in the store once kept there.
 	Record     *Record       `json:"-"`
-	needsFacts bool          // see NeedsFacts
+	needsFacts []string      // see FactSources
 	RecordID   string        `json:"-"`
 	Duration   time.Duration `json:"-"`
 	DurationMS float64       `json:"duration_ms"`
@@ -150,12 +151,15 @@ type ChartSeries struct {
 	Query string `json:"query"`
 }
 
-// NeedsFacts reports whether the diagnosis was made without facts (Observation.Kube nil) that
-// its decision reads: a rule tried before the verdict (or the verdict's own title, summary or
-// actions) reads one. Judging again with the facts may give another verdict or text; the
-// evidence engine looks them up only then, so that a diagnosis no fact could change costs
-// Prometheus nothing more.
-func (d *Diagnosis) NeedsFacts() bool { return d.needsFacts }
+// FactSources are the sources (facts.Source*) of facts the diagnosis' decision reads and that
+// were not looked up (Observation.Facts): a rule tried before the verdict (or the verdict's own
+// title, summary or actions) reads one. Judging again with them may give another verdict or
+// text; the evidence engine looks a source up only then, so that a diagnosis no fact could
+// change costs Prometheus nothing more.
+func (d *Diagnosis) FactSources() []string { return slices.Clone(d.needsFacts) }
+
+// NeedsFacts reports whether FactSources names any.
+func (d *Diagnosis) NeedsFacts() bool { return len(d.needsFacts) > 0 }
 
 // Degraded reports whether the diagnosis was made without all of its evidence.
 // A partial answer (evidence with warnings) is degraded too.

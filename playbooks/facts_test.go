@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/kube"
 )
 
@@ -40,7 +41,7 @@ func TestConditionsAndTemplatesReadFactsByName(t *testing.T) {
 	absent, _ := kube.FactsFrom(map[string]any{"kube_found": 0, "kube_missing": "no series for namespace llm"})
 	for _, tc := range []struct {
 		name          string
-		kube          *kube.Facts
+		kube          *facts.Facts
 		verdict, text string
 	}{
 		{"an HPA at its ceiling", at, "capacity-past-knee", "deployment/llama at its ceiling / HPA llama: 8 of 8"},
@@ -50,7 +51,7 @@ func TestConditionsAndTemplatesReadFactsByName(t *testing.T) {
 		{"kube-state-metrics not read: every fact unknown", nil, "inconclusive", "fallback / max n/a, workload []"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := p.Judge(Observation{Values: values, Kube: tc.kube})
+			d := p.Judge(Observation{Values: values, Facts: tc.kube})
 			if got := d.Title + " / " + d.Summary; d.Verdict != tc.verdict || got != tc.text {
 				t.Errorf("got %s %q, want %s %q", d.Verdict, got, tc.verdict, tc.text)
 			}
@@ -77,7 +78,7 @@ func TestFixturesRecordFactsAndRefuseUnknownOnes(t *testing.T) {
 	}
 	w := 9.0
 	kf, _ := kube.FactsFrom(map[string]any{"kube_hpa_found": 1, "kube_hpa_current": 3, "kube_hpa_max": 3, "kube_workload_kind": "Deployment"})
-	d := p.Judge(Observation{Values: map[string]*float64{"waiting": &w}, Kube: kf})
+	d := p.Judge(Observation{Values: map[string]*float64{"waiting": &w}, Facts: kf})
 	out, err := FixtureFromDiagnosis(d, VerdictCapacityPastKnee)
 	if err != nil {
 		t.Fatal(err)
@@ -126,16 +127,16 @@ verdicts:
 	for _, tc := range []struct {
 		name       string
 		values     map[string]*float64
-		kube       *kube.Facts
+		kube       *facts.Facts
 		verdict    string
 		needsFacts bool
 	}{
 		{"decided before any rule reads a fact", map[string]*float64{"kv": f(0.95), "waiting": f(9)}, nil, VerdictKVPressure, false},
 		{"a fact-reading rule was tried on the way", map[string]*float64{"kv": f(0.5), "waiting": f(9)}, nil, VerdictLoadImbalance, true},
 		{"the verdict's template reads a fact", map[string]*float64{"kv": f(0.5), "waiting": f(2)}, nil, VerdictLoadImbalance, true},
-		{"with the facts given, nothing more to look up", map[string]*float64{"kv": f(0.5), "waiting": f(9)}, &kube.Facts{}, VerdictLoadImbalance, false},
+		{"with the facts given, nothing more to look up", map[string]*float64{"kv": f(0.5), "waiting": f(9)}, facts.New(facts.SourceKube), VerdictLoadImbalance, false},
 	} {
-		d := p.Judge(Observation{Values: tc.values, Kube: tc.kube})
+		d := p.Judge(Observation{Values: tc.values, Facts: tc.kube})
 		if d.Verdict != tc.verdict || d.NeedsFacts() != tc.needsFacts {
 			t.Errorf("%s: verdict %s, needs facts %v", tc.name, d.Verdict, d.NeedsFacts())
 		}

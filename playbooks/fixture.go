@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -32,8 +31,9 @@ type Fixture struct {
 	// TracesSummary, when set, stands for a trace lookup that found slow requests and summed them
 	// up in this line (.traces.summary; .traces.count is then 1). Absent: no traces.
 	TracesSummary string `yaml:"traces_summary"`
-	// Kube are recorded kube-state-metrics facts by name (kube_hpa_max: 8, kube_workload:
-	// vllm-llama); absent: kube-state-metrics was not read.
+	// Facts are recorded facts by name, of any source (lora_max: 4, kube_workload: vllm-llama);
+	// Kube are kube-state-metrics' (the older key). Absent both: no fact was looked up.
+	Facts  map[string]any `yaml:"facts"`
 	Kube   map[string]any `yaml:"kube"`
 	Expect FixtureExpect  `yaml:"expect"`
 }
@@ -151,14 +151,11 @@ func runFixture(set *Set, fx Fixture) string {
 	if fx.TracesSummary != "" {
 		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
 	}
-	var kf *kube.Facts
-	if fx.Kube != nil {
-		var err error
-		if kf, err = kube.FactsFrom(fx.Kube); err != nil {
-			return "kube: " + err.Error()
-		}
+	kf, problem := recordedFacts(fx.Kube, fx.Facts)
+	if problem != "" {
+		return problem
 	}
-	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr, Kube: kf})
+	d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: labels, Traces: tr, Facts: kf})
 	var diff []string
 	if fx.Expect.Verdict == "" {
 		diff = append(diff, "expect.verdict is required")

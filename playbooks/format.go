@@ -8,7 +8,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -160,7 +160,7 @@ func toPtr(v any) *float64 {
 // scope labels under .labels, .window, the fleet values (waiting_this, ...), the sibling
 // comparison under .fleet (.fleet.pod, .fleet.scope, .fleet.pods, .fleet.affected,
 // .fleet.affected_pods) and what the traces show under .traces (see traceData).
-func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView, tr *traces.Report, kf *kube.Facts) map[string]any {
+func templateData(p *Playbook, values map[string]*float64, labels map[string]string, fleet *FleetView, tr *traces.Report, kf *facts.Facts) map[string]any {
 	d := make(map[string]any, len(p.Queries)+len(p.Params)+3)
 	for _, q := range p.Queries {
 		if v, ok := values[q.Name]; ok && v != nil {

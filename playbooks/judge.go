@@ -3,13 +3,14 @@ package playbooks
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/expr-lang/expr"
 
-	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -29,8 +30,8 @@ type Observation struct {
 	PodScope PodScope
 	// At is when the evidence was evaluated (zero for a recorded fixture).
 	At time.Time
-	// Kube are what kube-state-metrics says about the pod (nil: not looked up); see facts.go.
-	Kube *kube.Facts
+	// Facts are the facts of the sources looked up (nil: none); see facts.go.
+	Facts *facts.Facts
 }
 
 // Judge decides p's verdict over o: the verdicts are tried in order and the first whose condition
@@ -69,12 +70,12 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 			missing[m] = true
 		}
 	}
-	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests, o.Kube)
+	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests, o.Facts)
 	data["baseline_from"] = baselineFromData(p, from)
-	factEnv(env, o.Kube, false)
+	factEnv(env, o.Facts, false)
 	p.choose(d, env, missing, data)
-	d.needsFacts = d.needsFacts && o.Kube == nil
-	d.record(o.Values, o.Fleet, o.Labels, o.Kube)
+	d.needsFacts = slices.DeleteFunc(d.needsFacts, o.Facts.Looked)
+	d.record(o.Values, o.Fleet, o.Labels, o.Facts)
 	return d
 }
 
@@ -104,7 +105,11 @@ func mergeValues(a, b map[string]*float64) map[string]*float64 {
 func (p *Playbook) choose(d *Diagnosis, env map[string]any, missing map[string]bool, data map[string]any) {
 	var chosen *Verdict
 	for _, v := range p.Verdicts {
-		d.needsFacts = d.needsFacts || v.facts
+		for _, src := range v.facts {
+			if !slices.Contains(d.needsFacts, src) {
+				d.needsFacts = append(d.needsFacts, src)
+			}
+		}
 		ok, err := expr.Run(v.program, env)
 		if err == nil && ok == true {
 			chosen = v

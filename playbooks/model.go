@@ -137,7 +137,7 @@ type Verdict struct {
 	OfferProfile bool
 	program      *vm.Program
 	needs        []string // query names the condition reads
-	facts        bool     // its condition or templates read a fact (facts.go)
+	facts        []string // the sources whose facts its condition or templates read (facts.go)
 }
 
 // Chart is a compiled chart declaration.

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/facts"
 )
 
 // Record is what a diagnosis was decided from: every query's value (hidden ones too), the fleet's
@@ -26,9 +26,10 @@ type Record struct {
 	Labels   map[string]string   `json:"labels"`
 	Values   map[string]*float64 `json:"values"`
 	Fleet    FleetValues         `json:"fleet,omitempty"`
-	// Kube are the kube-state-metrics facts (nil: not looked up).
-	Kube        *kube.Facts `json:"kube,omitempty"`
-	EvaluatedAt time.Time   `json:"evaluated_at,omitzero"`
+	// Facts are the facts looked up (nil: none). The JSON key is "kube", as it was when
+	// kube-state-metrics was their only source, so that records kept before read back.
+	Facts       *facts.Facts `json:"kube,omitempty"`
+	EvaluatedAt time.Time    `json:"evaluated_at,omitzero"`
 }
 
 // errNoRecord is returned for a diagnosis made without evidence (Prometheus unreachable): its
@@ -36,10 +37,10 @@ type Record struct {
 var errNoRecord = errors.New("this diagnosis has no recorded evidence (Prometheus could not be reached), so no fixture can reproduce it")
 
 // record fills d.Record from what the verdicts were decided over.
-func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels map[string]string, kf *kube.Facts) {
+func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels map[string]string, kf *facts.Facts) {
 	d.Record = &Record{
 		Playbook: d.Playbook, Verdict: d.Verdict, Title: d.Title,
-		Labels: maps.Clone(labels), Values: maps.Clone(values), EvaluatedAt: d.EvaluatedAt, Kube: kf,
+		Labels: maps.Clone(labels), Values: maps.Clone(values), EvaluatedAt: d.EvaluatedAt, Facts: kf,
 	}
 	if d.Record.Labels == nil {
 		d.Record.Labels = map[string]string{}
@@ -83,7 +84,18 @@ func FixtureFromRecord(r *Record, expect string) ([]byte, error) {
 	}
 	fx := fixtureOut{
 		Name: name, Playbook: r.Playbook, Alert: r.Labels, Values: values,
-		Fleet: r.Fleet, Kube: r.Kube.Map(), Expect: expectOut{Verdict: expect},
+		Fleet: r.Fleet, Expect: expectOut{Verdict: expect},
+	}
+	// kube-state-metrics' facts under kube:, the others under facts:.
+	for name, v := range r.Facts.Map() {
+		m := &fx.Facts
+		if strings.HasPrefix(name, "kube_") {
+			m = &fx.Kube
+		}
+		if *m == nil {
+			*m = map[string]any{}
+		}
+		(*m)[name] = v
 	}
 	var body bytes.Buffer
 	enc := yaml.NewEncoder(&body)
@@ -115,6 +127,7 @@ type fixtureOut struct {
 	Values   map[string]*float64           `yaml:"values"`
 	Fleet    map[string]map[string]float64 `yaml:"fleet,omitempty"`
 	Kube     map[string]any                `yaml:"kube,omitempty"`
+	Facts    map[string]any                `yaml:"facts,omitempty"`
 	Expect   expectOut                     `yaml:"expect"`
 }
 

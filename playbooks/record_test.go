@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-responder/vllm-responder/kube"
 )
 
 // Every recorded built-in fixture, decided and written back as a fixture, round-trips: the new
@@ -28,13 +27,11 @@ func TestAFixtureFromADiagnosisReproducesItsVerdictAndFailsOnAnother(t *testing.
 			if !ok {
 				t.Fatalf("%s tests[%d]: no playbook", file, i)
 			}
-			var kf *kube.Facts
-			if fx.Kube != nil {
-				if kf, err = kube.FactsFrom(fx.Kube); err != nil {
-					t.Fatalf("%s: %s: %v", file, fx.Name, err)
-				}
+			kf, problem := recordedFacts(fx.Kube, fx.Facts)
+			if problem != "" {
+				t.Fatalf("%s: %s: %s", file, fx.Name, problem)
 			}
-			d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: fx.Alert, Kube: kf})
+			d := pb.Judge(Observation{Values: fx.Values, Fleet: FleetValues(fx.Fleet), Labels: fx.Alert, Facts: kf})
 			other := VerdictHealthy
 			if d.Verdict == other {
 				other = VerdictInconclusive
