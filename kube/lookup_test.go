@@ -99,27 +99,7 @@ func cluster() (testenv.KSMState, []testenv.KEDAScaler) {
 }
 
 // asker sends each query alone to the Prometheus at url, evaluated at at.
-func asker(t *testing.T, url string, at time.Time) kube.Asker {
-	client, err := api.NewClient(api.Config{Address: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prom := v1.NewAPI(client)
-	return func(ctx context.Context, qs []kube.Query) kube.Answer {
-		a := kube.Answer{Vectors: map[string]model.Vector{}, Problems: map[string]string{}}
-		for _, q := range qs {
-			v, _, _, err := prom.Query(ctx, q.Expr, at)
-			if err != nil {
-				a.Problems[q.Name] = err.Error()
-				continue
-			}
-			if vec, ok := v.(model.Vector); ok && len(vec) > 0 {
-				a.Vectors[q.Name] = vec
-			}
-		}
-		return a
-	}
-}
+func asker(t *testing.T, url string, at time.Time) kube.Asker { return testenv.Asker(t, url, at) }
 
 // scraped starts a real Prometheus scraping the stand-in kube-state-metrics (twice, under two
 // jobs, as two replicas or a second scrape config would: every series duplicated) and KEDA, and
