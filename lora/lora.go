@@ -148,4 +148,3 @@ func (r *Report) Notes() []string {
 	}
 	return []string{"the LoRA query (" + Metric + ") failed: " + r.Problem}
 }
-

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // Every recorded built-in fixture, decided and written back as a fixture, round-trips: the new
