@@ -3,6 +3,7 @@ package playbooks
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,6 +140,46 @@ verdicts:
 		d := p.Judge(Observation{Values: tc.values, Facts: tc.kube})
 		if d.Verdict != tc.verdict || d.NeedsFacts() != tc.needsFacts {
 			t.Errorf("%s: verdict %s, needs facts %v", tc.name, d.Verdict, d.NeedsFacts())
+		}
+	}
+}
+
+// Each source is named only when a rule on the way reads one of its facts, and a source looked
+// up is not named again: the LoRA series are not asked about for a verdict decided on
+// kube-state-metrics' facts alone, nor kube-state-metrics for one decided on LoRA's.
+func TestADiagnosisNamesOnlyTheFactSourcesOnTheWay(t *testing.T) {
+	p, err := Parse("sources.yaml", []byte(`
+name: sources
+match: {alertname: X}
+queries:
+  waiting: sum(vllm:num_requests_waiting{$scope})
+  deferred: sum(vllm:num_requests_waiting_by_reason{reason="deferred",$scope})
+verdicts:
+  - {id: lora-capacity, when: "deferred > 1 && lora_running >= lora_max", title: "slots {{ .lora_running_adapters }}"}
+  - {id: capacity-past-knee, when: "waiting > 5 && kube_hpa_found == 1", title: "ceiling"}
+  - {id: inconclusive, when: "true", title: other}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(x float64) *float64 { return &x }
+	lora, _ := recordedFacts(nil, map[string]any{"lora_max": 2, "lora_running": 2, "lora_running_adapters": "a, b"})
+	lora.Sources = []string{facts.SourceLoRA}
+	for _, tc := range []struct {
+		name    string
+		values  map[string]*float64
+		facts   *facts.Facts
+		verdict string
+		sources []string
+	}{
+		{"kube-state-metrics looked up, the LoRA rule needs the LoRA series only", map[string]*float64{"deferred": f(3), "waiting": f(0)}, facts.New(facts.SourceKube), VerdictInconclusive, []string{facts.SourceLoRA}},
+		{"with them, it holds and nothing more is needed", map[string]*float64{"deferred": f(3), "waiting": f(0)}, lora, VerdictLoRACapacity, nil},
+		{"past it, the capacity rule needs kube-state-metrics, the LoRA series already looked up", map[string]*float64{"deferred": f(0), "waiting": f(9)}, lora, VerdictInconclusive, []string{facts.SourceKube}},
+		{"both, when neither was looked up", map[string]*float64{"deferred": f(0), "waiting": f(9)}, nil, VerdictInconclusive, []string{facts.SourceLoRA, facts.SourceKube}},
+	} {
+		d := p.Judge(Observation{Values: tc.values, Facts: tc.facts})
+		if d.Verdict != tc.verdict || !slices.Equal(d.FactSources(), tc.sources) {
+			t.Errorf("%s: verdict %s, sources %v; want %s, %v", tc.name, d.Verdict, d.FactSources(), tc.verdict, tc.sources)
 		}
 	}
 }
