@@ -77,6 +77,21 @@ var e2eCases = []e2eCase{
 	{"spec-decode-wide-batch", "VLLMInterTokenLatencyP99High", "decode-bound", 0, []string{"--num-speculative-tokens", "3"}},
 	// The API server's one core saturated by heavy chat templates: TTFT outside the engine.
 	{"frontend-bound", "VLLMTimeToFirstTokenP99High", "frontend-bound", 0, nil},
+	// More hot LoRA adapters than --max-loras: requests wait deferred for a slot while the batch
+	// has room (the LoRA facts read from vllm:lora_requests_info's newest series of the pod).
+	{"lora-hot-adapters", "VLLMTimeToFirstTokenP99High", "lora-capacity", 0, []string{"--enable-lora", "--max-loras", "4"}},
+}
+
+// e2eNegatives are the hard negatives of a scenario's verdict run as pods of their own: on-demand
+// triage of the pod reads the facts the rule reads (facts, by evidence name) and gives another
+// verdict, and no diagnosis of the pod gives it.
+var e2eNegatives = []struct {
+	scenario, not string
+	flags         []string
+	facts         map[string]float64
+}{
+	// three adapters within four slots: nothing deferred
+	{"lora-adapters", "lora-capacity", []string{"--enable-lora", "--max-loras", "4"}, map[string]float64{"lora_max": 4}},
 }
 
 // e2eTriageCases are pods whose incident no built-in alert is about (a server that keeps
@@ -163,7 +178,7 @@ func promAlerts(promURL string) []string {
 
 func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end: starts thirteen simulators (18 pods), Prometheus and Alertmanager")
+		t.Skip("end-to-end: starts seventeen simulators (21 pods), Prometheus and Alertmanager")
 	}
 	start := time.Now()
 	dir := t.TempDir()
@@ -181,6 +196,9 @@ func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
 	cases := append([]e2eCase{{scenario: "healthy"}}, e2eCases...)
 	for _, c := range e2eTriageCases {
 		cases = append(cases, e2eCase{scenario: c.scenario})
+	}
+	for _, c := range e2eNegatives {
+		cases = append(cases, e2eCase{scenario: c.scenario, flags: c.flags})
 	}
 	for i, c := range cases {
 		var env, extra []string
@@ -369,6 +387,36 @@ receivers:
 			return res.Verdict == c.verdict
 		})
 		t.Logf("triage of %s: %s: %s", c.scenario, res.Title, res.Summary)
+	}
+	// The LoRA slot shortage says what vLLM does not export.
+	if b := strings.Join(consoleBlock(out.String(), "VLLMTimeToFirstTokenP99High", "lora-hot-adapters"), "\n"); !strings.Contains(b, "vLLM 0.32 does not export which adapters wait") {
+		t.Errorf("the lora-hot-adapters diagnosis does not say which adapters wait is not exported:\n%s", b)
+	}
+	// The hard negatives: triage reads the rule's facts and gives another verdict; no alert of
+	// the pod was given the verdict either.
+	for _, c := range e2eNegatives {
+		var res triageJSON
+		read := func() bool {
+			for name, want := range c.facts {
+				if !slices.ContainsFunc(res.Evidence, func(e triageEvidence) bool { return e.Name == name && e.Value != nil && *e.Value == want }) {
+					return false
+				}
+			}
+			return true
+		}
+		testenv.WaitFor(t, 2*time.Minute, "on-demand triage of "+c.scenario+" to read its facts", func() bool {
+			res, _, _ = triageCLI(t, "--config", cfg, "--label", "pod="+c.scenario, "--label", "namespace=e2e-"+c.scenario, "--label", "model_name="+simModel)
+			return read()
+		})
+		if res.Verdict == c.not {
+			t.Errorf("triage of %s (the hard negative of %s) gave %s: %s", c.scenario, c.not, res.Verdict, res.Summary)
+		}
+		t.Logf("triage of %s: %s: %s", c.scenario, res.Verdict, res.Title)
+		for k, vs := range consoleVerdicts(out.String()) {
+			if strings.HasSuffix(k, "/"+c.scenario) && slices.Contains(vs, c.not) {
+				t.Errorf("%s (the hard negative of %s) was diagnosed %v", k, c.not, vs)
+			}
+		}
 	}
 	// Margins, for whoever tunes the thresholds above: the worst the healthy pod got.
 	for _, q := range []string{

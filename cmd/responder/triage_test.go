@@ -38,21 +38,15 @@ func writeConfig(t *testing.T, promURL string, extra string) string {
 }
 
 type triageJSON struct {
-	Playbook    string    `json:"playbook"`
-	Verdict     string    `json:"verdict"`
-	Title       string    `json:"title"`
-	Summary     string    `json:"summary"`
-	Actions     []string  `json:"actions"`
-	Missing     []string  `json:"missing"`
-	EvaluatedAt time.Time `json:"evaluated_at"`
-	Notes       []string  `json:"notes"`
-	Evidence    []struct {
-		Name         string   `json:"name"`
-		Value        *float64 `json:"value"`
-		Query        string   `json:"query"`
-		BaselineText string   `json:"baseline_text"`
-		Problem      string   `json:"problem"`
-	} `json:"evidence"`
+	Playbook    string           `json:"playbook"`
+	Verdict     string           `json:"verdict"`
+	Title       string           `json:"title"`
+	Summary     string           `json:"summary"`
+	Actions     []string         `json:"actions"`
+	Missing     []string         `json:"missing"`
+	EvaluatedAt time.Time        `json:"evaluated_at"`
+	Notes       []string         `json:"notes"`
+	Evidence    []triageEvidence `json:"evidence"`
 }
 
 func triageCLI(t *testing.T, args ...string) (triageJSON, string, int) {
@@ -66,6 +60,16 @@ func triageCLI(t *testing.T, args ...string) (triageJSON, string, int) {
 		}
 	}
 	return res, errb.String(), code
+}
+
+// triageEvidence is one evidence entry of triage's JSON.
+type triageEvidence struct {
+	Name         string   `json:"name"`
+	Value        *float64 `json:"value"`
+	Label        string   `json:"label"`
+	Query        string   `json:"query"`
+	BaselineText string   `json:"baseline_text"`
+	Problem      string   `json:"problem"`
 }
 
 // triageOf runs triage with the config for the alert (none: on demand) and scope labels
