@@ -50,7 +50,7 @@ var verdictMeanings = []struct{ id, meaning string }{
 	{VerdictEngineRestarting, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
 	{VerdictKVTransfer, "on a KV consumer (decode side of disaggregated serving), requests wait deferred for KV that does not arrive (fetch stuck, failed or expired transfers): the connector or the prefill side, not capacity"},
 	{VerdictSpecDecode, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
-	{VerdictLoRACapacity, "requests wait deferred for a LoRA slot: adapters waiting while the running ones fill `max_lora`"},
+	{VerdictLoRACapacity, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
 	{VerdictFrontendBound, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
 }
 

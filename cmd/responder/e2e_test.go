@@ -431,23 +431,42 @@ receivers:
 }
 
 func promScalar(promURL, q string) string {
+	_, v, ok := promFirst(promURL, q)
+	if !ok {
+		return "none"
+	}
+	return v
+}
+
+// promLabels returns the labels of the first series q answers ("none" without one).
+func promLabels(promURL, q string) string {
+	m, _, ok := promFirst(promURL, q)
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprint(m)
+}
+
+// promFirst is the first sample an instant query answers: its labels and value.
+func promFirst(promURL, q string) (map[string]string, string, bool) {
 	r, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
-		return err.Error()
+		return nil, err.Error(), false
 	}
 	defer r.Body.Close()
 	var resp struct {
 		Data struct {
 			Result []struct {
-				Value []any `json:"value"`
+				Metric map[string]string `json:"metric"`
+				Value  []any             `json:"value"`
 			} `json:"result"`
 		} `json:"data"`
 	}
 	b, _ := io.ReadAll(r.Body)
 	if json.Unmarshal(b, &resp) != nil || len(resp.Data.Result) == 0 || len(resp.Data.Result[0].Value) < 2 {
-		return "none"
+		return nil, "", false
 	}
-	return fmt.Sprint(resp.Data.Result[0].Value[1])
+	return resp.Data.Result[0].Metric, fmt.Sprint(resp.Data.Result[0].Value[1]), true
 }
 
 // consoleBlock returns the console lines of the first diagnosis of alert on pod.

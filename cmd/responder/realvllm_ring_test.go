@@ -113,3 +113,67 @@ func TestRealVLLMSpecDecodeRegression(t *testing.T) {
 	}
 	t.Logf("console:\n%s", strings.Join(consoleBlock(out.String(), alert, pod), "\n"))
 }
+
+// TestRealVLLMLoRACapacity: three adapters made locally (random weights, the tiny model's
+// shapes) on a server with --max-loras 1 and 4 sequences, 8 requests in flight over the three
+// adapters throughout: the requests of the adapters not in the slot wait deferred while the
+// engine has free sequences. On-demand triage of the pod during the wait reads the LoRA facts
+// from vllm:lora_requests_info's newest series and gives lora-capacity. One server start, a real
+// Prometheus, `responder triage`.
+func TestRealVLLMLoRACapacity(t *testing.T) {
+	const pod = "vllm-lora"
+	start := time.Now()
+	dir := t.TempDir()
+	adapters := realvllm.AdapterNames(3)
+	if err := realvllm.MakeLoRAAdapters(dir, adapters...); err != nil {
+		t.Fatal(err)
+	}
+	o := realvllm.Options{MaxNumSeqs: 4, MaxModelLen: 512, BlockSize: 32, NumBlocks: 256, OTLP: "http://127.0.0.1:1",
+		Args: realvllm.LoRAArgs(dir, 1, adapters...)}
+	srv, err := realvllm.Start(o, 10*time.Minute)
+	if err != nil {
+		t.Fatalf("the LoRA vLLM did not start (make test-vllm sets it up): %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	t.Logf("real vLLM %s with --enable-lora --max-loras 1 and %d adapters, healthy after %s", srv.Version, len(adapters), srv.StartupDur.Round(time.Second))
+	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeInterval: time.Second,
+		ScrapeTargets: []testenv.Target{{Addr: srv.Addr, Labels: map[string]string{"pod": pod, "namespace": realNamespace}}}})
+	cfg := writeConfig(t, prom.URL, e2eResponderConfig)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Load(ctx, 100000, 0, 8, func(i int) realvllm.Request { return realvllm.AdapterRequest(adapters, i, 20, 100) })
+	}()
+	sel := fmt.Sprintf(`{pod=%q}`, pod)
+	signals := func() string {
+		return fmt.Sprintf("deferred %s and capacity %s waiting, %s running (means over 30 s); newest lora_requests_info %s",
+			promScalar(prom.URL, `avg_over_time(vllm:num_requests_waiting_by_reason{reason="deferred",pod="`+pod+`"}[30s])`),
+			promScalar(prom.URL, `avg_over_time(vllm:num_requests_waiting_by_reason{reason="capacity",pod="`+pod+`"}[30s])`),
+			promScalar(prom.URL, `avg_over_time(vllm:num_requests_running`+sel+`[30s])`),
+			promLabels(prom.URL, `topk(1, vllm:lora_requests_info`+sel+`)`))
+	}
+	t0 := time.Now()
+	testenv.WaitFor(t, 4*time.Minute, "30 s of requests deferred for the LoRA slot", func() bool {
+		v, err := strconv.ParseFloat(promScalar(prom.URL, `avg_over_time(vllm:num_requests_waiting_by_reason{reason="deferred",pod="`+pod+`"}[30s])`), 64)
+		return err == nil && v >= 2 && time.Since(t0) > 30*time.Second
+	})
+	during := signals()
+	var res triageJSON
+	testenv.WaitFor(t, 3*time.Minute, "on-demand triage of the pod to give lora-capacity", func() bool {
+		res, _, _ = triageCLI(t, "--config", cfg, "--label", "pod="+pod, "--label", "namespace="+realNamespace)
+		return res.Verdict == "lora-capacity"
+	})
+	cancel()
+	<-done
+	t.Logf("while adapters waited: %s", during)
+	t.Logf("triage: %s: %s\n%s", res.Verdict, res.Title, res.Summary)
+	for _, e := range res.Evidence {
+		if strings.HasPrefix(e.Name, "lora_") || e.Name == "waiting_deferred" || e.Name == "waiting" || e.Name == "running" {
+			t.Logf("  %s = %v %s (%s)", e.Name, e.Value, e.Label, e.Query)
+		}
+	}
+	t.Logf("whole test %s", time.Since(start).Round(time.Second))
+}
