@@ -107,8 +107,8 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 	g := e.gather(ctx, pl)
 	d, err := e.judge(pl, g)
 	// A rule on the way to the verdict reads facts not looked up yet (kube-state-metrics', the
-	// LoRA series'): look them up, and judge again with them, until the rules on the way read
-	// none but those looked up (each source once).
+	// LoRA series'): look up the first such source, and judge again with it, until the rules on
+	// the way read none but those looked up (each source once).
 	for err == nil && d.NeedsFacts() && e.lookupFacts(ctx, pl, &g, d.FactSources()) {
 		d, err = e.judge(pl, g)
 	}

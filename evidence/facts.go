@@ -23,16 +23,16 @@ import (
 // an imbalance names the pod's workload and node, the LoRA rule reads the pod's adapters; a KV or
 // prefill verdict costs nothing more), for the alert's pod, or the pod the fleet puts first when
 // the alert names none; sent through the same query path (cache, sharing, the bound on requests
-// in flight), a few queries to a request. Each source, once looked up, is not looked up again in
-// the run; judging with the facts may reach a rule that reads another source's, which is then
-// looked up in turn.
+// in flight), a few queries to a request. One source at a time, in the order of the rules that
+// read them, each once in a run: judged again with one source's facts, the verdict may be
+// decided before the next source is needed.
 
-// lookupFacts looks up those of sources g has not looked up yet, at once, and marks them looked
-// up. It reports whether any lookup was made (a source that is off, or has no pod to look up,
-// makes none).
+// lookupFacts looks up the first of sources (in the order of the rules that read them) that g
+// has not looked up yet and marks it looked up, a source that is off or has no pod to look up
+// marked and passed over. It reports whether a lookup was made. One source at a time: judged
+// again with it, the verdict may be decided before the next source's first reader (a LoRA slot
+// shortage asks nothing of kube-state-metrics).
 func (e *Engine) lookupFacts(ctx context.Context, pl plan, g *gathered, sources []string) bool {
-	var wg sync.WaitGroup
-	made := false
 	for _, src := range sources {
 		if slices.Contains(g.looked, src) {
 			continue
@@ -43,25 +43,18 @@ func (e *Engine) lookupFacts(ctx context.Context, pl plan, g *gathered, sources 
 			if e.opt.Kube == nil || !e.opt.Kube.Enabled {
 				continue
 			}
-			pod, ok := e.factsPod(pl, g.fleet)
-			if !ok {
-				continue
-			}
-			made = true
-			wg.Go(func() {
+			if pod, ok := e.factsPod(pl, g.fleet); ok {
 				g.kube = e.opt.Kube.Lookup(ctx, e.factsAsker(pl.cacheSuffix, pl.at), kube.PodRef{Namespace: pod[0], Name: pod[1]}, pl.at, pl.p.Window)
-			})
-		case facts.SourceLoRA:
-			sel, ok := e.loraSelector(pl, g.fleet)
-			if !ok {
-				continue
+				return true
 			}
-			made = true
-			wg.Go(func() { g.lora = lora.Lookup(ctx, e.factsAsker(pl.cacheSuffix, pl.at), sel) })
+		case facts.SourceLoRA:
+			if sel, ok := e.loraSelector(pl, g.fleet); ok {
+				g.lora = lora.Lookup(ctx, e.factsAsker(pl.cacheSuffix, pl.at), sel)
+				return true
+			}
 		}
 	}
-	wg.Wait()
-	return made
+	return false
 }
 
 // factsOf are the facts g looked up (nil: none), with the lookups' notes.
