@@ -144,7 +144,9 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 			if err1 != nil || err2 != nil {
 				t.Fatalf("%s on %s: %v / %v", p.Name, pod, err1, err2)
 			}
-			asked := q.drain()
+			// the playbook's requests; a LoRA lookup (one query, when the LoRA rule is on the way)
+			// is the lookup's own
+			asked := slices.DeleteFunc(q.drain(), func(a string) bool { return strings.Contains(a, "lora_requests_info") })
 			if len(asked) != len(Requests(p, labels, 0)) || len(asked) >= len(p.Queries) {
 				t.Errorf("%s: %d requests for %d queries; want %d", p.Name, len(asked), len(p.Queries), len(Requests(p, labels, 0)))
 			}

@@ -331,11 +331,16 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		// the playbook's queries n to a request and the fleet request; then, the capacity verdict
-		// reading what kube-state-metrics says of the pod, its step of the lookup, n queries to
-		// a request too (no kube-state-metrics here: no workload step)
+		// the playbook's queries n to a request and the fleet request; then the LoRA rule on the
+		// way reading the pod's LoRA series (one query, none here); then the capacity verdict
+		// reading what kube-state-metrics says of the pod, its step of the lookup, n queries to a
+		// request too (no kube-state-metrics here: no workload step)
 		want := len(evidence.Requests(pb, map[string]string{"pod": labels["pod"]}, n))
 		kube, got := proxy.answeredAbout("kube_")
+		lora, _ := proxy.answeredAbout("lora_requests_info")
+		if got -= lora; lora != 1 {
+			t.Errorf("queries_per_request %d: %d requests of the LoRA lookup, want 1", n, lora)
+		}
 		if got != want || (n == 1 && want != len(pb.Queries)+1) || (n == 10 && want > 9) {
 			t.Errorf("queries_per_request %d: %d distinct requests of the playbook; want %d", n, got, want)
 		}
