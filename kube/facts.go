@@ -327,6 +327,11 @@ func (r *Report) restartsSummary() string {
 		if r.LastExitCode != nil {
 			fmt.Fprintf(&b, " (exit code %s)", strconv.FormatFloat(*r.LastExitCode, 'f', -1, 64))
 		}
+		// vLLM's API server exits 0 when its engine core dies (EngineDeadError) and on SIGTERM:
+		// Kubernetes then records Completed, which reads like a job that finished.
+		if r.RestartReason == "Completed" && (r.LastExitCode == nil || *r.LastExitCode == 0) {
+			b.WriteString(", which is no clean finish for a vLLM server: its API server exits 0 when its engine core dies (EngineDeadError, measured on vLLM 0.32) and when it is stopped (SIGTERM, as after a failed liveness probe); its previous logs say which")
+		}
 	}
 	return b.String() + "."
 }

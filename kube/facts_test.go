@@ -138,3 +138,36 @@ func TestTheLastTerminatedContainerIsTheOneThatRestartedMost(t *testing.T) {
 		t.Errorf("no restart count, no sentence: %q", got)
 	}
 }
+
+// A vLLM container whose engine core died exits 0 (vLLM 0.32's API server shuts itself down on
+// EngineDeadError), which Kubernetes records as Completed: the summary does not read it as a job
+// that finished. An Error says nothing more than its code.
+func TestACompletedContainerIsNotReadAsACleanFinish(t *testing.T) {
+	cases := []struct {
+		name, reason, exitCode, want string
+	}{
+		{"Completed with exit code 0", "Completed", "0",
+			"kube-state-metrics: pod vllm-0 restarted once in the window (once since it was created); container vllm last terminated: Completed (exit code 0), which is no clean finish for a vLLM server: its API server exits 0 when its engine core dies (EngineDeadError, measured on vLLM 0.32) and when it is stopped (SIGTERM, as after a failed liveness probe); its previous logs say which."},
+		{"Completed without an exit code (older kube-state-metrics)", "Completed", "",
+			"kube-state-metrics: pod vllm-0 restarted once in the window (once since it was created); container vllm last terminated: Completed, which is no clean finish for a vLLM server: its API server exits 0 when its engine core dies (EngineDeadError, measured on vLLM 0.32) and when it is stopped (SIGTERM, as after a failed liveness probe); its previous logs say which."},
+		{"Error is what it says", "Error", "1",
+			"kube-state-metrics: pod vllm-0 restarted once in the window (once since it was created); container vllm last terminated: Error (exit code 1)."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Answer{Vectors: map[string]model.Vector{
+				"pod_restarts":        vec(map[string]string{"container": "vllm", "=": "1"}),
+				"pod_restarts_window": vec(map[string]string{"container": "vllm", "=": "1"}),
+				"pod_last_reason":     vec(map[string]string{"container": "vllm", "reason": tc.reason}),
+			}}
+			if tc.exitCode != "" {
+				a.Vectors["pod_last_exitcode"] = vec(map[string]string{"container": "vllm", "=": tc.exitCode})
+			}
+			r := &Report{Pod: PodRef{"prod", "vllm-0"}}
+			r.readRestarts(a)
+			if got := r.restartsSummary(); got != tc.want {
+				t.Errorf("summary\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}

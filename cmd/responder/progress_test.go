@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,26 @@ func progressLoads() []testenv.VLLMLoad {
 		pod("recovered", func(l *testenv.VLLMLoad) {
 			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 9*time.Minute, 5*time.Minute, 30, 34, 35
 		}),
+		// SIGSTOP for 75 s, until a minute ago, as the real-vLLM end-to-end test does: scraped
+		// every 15 s, and every second
+		pod("stopped-75s", func(l *testenv.VLLMLoad) {
+			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
+		}),
+		pod("stopped-75s-1s", func(l *testenv.VLLMLoad) {
+			l.Step, l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = time.Second, 135*time.Second, 75*time.Second, 30, 34, 35
+		}),
+		// past capacity, its scrapes timing out for 45 s: neither a restart nor a stall
+		pod("busy-gap", func(l *testenv.VLLMLoad) {
+			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6
+			l.ScrapeGapAt, l.ScrapeGap = 3*time.Minute, 45*time.Second
+		}),
+		// killed 6.5 minutes ago and scraped again for 30 s: a gap longer than the window; its
+		// engine core died, so the container exited 0 (vLLM 0.32)
+		pod("restarted-late", func(l *testenv.VLLMLoad) {
+			l.RestartAt, l.RestartGap, l.RestartReason, l.RestartExitCode = 30*time.Second, 6*time.Minute, "Completed", 0
+		}),
+		// a new pod: two minutes of start-up scraped as down, serving for the last minute
+		pod("new", func(l *testenv.VLLMLoad) { l.StartAt, l.RestartGap = time.Minute, 2*time.Minute }),
 		pod("idle", func(l *testenv.VLLMLoad) { l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0 }),
 		pod("slow", func(l *testenv.VLLMLoad) { l.ReqRate, l.Running, l.Waiting = 0.05, 4, 2 }),
 		pod("ok", func(*testenv.VLLMLoad) {}),
@@ -57,6 +79,18 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		{"the backlog after a hang is the stall's aftermath on the queue alert", "VLLMQueueDepthHigh", "recovered", "engine-stalled",
 			[]string{"until recently"}},
 		{"and on the TTFT alert", "VLLMTimeToFirstTokenP99High", "recovered", "engine-stalled", []string{"until recently"}},
+		{"a 75 s stop's backlog is its aftermath (scraped every 15 s)", "VLLMQueueDepthHigh", "stopped-75s", "engine-stalled",
+			[]string{"until recently"}},
+		{"and on demand", "", "stopped-75s", "engine-stalled", []string{"until recently"}},
+		{"and scraped every second", "", "stopped-75s-1s", "engine-stalled", []string{"until recently"}},
+		{"past capacity with scrapes failing for 45 s is capacity, not a stall's aftermath", "VLLMQueueDepthHigh", "busy-gap", "capacity-past-knee", nil},
+		{"nor a restart", "", "busy-gap", "capacity-past-knee", nil},
+		{"a restart whose scrape gap began before the window is engine-restarting", "", "restarted-late", "engine-restarting",
+			[]string{"1 process restart(s)", "2 counter reset(s)", "last terminated: Completed (exit code 0), which is no clean finish"}},
+		{"and on the abort alert", "VLLMRequestAbortRateHigh", "restarted-late", "engine-restarting", nil},
+		{"a new pod that Prometheus scraped as down while it started is no restart", "", "new", "inconclusive",
+			[]string{"its server is new"}},
+		{"nor on its TTFT alert", "VLLMTimeToFirstTokenP99High", "new", "inconclusive", nil},
 		{"an idle engine is healthy", "", "idle", "healthy", nil},
 		{"a slow engine that moves is healthy", "", "slow", "healthy", nil},
 		{"a quiet pod is healthy", "", "ok", "healthy", nil},
@@ -72,6 +106,13 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 					t.Errorf("%q not in %s: %s", s, res.Title, res.Summary)
 				}
 			}
+			// The stop's length, counted from its counters: 75 s, to the subquery's 5 s steps
+			// and a scrape interval.
+			if strings.HasPrefix(tc.pod, "stopped-75s") {
+				if d, ok := stalledSeconds(res.Summary); !ok || d < 75 || d > 95 {
+					t.Errorf("a 75 s stop read as %v s (%s)", d, res.Summary)
+				}
+			}
 		})
 	}
 	// Triage of the model without a pod names the hung pod first.
@@ -80,4 +121,14 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		// a pod of the model restarted in the window: that is decided first, for the model too
 		t.Fatalf("triage of the model: exit %d (%s), verdict %s (%s)", code, stderr, res.Verdict, res.Title)
 	}
+}
+
+// stalledSeconds reads how long the stall's aftermath says the engine made no progress.
+func stalledSeconds(summary string) (float64, bool) {
+	m := regexp.MustCompile(`made no progress for about ([0-9.]+) s `).FindStringSubmatch(summary)
+	if m == nil {
+		return 0, false
+	}
+	d, err := strconv.ParseFloat(m[1], 64)
+	return d, err == nil
 }

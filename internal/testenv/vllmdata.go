@@ -57,14 +57,26 @@ type VLLMLoad struct {
 	// Asleep makes the hang sleep mode, on purpose: engine_sleep_state{sleep_state="awake"} 0
 	// (set by the API server itself), no file descriptors piling up.
 	Asleep bool
-	// RestartAt, when set, is how long before the window's end the server restarts: 30 s
-	// without an answer to the scrape (up 0, no series), then a new process (its start time),
-	// its counters from 0. With RestartReason kube-state-metrics (v2's series, kept with
-	// honor_labels) says so: its container's restart count goes up by one, its last terminated
-	// reason (OOMKilled, Error) with exit code RestartExitCode.
-	RestartAt       time.Duration
-	RestartReason   string
-	RestartExitCode int
+	// RestartAt, when set, is how long before the window's end the server restarts: RestartGap
+	// (default 30 s; 29 s to over 2 minutes on the real vLLM) without an answer to the scrape (up
+	// 0, no series), then a new process (started during the gap: the API server answers /metrics
+	// only once its engine is ready), its counters from 0. With RestartReason
+	// kube-state-metrics (v2's series, kept with honor_labels) says so: its container's restart
+	// count goes up by one, its last terminated reason (OOMKilled, Error) with exit code
+	// RestartExitCode.
+	RestartAt, RestartGap time.Duration
+	RestartReason         string
+	RestartExitCode       int
+	// StartAt, when set, makes the pod new: its server answers the scrape from StartAt before
+	// the window's end, after RestartGap of start-up that Prometheus scraped as down (up 0), and
+	// has no series before (a pod of a rollout, or one added by the autoscaler).
+	StartAt time.Duration
+	// ScrapeGapAt, when set, is how long before the window's end scrapes fail for ScrapeGap (up
+	// 0, no series) while the server runs on: a scrape timeout on a loaded API server, not a
+	// restart.
+	ScrapeGapAt, ScrapeGap time.Duration
+	// Step is how often the pod is scraped (default 15 s).
+	Step time.Duration
 	// HitRate, when set (here or on Earlier), is the share of prompt tokens the prefix cache
 	// serves: prefix_cache_queries_total and prefix_cache_hits_total are written, in tokens.
 	HitRate float64
@@ -164,8 +176,28 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 	if l.HangFor > 0 {
 		hangEnd = hangStart.Add(l.HangFor)
 	}
-	restart := end.Add(-l.RestartAt)
+	restart, gap := end.Add(-l.RestartAt), l.RestartGap
+	if gap == 0 {
+		gap = 30 * time.Second
+	}
+	born, pst := end.Add(-l.StartAt), t0 // pst: the API server process's start
+	if l.StartAt > 0 {
+		t0, pst = born, born.Add(-gap/2)
+	}
+	scrapeGap := end.Add(-l.ScrapeGapAt)
 	for ts := start; !ts.After(end); ts = ts.Add(step) {
+		if l.StartAt > 0 && ts.Before(born) {
+			if !ts.Before(born.Add(-gap)) && engine == "0" {
+				fmt.Fprintf(w, "up{%s} 0 %d\n", target, ts.Unix())
+			}
+			continue
+		}
+		if l.ScrapeGapAt > 0 && !ts.Before(scrapeGap) && ts.Before(scrapeGap.Add(l.ScrapeGap)) {
+			if engine == "0" {
+				fmt.Fprintf(w, "up{%s} 0 %d\n", target, ts.Unix())
+			}
+			continue
+		}
 		if engine == "0" && l.RestartReason != "" {
 			ksm := fmt.Sprintf(`job="kube-state-metrics",instance="10.0.9.9:8080",namespace=%q,pod=%q,uid="0a1b",container="vllm"`, ns, l.Pod)
 			restarts := 0
@@ -178,7 +210,7 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		}
 		// The time the engine has run: counters stand still while it hangs, and start again from
 		// 0 at a restart; its gauges are as they were when it stopped.
-		t0, run, gts := t0, ts, ts
+		t0, procStart, run, gts := t0, pst, ts, ts
 		hung := l.HangFrom > 0 && !ts.Before(hangStart) && ts.Before(hangEnd)
 		if l.HangFrom > 0 && ts.After(hangStart) {
 			run = ts.Add(-(min(ts.Sub(hangStart), hangEnd.Sub(hangStart))))
@@ -187,14 +219,14 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 			gts = hangStart
 		}
 		if l.RestartAt > 0 {
-			if !ts.Before(restart.Add(-30*time.Second)) && ts.Before(restart) {
+			if !ts.Before(restart.Add(-gap)) && ts.Before(restart) {
 				if engine == "0" {
 					fmt.Fprintf(w, "up{%s} 0 %d\n", target, ts.Unix())
 				}
 				continue
 			}
 			if !ts.Before(restart) {
-				t0 = restart
+				t0, procStart = restart, restart.Add(-gap/2)
 			}
 		}
 		el := run.Sub(t0).Seconds()
@@ -272,7 +304,7 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 				fds += int(ts.Sub(hangStart) / step)
 			}
 			fmt.Fprintf(w, "up{%s} 1 %d\n", target, unix)
-			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, t0.Unix(), unix)
+			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, procStart.Unix(), unix)
 			fmt.Fprintf(w, "process_open_fds{%s} %d %d\n", target, fds, unix)
 			// The API server's CPU: a few percent of its core while it serves, flat while hung.
 			cpu := 0.03 * ts.Sub(t0).Seconds()
@@ -344,7 +376,7 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 	now = now.Truncate(15 * time.Second)
 	var raw strings.Builder
 	for _, p := range pods {
-		if p.Fresh {
+		if p.Fresh || p.StartAt > 0 {
 			continue
 		}
 		base := HealthyLoad
@@ -357,7 +389,11 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 		base.series(&raw, dayAgo.Add(-15*time.Minute), dayAgo.Add(5*time.Minute), 15*time.Second, dayAgo.Add(-30*time.Minute))
 	}
 	for _, p := range pods {
-		p.series(&raw, now.Add(-20*time.Minute), now.Add(-15*time.Second), 15*time.Second, now.Add(-25*time.Hour))
+		step := p.Step
+		if step == 0 {
+			step = 15 * time.Second
+		}
+		p.series(&raw, now.Add(-20*time.Minute), now.Add(-15*time.Second), step, now.Add(-25*time.Hour))
 	}
 	return openMetrics(raw.String())
 }
