@@ -39,6 +39,8 @@ func progressLoads() []testenv.VLLMLoad {
 		pod("stopped-75s-1s", func(l *testenv.VLLMLoad) {
 			l.Step, l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = time.Second, 135*time.Second, 75*time.Second, 30, 34, 35
 		}),
+		// stopped 6m10s ago, scraped every second: since when, to 5 s
+		pod("stopped-370s-1s", func(l *testenv.VLLMLoad) { l.Step, l.Running, l.Waiting, l.HangFrom = time.Second, 2, 0, 370 * time.Second }),
 		// past capacity, its scrapes timing out for 45 s: neither a restart nor a stall
 		pod("busy-gap", func(l *testenv.VLLMLoad) {
 			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6
@@ -109,12 +111,25 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 			// The stop's length, counted from its counters: 75 s, to the subquery's 5 s steps
 			// and a scrape interval.
 			if strings.HasPrefix(tc.pod, "stopped-75s") {
-				if d, ok := stalledSeconds(res.Summary); !ok || d < 75 || d > 95 {
+				if d, ok := aboutSeconds(res.Summary, "made no progress for about "); !ok || d < 75 || d > 95 {
 					t.Errorf("a 75 s stop read as %v s (%s)", d, res.Summary)
 				}
 			}
 		})
 	}
+	// Since when, to the subquery's 5 s step: the counters stopped 370 s before the recording's
+	// last sample, both on the step grid.
+	t.Run("since when a stopped engine made no progress, to 5 s", func(t *testing.T) {
+		last, err := strconv.ParseFloat(promScalar(prom.URL, `timestamp(up{pod="stopped-370s-1s"})`), 64)
+		if err != nil {
+			t.Fatalf("the recording's last sample: %v", err)
+		}
+		res := triageOf(t, cfg, "", "pod=stopped-370s-1s", "namespace=p", "model_name=llama-p")
+		want := float64(res.EvaluatedAt.Unix()) - (last - 370)
+		if d, ok := aboutSeconds(res.Summary, "no finished request) for about "); res.Verdict != "engine-stalled" || !ok || d < want-2 || d > want+2 {
+			t.Errorf("%s: %s; want no progress for about %.0f s", res.Verdict, res.Summary, want)
+		}
+	})
 	// Triage of the model without a pod names the hung pod first.
 	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "namespace=p", "--label", "model_name=llama-p")
 	if code != 0 || res.Verdict != "engine-restarting" {
@@ -123,12 +138,17 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	}
 }
 
-// stalledSeconds reads how long the stall's aftermath says the engine made no progress.
-func stalledSeconds(summary string) (float64, bool) {
-	m := regexp.MustCompile(`made no progress for about ([0-9.]+) s `).FindStringSubmatch(summary)
+// aboutSeconds reads the duration a summary gives after the words before ("for about "), as
+// the secs template writes it ("75 s", "8m0s").
+func aboutSeconds(summary, before string) (float64, bool) {
+	m := regexp.MustCompile(regexp.QuoteMeta(before) + `([0-9.]+ s|[0-9hms.]+)\b`).FindStringSubmatch(summary)
 	if m == nil {
 		return 0, false
 	}
-	d, err := strconv.ParseFloat(m[1], 64)
-	return d, err == nil
+	if n, ok := strings.CutSuffix(m[1], " s"); ok {
+		d, err := strconv.ParseFloat(n, 64)
+		return d, err == nil
+	}
+	d, err := time.ParseDuration(m[1])
+	return d.Seconds(), err == nil
 }

@@ -196,8 +196,16 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 	if got != "engine-stalled" {
 		t.Errorf("%s with %d running and %d waiting frozen: diagnosed %s, want engine-stalled\nconsole:\n%s", stalled, running, waiting, got, c.out.String())
 	}
+	// Since when: the first 5 s step at which the counters stood where they stand now, so up to
+	// 5 s and a scrape short of the time since the stop.
 	if res := c.triage(stallPod); res.Verdict != "engine-stalled" {
 		t.Errorf("on-demand triage of the stopped engine: %s (%s), want engine-stalled", res.Verdict, res.Summary)
+	} else if d, ok := aboutSeconds(res.Summary, "made no progress (no prompt or generation token, no engine step, no finished request) for about "); !ok {
+		t.Errorf("on-demand triage of the stopped engine does not say since when: %s", res.Summary)
+	} else if since := res.EvaluatedAt.Sub(stopped).Seconds(); d < since-10 || d > since+3 {
+		t.Errorf("on-demand triage %.0f s into the stop says no progress for about %v s", since, d)
+	} else {
+		t.Logf("%.0f s into the stop, triage says no progress for about %v s", since, d)
 	}
 	testenv.WaitFor(t, stallHeld, "the engine stopped long enough for the aftermath rule", func() bool { return time.Since(stopped) >= stallHeld })
 
@@ -223,8 +231,14 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 	// TTFT one fires when the burst lasts past its `for:`), its diagnosis is the stall's
 	// aftermath, and so is an on-demand triage: never capacity (adding replicas would not have
 	// helped).
+	// How long it stalled: counted from the counters, to the 5 s steps and a scrape.
+	stopFor := cont.Sub(stopped).Seconds()
 	if res := c.triage(stallPod); res.Verdict != "engine-stalled" {
 		t.Errorf("on-demand triage right after the stall: %s (%s), want engine-stalled (its aftermath)", res.Verdict, res.Summary)
+	} else if d, ok := aboutSeconds(res.Summary, "made no progress for about "); !ok || d < stopFor-10 || d > stopFor+10 {
+		t.Errorf("after a stop of %.0f s, triage says %s", stopFor, res.Summary)
+	} else {
+		t.Logf("after a stop of %.0f s, triage says no progress for about %v s", stopFor, d)
 	}
 	c.waitQuiet(stallPod, stalled, ttft, "VLLMQueueDepthHigh")
 	for _, v := range newVerdicts(before, c.podVerdicts(stallPod)) {
