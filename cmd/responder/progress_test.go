@@ -40,7 +40,9 @@ func progressLoads() []testenv.VLLMLoad {
 			l.Step, l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = time.Second, 135*time.Second, 75*time.Second, 30, 34, 35
 		}),
 		// stopped 6m10s ago, scraped every second: since when, to 5 s
-		pod("stopped-370s-1s", func(l *testenv.VLLMLoad) { l.Step, l.Running, l.Waiting, l.HangFrom = time.Second, 2, 0, 370 * time.Second }),
+		pod("stopped-370s-1s", func(l *testenv.VLLMLoad) {
+			l.Step, l.Running, l.Waiting, l.HangFrom = time.Second, 2, 0, 370*time.Second
+		}),
 		// past capacity, its scrapes timing out for 45 s: neither a restart nor a stall
 		pod("busy-gap", func(l *testenv.VLLMLoad) {
 			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6
