@@ -54,6 +54,9 @@ type VLLMLoad struct {
 	// keeps answering /metrics (up 1) and its open file descriptors climb, one per request it
 	// accepts and does not answer. Afterwards the engine serves its load again.
 	HangFrom, HangFor time.Duration
+	// EarlierHangFrom, EarlierHangFor: another stop of the same engine before that one, as
+	// HangFrom and HangFor (two stalls in the last 15 minutes).
+	EarlierHangFrom, EarlierHangFor time.Duration
 	// Asleep makes the hang sleep mode, on purpose: engine_sleep_state{sleep_state="awake"} 0
 	// (set by the API server itself), no file descriptors piling up.
 	Asleep bool
@@ -172,9 +175,18 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		}
 		return "{" + s + "}"
 	}
-	hangStart, hangEnd := end.Add(-l.HangFrom), end.Add(step)
-	if l.HangFor > 0 {
-		hangEnd = hangStart.Add(l.HangFor)
+	type span struct{ from, to time.Time }
+	var hangs []span
+	if l.EarlierHangFrom > 0 {
+		from := end.Add(-l.EarlierHangFrom)
+		hangs = append(hangs, span{from, from.Add(l.EarlierHangFor)})
+	}
+	if l.HangFrom > 0 {
+		h := span{end.Add(-l.HangFrom), end.Add(step)}
+		if l.HangFor > 0 {
+			h.to = h.from.Add(l.HangFor)
+		}
+		hangs = append(hangs, h)
 	}
 	restart, gap := end.Add(-l.RestartAt), l.RestartGap
 	if gap == 0 {
@@ -211,12 +223,14 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		// The time the engine has run: counters stand still while it hangs, and start again from
 		// 0 at a restart; its gauges are as they were when it stopped.
 		t0, procStart, run, gts := t0, pst, ts, ts
-		hung := l.HangFrom > 0 && !ts.Before(hangStart) && ts.Before(hangEnd)
-		if l.HangFrom > 0 && ts.After(hangStart) {
-			run = ts.Add(-(min(ts.Sub(hangStart), hangEnd.Sub(hangStart))))
-		}
-		if hung {
-			gts = hangStart
+		hung, hangStart := false, time.Time{}
+		for _, h := range hangs {
+			if ts.After(h.from) {
+				run = run.Add(-min(ts.Sub(h.from), h.to.Sub(h.from)))
+			}
+			if !ts.Before(h.from) && ts.Before(h.to) {
+				hung, hangStart, gts = true, h.from, h.from
+			}
 		}
 		if l.RestartAt > 0 {
 			if !ts.Before(restart.Add(-gap)) && ts.Before(restart) {
