@@ -363,7 +363,9 @@ func (c *realRun) freshCollapse() {
 	}
 	sharedTTFT, uniqueTTFT := ttfts(true), ttfts(false)
 	threshold, margin := 0.0, 0.0
-	slowestShared, uniqueQuarter := sharedTTFT[len(sharedTTFT)-1], uniqueTTFT[len(uniqueTTFT)*3/4]
+	// One straggler of the ten cached ones is let past (a quiet machine measured 0.018-0.022 s
+	// and one at 0.034 s, against 0.045-0.059 s uncached: no bucket fitted above the straggler).
+	slowestShared, uniqueQuarter := sharedTTFT[len(sharedTTFT)-2], uniqueTTFT[len(uniqueTTFT)*3/4]
 	for _, b := range ttftBuckets {
 		if b >= 1.2*slowestShared && b*1.1 <= uniqueQuarter && min(b/slowestShared, uniqueQuarter/b) > margin {
 			threshold, margin = b, min(b/slowestShared, uniqueQuarter/b)
