@@ -29,6 +29,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/teams"
 	"github.com/vllm-responder/vllm-responder/notify/webhook"
@@ -63,6 +64,9 @@ type Config struct {
 	// Kubernetes reads kube-state-metrics' series for the pod of every diagnosis: its workload,
 	// the autoscaler that scales it, pending pods, node, restart reasons (on by default).
 	Kubernetes kube.Config `yaml:"kubernetes"`
+	// Incidents joins the alerts of one model (by default) into one incident: one thread for
+	// all its alert names, pods and groups, cause before symptom.
+	Incidents incident.Config `yaml:"incidents"`
 }
 
 // MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
@@ -221,6 +225,7 @@ func Default() *Config {
 	c.Traces.SetDefaults()
 	c.Teams.SetDefaults()
 	c.Kubernetes.SetDefaults()
+	c.Incidents.SetDefaults()
 	return c
 }
 
@@ -380,7 +385,7 @@ func (c *Config) Validate() error {
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
 		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
-		{"kubernetes", &c.Kubernetes},
+		{"kubernetes", &c.Kubernetes}, {"incidents", &c.Incidents},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
 	}
