@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -42,6 +44,14 @@ type Options struct {
 	PrometheusURL string
 	// Timeout bounds one triage (default Deadline).
 	Timeout time.Duration
+	// Incidents finds the open incident of the scope a triage diagnosed (nil: none is looked
+	// for; incidents are off, or nothing shares their store).
+	Incidents IncidentFinder
+}
+
+// IncidentFinder finds the open incident of a scope (notify/incident's Finder).
+type IncidentFinder interface {
+	Open(ctx context.Context, scope map[string]string) (*notify.Incident, error)
 }
 
 // Service runs on-demand triage.
@@ -75,6 +85,9 @@ type Result struct {
 	// Models are the models of the scope when the request named none and there were several,
 	// each with its own verdict, the one the diagnosis is about first (Diagnosed).
 	Models []Model `json:"models,omitempty"`
+	// Incident is the open incident of the diagnosed scope, if any: the alerts of its model
+	// that fire now (or resolved within incidents.quiet_time), joined.
+	Incident *notify.Incident `json:"incident,omitempty"`
 }
 
 // Model is one model of a scope and the verdict of its own triage.
@@ -122,7 +135,30 @@ func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, errors.New(OneLine(err))
 	}
+	res.Incident = s.openIncident(ctx, labels, res.Diagnosis)
 	return res, nil
+}
+
+// incidentLookupTimeout bounds the look-up of the open incident: a store that cannot be reached
+// must not hold up the diagnosis.
+const incidentLookupTimeout = 2 * time.Second
+
+// openIncident is the open incident of what d diagnosed (its scope, and the request's labels it
+// left out), nil when there is none or it could not be looked up: a triage is answered with
+// its diagnosis whatever the store says.
+func (s *Service) openIncident(ctx context.Context, labels map[string]string, d *playbooks.Diagnosis) *notify.Incident {
+	if s.o.Incidents == nil || d == nil {
+		return nil
+	}
+	scope := maps.Clone(labels)
+	maps.Copy(scope, d.Scope)
+	ctx, cancel := context.WithTimeout(ctx, incidentLookupTimeout)
+	defer cancel()
+	inc, err := s.o.Incidents.Open(ctx, scope)
+	if err != nil {
+		return nil
+	}
+	return inc
 }
 
 // Triage runs the request of labels now, as Run does (the Slack app's Triager).

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -35,6 +36,7 @@ type Options struct {
 	// Observer receives the engine's query observations (serve's metrics); may be nil.
 	Observer evidence.Observer
 	// Store opens the store: Redis when redis.url or redis.sentinel is set, in memory otherwise.
+	// On-demand triage then names the open incident of its scope (incidents:).
 	Store bool
 }
 
@@ -62,6 +64,12 @@ func New(c *config.Config, o Options) (*Stack, error) {
 	if s.Prometheus, err = newPrometheusAPI(c); err != nil {
 		return nil, err
 	}
+	if o.Store {
+		store.SetRedisLogger(s.Log)
+		if s.Store, s.StoreKind, err = newStore(c); err != nil {
+			return nil, err
+		}
+	}
 	if o.Playbooks {
 		if s.Playbooks, err = LoadPlaybooks(c); err != nil {
 			return nil, err
@@ -69,15 +77,14 @@ func New(c *config.Config, o Options) (*Stack, error) {
 		if s.Engine, err = newEngine(c, s.Naming, s.Prometheus, o.Observer, s.Log); err != nil {
 			return nil, err
 		}
-		s.Triage, err = triage.New(triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
-			Naming: s.Naming, PrometheusURL: c.Prometheus.URL})
-		if err != nil {
-			return nil, err
+		to := triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
+			Naming: s.Naming, PrometheusURL: c.Prometheus.URL}
+		if s.Store != nil && c.Incidents.Enabled {
+			// A triage of a scope with an open incident names it.
+			to.Incidents = incident.NewFinder(&c.Incidents, s.Store)
 		}
-	}
-	if o.Store {
-		store.SetRedisLogger(s.Log)
-		if s.Store, s.StoreKind, err = newStore(c); err != nil {
+		s.Triage, err = triage.New(to)
+		if err != nil {
 			return nil, err
 		}
 	}

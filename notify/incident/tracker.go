@@ -9,10 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -305,34 +303,16 @@ func (t *Tracker) count(r *record, ch notify.IncidentChange) {
 // load reads the record of a key's incident; nil when there is none (or it is unreadable, and
 // is then replaced).
 func (t *Tracker) load(ctx context.Context, kh string) (*record, error) {
-	b, ok, err := t.st.Get(ctx, recordKeyPrefix+kh)
-	if err != nil || !ok {
-		return nil, err
-	}
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.log.Warn().Err(err).Str("record", recordKeyPrefix+kh).Msg("unreadable incident record; opening a new incident")
+	r, err := loadRecord(ctx, t.st, kh)
+	var bad *unreadableError
+	if errors.As(err, &bad) {
+		t.log.Warn().Err(err).Msg("opening a new incident in place of an unreadable record")
 		return nil, nil
 	}
-	return &r, nil
+	return r, err
 }
 
 // anyFiring reports whether any item of n fires.
 func anyFiring(n *notify.Notification) bool {
 	return slices.ContainsFunc(n.Items, func(it notify.Item) bool { return !resolvedItem(it, n.Status) })
-}
-
-// Open returns the open incident whose key the labels name (every key label present), nil when
-// there is none. An incident resolved less than the quiet time ago counts as open: the next
-// alert of its key rejoins it.
-func (t *Tracker) Open(ctx context.Context, l map[string]string) (*notify.Incident, error) {
-	key, missing := t.keyOf(l)
-	if key == nil {
-		return nil, fmt.Errorf("the scope names no %s: incidents are kept per %s", strings.Join(missing, " and "), strings.Join(t.cfg.Key, " and "))
-	}
-	r, err := t.load(ctx, keyHash(key))
-	if err != nil || r == nil || !r.joinable(t.now(), t.cfg.QuietTime) {
-		return nil, err
-	}
-	return r.snapshot(notify.IncidentChange{}), nil
 }

@@ -58,8 +58,9 @@ func (c *clock) add(d time.Duration) {
 }
 
 type env struct {
-	t     *testing.T
-	tr    *Tracker
+	t      *testing.T
+	tr     *Tracker
+	finder *Finder
 	rec   *recorder
 	clock *clock
 	m     *Metrics
@@ -92,6 +93,8 @@ func newEnv(t *testing.T, st store.Store, cfg *Config) *env {
 		t.Fatal(err)
 	}
 	e.tr = tr
+	e.finder = NewFinder(cfg, st)
+	e.finder.now = e.clock.Now
 	return e
 }
 
@@ -464,27 +467,71 @@ func TestARestartedResponderKeepsJoiningTheOpenIncident(t *testing.T) {
 	if joined.ID != opened.ID || joined.Change.Opened || len(joined.Members) != 2 {
 		t.Fatalf("after a restart: %+v, want to join %s", joined, opened.ID)
 	}
-	open, err := after.tr.Open(context.Background(), map[string]string{"namespace": "prod", "model_name": "llama", "pod": "p9"})
+	open, err := after.finder.Open(context.Background(), map[string]string{"namespace": "prod", "model_name": "llama", "pod": "p9"})
 	if err != nil || open == nil || open.ID != opened.ID {
 		t.Errorf("Open = %+v, %v", open, err)
 	}
 }
 
-func TestOpenNeedsEveryKeyLabelAndFindsNothingPastTheQuietTime(t *testing.T) {
+func TestTheOpenIncidentOfAScopeIsFoundByItsKeyOrByTheKeyLabelsTheScopeHas(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	a := alert("VLLMQueueDepthHigh", "llama", "p0")
-	e.send(group("queue", firing(a, playbooks.VerdictCapacityPastKnee)))
-	if _, err := e.tr.Open(context.Background(), map[string]string{"model_name": "llama"}); err == nil ||
-		err.Error() != "the scope names no namespace: incidents are kept per namespace and model_name" {
-		t.Errorf("err = %v", err)
+	opened := e.send(group("queue", firing(a, playbooks.VerdictCapacityPastKnee)))
+	e.send(group("queue-mistral", firing(alert("VLLMQueueDepthHigh", "mistral", "q0"), playbooks.VerdictCapacityPastKnee)))
+	other := alert("VLLMQueueDepthHigh", "mistral", "q0")
+	other.Labels["namespace"] = "staging"
+	e.send(group("queue-mistral-staging", firing(other, playbooks.VerdictCapacityPastKnee)))
+
+	for _, tc := range []struct {
+		name  string
+		scope map[string]string
+		want  string
+	}{
+		{"the whole key", map[string]string{"model_name": "llama", "namespace": "prod", "pod": "p7"}, opened.ID},
+		{"the model alone, in one namespace", map[string]string{"model_name": "llama"}, opened.ID},
+		{"the model alone, in two namespaces: not one incident", map[string]string{"model_name": "mistral"}, ""},
+		{"another model", map[string]string{"model_name": "qwen"}, ""},
+		{"no key label: every model", map[string]string{"pod": "p0"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inc, err := e.finder.Open(context.Background(), tc.scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ""; inc != nil {
+				got = inc.ID
+				if got != tc.want {
+					t.Errorf("found %s, want %q", got, tc.want)
+				}
+			} else if tc.want != "" {
+				t.Errorf("found none, want %s", tc.want)
+			}
+		})
 	}
+
 	scope := map[string]string{"model_name": "llama", "namespace": "prod"}
 	e.send(group("queue", resolved(a, t0)))
-	if inc, err := e.tr.Open(context.Background(), scope); err != nil || inc == nil {
+	if inc, err := e.finder.Open(context.Background(), scope); err != nil || inc == nil {
 		t.Errorf("within the quiet time: %+v, %v", inc, err)
 	}
 	e.clock.add(16 * time.Minute)
-	if inc, err := e.tr.Open(context.Background(), scope); err != nil || inc != nil {
+	if inc, err := e.finder.Open(context.Background(), scope); err != nil || inc != nil {
 		t.Errorf("past the quiet time: %+v, %v", inc, err)
+	}
+}
+
+func TestAnUnreadableRecordIsReplacedByANewIncident(t *testing.T) {
+	st := store.NewMemory()
+	e := newEnv(t, st, nil)
+	key := map[string]string{"namespace": "prod", "model_name": "llama"}
+	if err := st.Set(context.Background(), recordKeyPrefix+keyHash(key), []byte("{not json"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if inc, err := e.finder.Open(context.Background(), key); err != nil || inc != nil {
+		t.Errorf("Open = %+v, %v", inc, err)
+	}
+	inc := e.send(group("queue", firing(alert("VLLMQueueDepthHigh", "llama", "p0"), playbooks.VerdictCapacityPastKnee)))
+	if inc == nil || !inc.Change.Opened {
+		t.Errorf("no new incident in place of the unreadable one: %+v", inc)
 	}
 }
