@@ -2,8 +2,8 @@ package incident
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -111,5 +111,7 @@ type unreadableError struct {
 	err error
 }
 
-func (e *unreadableError) Error() string { return "incident record " + e.key + " unreadable: " + e.err.Error() }
+func (e *unreadableError) Error() string {
+	return "incident record " + e.key + " unreadable: " + e.err.Error()
+}
 func (e *unreadableError) Unwrap() error { return e.err }

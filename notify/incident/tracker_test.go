@@ -61,9 +61,9 @@ type env struct {
 	t      *testing.T
 	tr     *Tracker
 	finder *Finder
-	rec   *recorder
-	clock *clock
-	m     *Metrics
+	rec    *recorder
+	clock  *clock
+	m      *Metrics
 }
 
 func testCfg(t *testing.T, edit func(*Config)) *Config {
