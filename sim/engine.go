@@ -53,7 +53,8 @@ type request struct {
 	external     int  // prompt tokens loaded from the KV connector
 	deferred     bool // skipped by the scheduler since it last waited (LoRA slot, KV load)
 	adapter      string
-	acceptance   float64 // draft tokens' acceptance probability for this request's text
+	acceptance   float64   // draft tokens' acceptance probability for this request's text
+	grammarAt    time.Time // its structured-output grammar is compiled (zero: no grammar)
 
 	remote      bool // its prompt was prefilled elsewhere (KV consumer): load the KV
 	fetch       fetchStage
@@ -126,18 +127,21 @@ type Engine struct {
 	scenario    Scenario
 	scenarioAt  time.Time // when the scenario started
 	nextArrival time.Time // zero = no synthetic arrivals
-	waiting     []*request
-	running     []*request
-	usedBlocks  int
-	withTimeout int // requests in the engine that have a deadline
-	nextID      int64
-	steps       int64
-	preemptions int64
-	dropped     int64 // synthetic arrivals dropped by the MaxWaiting cap
-	onStep      func(StepRecord)
-	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
-	wake        chan struct{}
-	stall       engineStall // held by a flushing profiler (sim/profiler.go)
+	nextLong    time.Time // the long clients' next arrival (zero = none; thirdring.go)
+	// admissionWedged: the scheduler admits nothing any more (AdmissionWedge; thirdring.go)
+	admissionWedged bool
+	waiting         []*request
+	running         []*request
+	usedBlocks      int
+	withTimeout     int // requests in the engine that have a deadline
+	nextID          int64
+	steps           int64
+	preemptions     int64
+	dropped         int64 // synthetic arrivals dropped by the MaxWaiting cap
+	onStep          func(StepRecord)
+	onFinish        func(FinishedRequest) // see SetFinishObserver (tracing.go)
+	wake            chan struct{}
+	stall           engineStall // held by a flushing profiler (sim/profiler.go)
 
 	clock    time.Time // the latest time the engine was stepped at: the server's "now"
 	boot     time.Time // the host's boot: vLLM's engine timestamps count from it (monotonic)
@@ -183,6 +187,7 @@ func (e *Engine) startProcess(now time.Time) {
 	e.waiting, e.running = nil, nil
 	e.usedBlocks, e.withTimeout = 0, 0
 	e.loraView = loraView{}
+	e.admissionWedged = false
 }
 
 // Registry is the server's Prometheus registry: vLLM's metrics and the API server process's
@@ -225,6 +230,7 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	defer e.mu.Unlock()
 	e.scenario, e.scenarioAt = s, now
 	e.planLife(s, now)
+	e.admissionWedged = e.admissionWedged && s.AdmissionWedge
 	if reset {
 		e.api.held = e.dropSynthetic(e.api.held)
 		e.waiting = e.dropSynthetic(e.waiting)
@@ -240,6 +246,7 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	if s.ArrivalRate > 0 {
 		e.nextArrival = now.Add(e.expDuration(s.ArrivalRate))
 	}
+	e.planLong(s, now)
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -380,6 +387,7 @@ func (e *Engine) generate(now time.Time) {
 		e.nextArrival = at.Add(e.expDuration(e.scenario.ArrivalRate))
 		e.addSynthetic(at)
 	}
+	e.generateLong(now)
 }
 
 // addSynthetic draws one client of the current scenario arriving at at.
@@ -411,6 +419,7 @@ func (e *Engine) addSynthetic(at time.Time) {
 		r.targetReason = reasonLength
 	}
 	r.adapter, r.remote, r.acceptance = e.drawAdapter(s), s.RemotePrefill, s.DraftAcceptance
+	r.grammarAt = e.drawGrammar(s, at)
 	if s.DraftAcceptanceLater > 0 && !at.Before(e.scenarioAt.Add(s.DraftAcceptanceAfter)) {
 		r.acceptance = s.DraftAcceptanceLater
 	}
@@ -504,7 +513,7 @@ func (e *Engine) Step(now time.Time) StepResult {
 // the next request the API server hands over, or event (zero: none), and at most 50 ms.
 func (e *Engine) idleFor(now, event time.Time) time.Duration {
 	idle := 50 * time.Millisecond
-	for _, t := range []time.Time{e.nextArrival, event} {
+	for _, t := range []time.Time{e.nextArrival, e.nextLong, event} {
 		if !t.IsZero() {
 			idle = min(idle, max(t.Sub(now), time.Millisecond))
 		}

@@ -177,6 +177,19 @@
 //	                 server's core saturates (process_cpu_seconds_total 1/s), TTFT grows ~0.15 s/s outside queue
 //	                 (~0) and prefill (~30 ms); the engine is not busy (ITL ~25 ms)
 //
+// The third ring (issue 36):
+//
+//	decode-steady    3 req/s of chat requests with ~200-token answers: ~10 decoding, ITL ~19 ms
+//	prefill-interference  decode-steady, and from 60 s a batch job beside it: 1 req/s of ~7000-token prompts
+//	                 asking ~20 tokens, prefilled in chunks of the step's budget: ITL p99 ~2.5x, ITL mean and time
+//	                 per output token ~1.45x, the running batch ~1.6x (the long requests and the slower decodes)
+//	decode-widening  the hard negative: decode-steady's clients at 10 req/s: running ~14x, ITL ~3.4x, no long prompt
+//	long-prompts-alone  the hard negative: the batch job alone (0.1 req/s): prefill long, ITL a decode-only step's
+//	structured-outputs  6 req/s of tool calls whose grammars take 2 s (deferred meanwhile), a burst of 300 at the
+//	                 switch: admitted once compiled, the batch fills and drains
+//	admission-wedge  structured-outputs on a scheduler with vllm#53130's fault: once running + parked reach
+//	                 --max-num-seqs nothing is admitted again: running drains to 0, waiting grows, KV 0, /health 200
+//
 // Fleet scenarios (several --listen addresses; POST /admin/fleet):
 //
 //	engine-stall     healthy load on every pod, the engine of pod 0 wedged
