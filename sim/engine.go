@@ -130,6 +130,7 @@ type Engine struct {
 	nextLong    time.Time // the long clients' next arrival (zero = none; thirdring.go)
 	// admissionWedged: the scheduler admits nothing any more (AdmissionWedge; thirdring.go)
 	admissionWedged bool
+	pub             PublishedGauges // the gauges as last published (gateway.go reads them)
 	waiting         []*request
 	running         []*request
 	usedBlocks      int
@@ -256,7 +257,7 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 func (e *Engine) dropSynthetic(rs []*request) []*request {
 	kept := rs[:0]
 	for _, r := range rs {
-		if r.synthetic {
+		if r.synthetic && r.done == nil { // a gateway's requests (done set) have clients: kept, as HTTP ones
 			e.freeBlocks(r)
 			if !r.deadline.IsZero() {
 				e.withTimeout--
@@ -719,6 +720,7 @@ func (e *Engine) publishGauges() {
 		g.Set(float64(stages[st]))
 	}
 	e.m.kvUsage.Set(e.kvUsage())
+	e.pub = PublishedGauges{Running: float64(len(e.running)), Waiting: float64(len(e.waiting)), KVUsage: e.kvUsage()}
 }
 
 func (e *Engine) expDuration(rate float64) time.Duration {
