@@ -113,8 +113,6 @@ type Service struct {
 	replica  string
 	client   *vllmClient
 	naming   vllmnames.Naming
-	// podLabel names pods in Prometheus (vllm.pod_label); instance is tried after it.
-	podLabel string
 	// grace is added to every record deadline before the janitor acts on it.
 	grace time.Duration
 
@@ -153,7 +151,6 @@ func New(cfg Config, d Deps) (*Service, error) {
 		replica:   d.Replica,
 		client:    newVLLMClient(cfg.networks, cfg.BearerToken),
 		naming:    d.Naming,
-		podLabel:  d.Naming.Pod(),
 		grace:     5 * time.Second,
 		active:    make(map[string]*capture),
 		janitored: make(map[string]bool),
@@ -332,7 +329,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := t.name()
+	key := t.Name()
 	now := time.Now()
 	id := newID()
 	lock, err := s.store.Lock(ctx, lockPrefix+key, s.cfg.LockTTL, store.LockHolder{ID: id, Name: req.RequestedBy, Since: now})
