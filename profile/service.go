@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -29,7 +30,7 @@ var errShuttingDown = errors.New("the responder is shutting down")
 
 // Store keys (the Redis store namespaces them further).
 const (
-	lockPrefix     = "profile:lock:"
+	lockPrefix     = podendpoint.LockPrefix
 	recordPrefix   = "profile:capture:"
 	cooldownPrefix = "profile:cooldown:"
 	janitorPrefix  = "profile:janitor:"

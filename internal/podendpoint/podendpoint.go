@@ -36,6 +36,13 @@ var (
 	ErrAmbiguousPod = errors.New("pod is ambiguous")
 )
 
+// LockPrefix starts the store key of a pod's lock (LockPrefix + namespace/pod): whatever drives a
+// pod's engine from the responder takes it, a profile capture or a probe, so that one never runs
+// beside the other (a capture's stop_profile stalls the engine: a probe then would time out and
+// read as a wedge) and never two of either at once. The key is the one profile captures always
+// used, so replicas of mixed versions agree during an upgrade.
+const LockPrefix = "profile:lock:"
+
 // DefaultURLTemplate reaches the pod at the address Prometheus scrapes.
 const DefaultURLTemplate = "http://{{.instance}}"
 
