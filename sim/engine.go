@@ -723,18 +723,23 @@ func (e *Engine) publishGauges() {
 	e.pub = PublishedGauges{Running: float64(len(e.running)), Waiting: float64(len(e.waiting)), KVUsage: e.kvUsage()}
 }
 
-func (e *Engine) expDuration(rate float64) time.Duration {
-	return time.Duration(e.rng.ExpFloat64() / rate * float64(time.Second))
+func (e *Engine) expDuration(rate float64) time.Duration { return expDuration(e.rng, rate) }
+
+func (e *Engine) lognormalInt(mean, sigma float64) int { return lognormalInt(e.rng, mean, sigma) }
+
+// expDuration draws the wait until the next event of a Poisson stream of rate per second.
+func expDuration(rng *rand.Rand, rate float64) time.Duration {
+	return time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 }
 
 // lognormalInt draws a positive integer from a lognormal with the given mean
 // and sigma of the underlying normal.
-func (e *Engine) lognormalInt(mean, sigma float64) int {
+func lognormalInt(rng *rand.Rand, mean, sigma float64) int {
 	if mean <= 0 {
 		return 1
 	}
 	mu := math.Log(mean) - sigma*sigma/2
-	return max(1, int(math.Round(math.Exp(mu+sigma*e.rng.NormFloat64()))))
+	return max(1, int(math.Round(math.Exp(mu+sigma*rng.NormFloat64()))))
 }
 
 // Run drives the engine in real time until ctx is done: each step starts when

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"sort"
@@ -249,17 +248,9 @@ func (g *Gateway) Apply(name string, now time.Time) error {
 	return nil
 }
 
-func (g *Gateway) expDuration(rate float64) time.Duration {
-	return time.Duration(g.rng.ExpFloat64() / rate * float64(time.Second))
-}
+func (g *Gateway) expDuration(rate float64) time.Duration { return expDuration(g.rng, rate) }
 
-func (g *Gateway) lognormal(mean, sigma float64) int {
-	if mean <= 0 {
-		return 1
-	}
-	mu := math.Log(mean) - sigma*sigma/2
-	return max(1, int(math.Round(math.Exp(mu+sigma*g.rng.NormFloat64()))))
-}
+func (g *Gateway) lognormal(mean, sigma float64) int { return lognormalInt(g.rng, mean, sigma) }
 
 // Advance runs the gateway up to now: the clients that arrived, the completions the engines
 // reported, the EPP's scrapes and dispatch cycles, and the clients that gave up.

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // gatewayClock runs a gateway and the engines behind it in virtual time, in 10 ms ticks.
@@ -64,30 +61,6 @@ func (c *gatewayClock) run(d time.Duration) {
 func (c *gatewayClock) snap() snapshot {
 	c.t.Helper()
 	return gatherSnapshot(c.t, c.g.Registry(), c.now)
-}
-
-func gatherSnapshot(t *testing.T, g prometheus.Gatherer, at time.Time) snapshot {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := snapshot{at: at, values: map[string]float64{}, hists: map[string]*dto.Histogram{}, types: map[string]dto.MetricType{}}
-	for _, mf := range mfs {
-		s.types[mf.GetName()] = mf.GetType()
-		for _, m := range mf.GetMetric() {
-			k := seriesKey(mf.GetName(), m)
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				s.values[k] += m.GetCounter().GetValue()
-			case dto.MetricType_GAUGE:
-				s.values[k] = m.GetGauge().GetValue()
-			case dto.MetricType_HISTOGRAM:
-				s.hists[k] = m.GetHistogram()
-			}
-		}
-	}
-	return s
 }
 
 // engines is what Prometheus would read from each pod now.
