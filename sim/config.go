@@ -83,6 +83,13 @@ type Config struct {
 	// histograms (see finishUnstarted).
 	HostUptime time.Duration
 
+	// TensorParallelSize is the GPUs (ranks) the pod holds, one worker process each (vLLM's
+	// --tensor-parallel-size; 0 counts as 1). ExecuteModelTimeout is vLLM's deadline on a step's
+	// RPC to its workers where the multiprocessing executor runs (TP > 1):
+	// VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS, 300 s (gpu.go).
+	TensorParallelSize  int
+	ExecuteModelTimeout time.Duration
+
 	// Operation times: a level-1/2 sleep (offloading or discarding the weights), a wake-up
 	// (reloading them), an RL weight update through /update_weights.
 	SleepTime        time.Duration
@@ -154,6 +161,8 @@ func DefaultConfig() Config {
 		SleepTime:            2 * time.Second,
 		WakeTime:             3 * time.Second,
 		WeightUpdateTime:     10 * time.Second,
+		TensorParallelSize:   1,
+		ExecuteModelTimeout:  300 * time.Second,
 		StepBase:             15 * time.Millisecond,
 		PerSeq:               50 * time.Microsecond,
 		PerPrefillToken:      25 * time.Microsecond,
@@ -267,6 +276,9 @@ type Scenario struct {
 	// TemplateCost is API server CPU each request costs beyond its tokens (a heavy chat
 	// template, tool schemas, multimodal preprocessing).
 	TemplateCost time.Duration `json:"template_cost,omitempty"`
+	// GPU is what happens to the GPUs under the pod (gpu.go): an XID, a GPU falling off the
+	// bus, a failed row remap, thermal throttling.
+	GPU GPUFault `json:"gpu,omitempty"`
 	// Burst requests arrive at once when the scenario starts (a batch job
 	// fanning out), on top of the Poisson stream; it makes the signature show
 	// up in seconds instead of one request lifetime.
@@ -353,6 +365,12 @@ func init() {
 	}
 	for _, sc := range secondRingScenarios() {
 		Scenarios[sc.Name] = sc
+	}
+	for _, sc := range gpuScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+	for _, fs := range gpuFleetScenarios() {
+		FleetScenarios[fs.Name] = fs
 	}
 	for _, sc := range thirdRingScenarios() {
 		Scenarios[sc.Name] = sc

@@ -205,6 +205,7 @@ func (e *Engine) execute(batch []slot) (time.Duration, stepWork) {
 		float64(e.cfg.PerSeq)*float64(len(batch)) +
 		float64(e.cfg.PerPrefillToken)*float64(w.prefill+spec) + // draft tokens are verified like prefill
 		float64(e.cfg.PerContextToken)*float64(w.context)
+	cost *= e.gpuSlowdown() // a throttled GPU (gpu.go)
 	if e.cfg.Jitter > 0 {
 		cost *= math.Max(0.5, 1+e.cfg.Jitter*e.rng.NormFloat64())
 	}

@@ -383,6 +383,7 @@ const (
 // notFromVLLMPrefixes are series other exporters write beside vLLM's.
 var notFromVLLMPrefixes = map[string]string{
 	"kube_": "kube-state-metrics (restart counts, last termination reasons, owners)",
+	"DCGM_": "dcgm-exporter (the GPU under the pod: VLLMGPUFault, docs/gpu-facts.md)",
 }
 
 // featureFamiliesExist checks that every family notInTheDefaultExposition attributes to feature
