@@ -33,6 +33,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/teams"
 	"github.com/vllm-responder/vllm-responder/notify/webhook"
+	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -50,7 +51,10 @@ type Config struct {
 	Playbooks    PlaybooksConfig    `yaml:"playbooks"`
 	Dispatch     DispatchConfig     `yaml:"dispatch"`
 	Profile      profile.Config     `yaml:"profile"`
-	VLLM         VLLMConfig         `yaml:"vllm"`
+	// Probe confirms a stall with one 1-token request to the pod before the diagnosis says so
+	// (off by default).
+	Probe probe.Config `yaml:"probe"`
+	VLLM  VLLMConfig   `yaml:"vllm"`
 	// Traces finds the slowest requests of every diagnosis in Jaeger (off when its url is empty).
 	Traces traces.Config `yaml:"traces"`
 	// MCP serves the read-only MCP tools on /mcp of `responder serve`.
@@ -222,6 +226,7 @@ func Default() *Config {
 		RoleLabel: vllmnames.DefaultRoleLabel}
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
+	c.Probe.SetDefaults()
 	c.Traces.SetDefaults()
 	c.Teams.SetDefaults()
 	c.Kubernetes.SetDefaults()
@@ -384,7 +389,7 @@ func (c *Config) Validate() error {
 	}{
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
-		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
+		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
 		{"kubernetes", &c.Kubernetes}, {"incidents", &c.Incidents},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
@@ -392,6 +397,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateOutboundWebhooks())
 	if c.Dispatch.RunTimeout < c.Prometheus.QueryTimeout {
 		errs = append(errs, configerr.New("dispatch.run_timeout", "must be at least prometheus.query_timeout (%s)", configerr.FormatDuration(c.Prometheus.QueryTimeout)))
+	}
+	if c.Probe.Enabled && c.Probe.Timeout >= c.Dispatch.RunTimeout {
+		errs = append(errs, configerr.New("probe.timeout", "must be shorter than dispatch.run_timeout (%s): a stalled diagnosis waits for the probe", configerr.FormatDuration(c.Dispatch.RunTimeout)))
 	}
 	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
 		errs = append(errs, configerr.New("traces.timeout", "must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", configerr.FormatDuration(c.Dispatch.RunTimeout)))

@@ -32,6 +32,7 @@ webhook: {bearer_token_file: ` + file + `}
 slack: {bot_token: "${TEST_SLACK_TOKEN}", signing_secret: "sign-789", channel: "#x"}
 redis: {url: "redis://:hunter2@localhost:6379/0", password: "redis-pw-000"}
 mcp: {enabled: true, bearer_token_file: ` + file + `}
+probe: {enabled: true, api_key: "probe-key-321"}
 `
 	c, err := Parse("test.yaml", []byte(cfg))
 	if err != nil {
@@ -48,7 +49,7 @@ mcp: {enabled: true, bearer_token_file: ` + file + `}
 	}
 	j, _ := json.Marshal(c)
 	for _, out := range []string{c.Redacted(), string(j)} {
-		for _, s := range []string{"from-a-file-123", "xoxb-from-env-456", "sign-789", "hunter2", "redis-pw-000"} {
+		for _, s := range []string{"from-a-file-123", "xoxb-from-env-456", "sign-789", "hunter2", "redis-pw-000", "probe-key-321"} {
 			if strings.Contains(out, s) {
 				t.Fatalf("rendered config leaks %q:\n%s", s, out)
 			}
@@ -220,6 +221,13 @@ var badConfigs = []struct {
 		"test.yaml: profile.lock_ttl: must be positive, got 0s",
 		"test.yaml: profile.janitor_interval: must be positive, got 0s",
 	}},
+	{"probe_bad_values.yaml", []string{
+		"test.yaml: probe.timeout: must be between 500ms and 20s, got 100ms",
+		"test.yaml: probe.min_interval: must be at least timeout (100ms), got 50ms: a pod is probed at most once per interval",
+		`test.yaml: probe.url_template: must render an http(s) URL with a host, got "10.0.0.1:8000"`,
+		`test.yaml: probe.allowed_networks[1]: "10.0.0.1" is not a CIDR (10.0.0.0/8, fd00::/8)`,
+	}},
+	{"probe_timeout_past_the_run.yaml", []string{"test.yaml: probe.timeout: must be shorter than dispatch.run_timeout (10s): a stalled diagnosis waits for the probe"}},
 	{"only_comments.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
 	{"only_document_marker.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
 	{"prometheus_header_files_missing.yaml", []string{
@@ -246,6 +254,7 @@ var badConfigs = []struct {
 		"test.yaml: redis.password_file: open /nonexistent/redis-password: no such file or directory",
 		"test.yaml: redis.sentinel.password_file: open /nonexistent/sentinel-password: no such file or directory",
 		"test.yaml: profile.bearer_token_file: open /nonexistent/profile-token: no such file or directory",
+		"test.yaml: probe.api_key_file: open /nonexistent/probe-key: no such file or directory",
 		"test.yaml: mcp.bearer_token_file: open /nonexistent/mcp-token: no such file or directory",
 	}},
 	{"slack_allowed_ids.yaml", []string{

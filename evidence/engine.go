@@ -43,7 +43,10 @@ type EngineOptions struct {
 	// (kube.Config.Lookup) when a rule on the way to the verdict reads it
 	// (playbooks.Diagnosis.FactSources), and judges again with it. The LoRA facts (package
 	// lora) need no option: they are vLLM's own series, looked up the same way.
-	Kube   *kube.Config
+	Kube *kube.Config
+	// Probe, when set, sends one 1-token request to the pod of an engine-stalled diagnosis and
+	// shows what it found in the evidence (probe.enabled).
+	Probe  StallProber
 	Logger zerolog.Logger
 	Now    func() time.Time
 }
@@ -111,6 +114,9 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 	// the way read none but those looked up (each source once).
 	for err == nil && d.NeedsFacts() && e.lookupFacts(ctx, pl, &g, d.FactSources()) {
 		d, err = e.judge(pl, g)
+	}
+	if err == nil && e.opt.Probe != nil && d.Verdict == playbooks.VerdictEngineStalled && at.IsZero() {
+		e.probeStall(ctx, pl, d)
 	}
 	d.Duration = e.opt.Now().Sub(start)
 	d.DurationMS = float64(d.Duration.Microseconds()) / 1000

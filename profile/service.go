@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -29,7 +30,7 @@ var errShuttingDown = errors.New("the responder is shutting down")
 
 // Store keys (the Redis store namespaces them further).
 const (
-	lockPrefix     = "profile:lock:"
+	lockPrefix     = podendpoint.LockPrefix
 	recordPrefix   = "profile:capture:"
 	cooldownPrefix = "profile:cooldown:"
 	janitorPrefix  = "profile:janitor:"
@@ -113,8 +114,6 @@ type Service struct {
 	replica  string
 	client   *vllmClient
 	naming   vllmnames.Naming
-	// podLabel names pods in Prometheus (vllm.pod_label); instance is tried after it.
-	podLabel string
 	// grace is added to every record deadline before the janitor acts on it.
 	grace time.Duration
 
@@ -153,7 +152,6 @@ func New(cfg Config, d Deps) (*Service, error) {
 		replica:   d.Replica,
 		client:    newVLLMClient(cfg.networks, cfg.BearerToken),
 		naming:    d.Naming,
-		podLabel:  d.Naming.Pod(),
 		grace:     5 * time.Second,
 		active:    make(map[string]*capture),
 		janitored: make(map[string]bool),
@@ -332,7 +330,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := t.name()
+	key := t.Name()
 	now := time.Now()
 	id := newID()
 	lock, err := s.store.Lock(ctx, lockPrefix+key, s.cfg.LockTTL, store.LockHolder{ID: id, Name: req.RequestedBy, Since: now})

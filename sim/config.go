@@ -283,6 +283,24 @@ type Scenario struct {
 	// fanning out), on top of the Poisson stream; it makes the signature show
 	// up in seconds instead of one request lifetime.
 	Burst int `json:"burst"`
+	// Long clients beside the others (a batch summarization or RAG job): from LongAfter on,
+	// LongRate req/s (Poisson, a stream of its own) of ~LongPromptMean-token prompts (lognormal,
+	// LongPromptSigma) asking for ~LongOutputMean tokens (sigma 0.3). See thirdring.go.
+	LongRate        float64       `json:"long_rate,omitempty"`
+	LongPromptMean  float64       `json:"long_prompt_mean,omitempty"`
+	LongPromptSigma float64       `json:"long_prompt_sigma,omitempty"`
+	LongOutputMean  float64       `json:"long_output_mean,omitempty"`
+	LongAfter       time.Duration `json:"long_after,omitempty"`
+	// StructuredShare of the requests carry a JSON schema or a tool grammar (structured output):
+	// each waits deferred for its grammar, GrammarCompile, before it can be scheduled (vLLM's
+	// WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR).
+	StructuredShare float64       `json:"structured_share,omitempty"`
+	GrammarCompile  time.Duration `json:"grammar_compile,omitempty"`
+	// AdmissionWedge is a fault of the scheduler, as vllm#53130 reports it on 0.27.1: requests
+	// parked deferred count against max_num_seqs at admission, and a parked request is promoted
+	// only when the admission loop reaches it, so once running + parked reaches max_num_seqs
+	// nothing is admitted again (see thirdring.go).
+	AdmissionWedge bool `json:"admission_wedge,omitempty"`
 }
 
 // Scenarios are the built-in loads, calibrated against DefaultConfig.
@@ -353,6 +371,9 @@ func init() {
 	}
 	for _, fs := range gpuFleetScenarios() {
 		FleetScenarios[fs.Name] = fs
+	}
+	for _, sc := range thirdRingScenarios() {
+		Scenarios[sc.Name] = sc
 	}
 }
 

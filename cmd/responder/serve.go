@@ -25,6 +25,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
+	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/profile"
 )
 
@@ -71,7 +72,7 @@ func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 
-	sk, err := stack.New(c, stack.Options{Logger: log, Playbooks: true, Observer: m, Store: true})
+	sk, err := stack.New(c, stack.Options{Logger: log, Playbooks: true, Observer: m, Store: true, ProbeMetrics: probe.NewMetrics(reg)})
 	if err != nil {
 		return err
 	}

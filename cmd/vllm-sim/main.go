@@ -83,6 +83,15 @@
 //	                              none for aborted requests); grpc unless
 //	                              OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf; service name from
 //	                              OTEL_SERVICE_NAME (else unknown_service); host:port or http(s):// URL
+//	--gateway-listen ADDR         also serve a router / gateway stand-in in front of the pods (default: none): it owns the
+//	                              model's clients (--gateway-scenario replaces --scenario's load), sends their requests to
+//	                              the pods as the component it plays would, and serves that component's /metrics
+//	--gateway-kind KIND           production-stack (vLLM production-stack's router: no queue of its own, its
+//	                              vllm:request_latency_seconds{server,model,status}, vllm:num_requests_running{server}, ...)
+//	                              or llm-d-epp (llm-d's Endpoint Picker with flow control: llm_d_epp_flow_control_* and
+//	                              their inference_extension_* twins, ...) (default llm-d-epp)
+//	--gateway-pool NAME           the InferencePool's name, the EPP's inference_pool label (default vllm-sim)
+//	--gateway-scenario NAME       gateway-healthy, gateway-held (llm-d-epp), gateway-knee, gateway-stall (default gateway-healthy)
 //	--log-level LEVEL             debug, info, warn, error (default info)
 //
 // HTTP endpoints:
@@ -202,6 +211,28 @@
 //	                 server's core saturates (process_cpu_seconds_total 1/s), TTFT grows ~0.15 s/s outside queue
 //	                 (~0) and prefill (~30 ms); the engine is not busy (ITL ~25 ms)
 //
+// The third ring (issue 36):
+//
+//	decode-steady    3 req/s of chat requests with ~200-token answers: ~10 decoding, ITL ~19 ms
+//	prefill-interference  decode-steady, and from 60 s a batch job beside it: 1 req/s of ~7000-token prompts
+//	                 asking ~20 tokens, prefilled in chunks of the step's budget: ITL p99 ~2.5x, ITL mean and time
+//	                 per output token ~1.45x, the running batch ~1.6x (the long requests and the slower decodes)
+//	decode-widening  the hard negative: decode-steady's clients at 10 req/s: running ~14x, ITL ~3.4x, no long prompt
+//	long-prompts-alone  the hard negative: the batch job alone (0.1 req/s): prefill long, ITL a decode-only step's
+//	structured-outputs  6 req/s of tool calls whose grammars take 2 s (deferred meanwhile), a burst of 300 at the
+//	                 switch: admitted once compiled, the batch fills and drains
+//	admission-wedge  structured-outputs on a scheduler with vllm#53130's fault: once running + parked reach
+//	                 --max-num-seqs nothing is admitted again: running drains to 0, waiting grows, KV 0, /health 200
+//
+// Gateway scenarios (--gateway-listen; POST /admin/gateway {"scenario":"gateway-held"} on the gateway's address):
+//
+//	gateway-healthy  healthy's clients, 4 req/s per pod, through the gateway
+//	gateway-held     (llm-d-epp) 20 s after the switch every scrape the EPP makes of the pods fails
+//	                 (llm-d-router#2100): the pool's saturation pins at exactly 1.0, stale endpoints = pods, dispatch
+//	                 halts; requests wait in the EPP until the 60 s TTL evicts them, while every engine idles
+//	gateway-knee     overload's clients, 70 req/s per pod: the engines full (the hard negative of gateway-held)
+//	gateway-stall    healthy's clients while every engine is wedged: requests held in the engines (hard negative)
+//
 // Fleet scenarios (several --listen addresses; POST /admin/fleet):
 //
 //	engine-stall     healthy load on every pod, the engine of pod 0 wedged
@@ -301,6 +332,10 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	enableLoRA := fs.Bool("enable-lora", false, "serve LoRA adapters")
 	maxLoras := fs.Int("max-loras", def.MaxLoras, "LoRA adapters in one batch")
 	loraModules := fs.String("lora-modules", "", "LoRA adapter names, comma-separated (default lora-1, lora-2, ...)")
+	gwListen := fs.String("gateway-listen", "", "serve a router / gateway stand-in in front of the pods on this address (its /metrics, /admin/gateway); it owns their clients")
+	gwKind := fs.String("gateway-kind", string(sim.GatewayEPP), "the stand-in: production-stack (vLLM production-stack's router) or llm-d-epp (llm-d's Endpoint Picker with flow control)")
+	gwPool := fs.String("gateway-pool", "vllm-sim", "the InferencePool's name (the EPP's inference_pool and name labels)")
+	gwScenario := fs.String("gateway-scenario", "gateway-healthy", "the gateway's initial scenario (it replaces --scenario's load)")
 	logLevel := fs.String("log-level", "info", "log level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -338,6 +373,11 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	}
 	if cfg.MetricNames, err = sim.ParseMetricNames(*metricNames); err != nil {
 		fmt.Fprintf(stderr, "vllm-sim: --metric-names: %v\n", err)
+		return 2
+	}
+	gatewayKind, err := sim.ParseGatewayKind(*gwKind)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: --gateway-kind: %v\n", err)
 		return 2
 	}
 	addrs := strings.Split(*listen, ",")
@@ -419,11 +459,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		ln, err := net.Listen("tcp", strings.TrimSpace(addr))
 		if err != nil {
 			log.Error().Err(err).Str("listen_addr", addr).Msg("cannot listen")
-			cancelEngine()
-			runs.Wait()
-			for _, hs := range servers {
-				_ = hs.Close()
-			}
+			shutdown(servers, cancelEngine, &runs)
 			return 1
 		}
 		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -447,17 +483,42 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 			gpus: *gpusPerNode, flavor: *dcgmFlavor, optional: *dcgmOptional, namespace: labels["namespace"]}, serveErr)
 		if err != nil {
 			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
-			cancelEngine()
-			runs.Wait()
-			for _, hs := range servers {
-				_ = hs.Close()
-			}
+			shutdown(servers, cancelEngine, &runs)
 			return 2
 		}
 		for _, d := range dcgmAddrs {
 			servers = append(servers, d.srv)
 			log.Info().Str("node", d.node).Str("dcgm_listen_addr", d.addr).Str("pod_name", d.pod).Str("dcgm_flavor", *dcgmFlavor).Msg("dcgm-exporter stand-in serving")
 		}
+	}
+	if *gwListen != "" {
+		gcfg := sim.GatewayConfig{Kind: gatewayKind, ModelName: cfg.ModelName, Pool: *gwPool, Seed: cfg.Seed}
+		for i, a := range bound {
+			gcfg.Servers = append(gcfg.Servers, "http://"+a)
+			gcfg.Pods = append(gcfg.Pods, engines[i].PodName())
+		}
+		gw, err := sim.NewGateway(gcfg, engines...)
+		if err == nil {
+			err = gw.Apply(*gwScenario, time.Now())
+		}
+		var ln net.Listener
+		if err == nil {
+			ln, err = net.Listen("tcp", strings.TrimSpace(*gwListen))
+		}
+		if err != nil {
+			log.Error().Err(err).Str("gateway_listen", *gwListen).Msg("cannot start the gateway")
+			shutdown(servers, cancelEngine, &runs)
+			return 1
+		}
+		hs := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, hs)
+		go func() { serveErr <- hs.Serve(ln) }()
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			gw.Run(engCtx.Done())
+		}()
+		log.Info().Str("gateway_addr", ln.Addr().String()).Str("gateway_kind", string(gatewayKind)).Str("gateway_scenario", *gwScenario).Msg("gateway stand-in serving")
 	}
 	if ready != nil {
 		ready <- strings.Join(bound, ",")
@@ -502,6 +563,15 @@ func parseLabels(s string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// shutdown closes the servers started so far and stops the engines.
+func shutdown(servers []*http.Server, cancelEngine context.CancelFunc, runs *sync.WaitGroup) {
+	cancelEngine()
+	runs.Wait()
+	for _, hs := range servers {
+		_ = hs.Close()
+	}
 }
 
 // dcgmFlags are the dcgm-exporter stand-in's flags.

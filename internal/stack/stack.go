@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/traces"
 	"github.com/vllm-responder/vllm-responder/triage"
@@ -36,8 +37,11 @@ type Options struct {
 	// Observer receives the engine's query observations (serve's metrics); may be nil.
 	Observer evidence.Observer
 	// Store opens the store: Redis when redis.url or redis.sentinel is set, in memory otherwise.
+	// With Playbooks and probe.enabled it is opened anyway (the probe takes the pod's lock).
 	// On-demand triage then names the open incident of its scope (incidents:).
 	Store bool
+	// ProbeMetrics receives the probe's series (serve's registry); may be nil.
+	ProbeMetrics *probe.Metrics
 }
 
 // Stack is what a subcommand runs on. Parts not asked for are nil.
@@ -64,7 +68,9 @@ func New(c *config.Config, o Options) (*Stack, error) {
 	if s.Prometheus, err = newPrometheusAPI(c); err != nil {
 		return nil, err
 	}
-	if o.Store {
+	// The probe takes the pod's lock in the store, so it opens the store even where the command
+	// itself needs none (triage).
+	if o.Store || (o.Playbooks && c.Probe.Enabled) {
 		store.SetRedisLogger(s.Log)
 		if s.Store, s.StoreKind, err = newStore(c); err != nil {
 			return nil, err
@@ -74,7 +80,15 @@ func New(c *config.Config, o Options) (*Stack, error) {
 		if s.Playbooks, err = LoadPlaybooks(c); err != nil {
 			return nil, err
 		}
-		if s.Engine, err = newEngine(c, s.Naming, s.Prometheus, o.Observer, s.Log); err != nil {
+		var prober evidence.StallProber
+		if c.Probe.Enabled {
+			p, err := probe.New(c.Probe, probe.Deps{Prometheus: s.Prometheus, Store: s.Store, Naming: s.Naming, Metrics: o.ProbeMetrics, Logger: s.Log})
+			if err != nil {
+				return nil, err
+			}
+			prober = p
+		}
+		if s.Engine, err = newEngine(c, s.Naming, s.Prometheus, o.Observer, prober, s.Log); err != nil {
 			return nil, err
 		}
 		to := triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
@@ -196,9 +210,11 @@ func newPrometheusAPI(c *config.Config) (v1.API, error) {
 }
 
 // newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
-// are configured; and kube-state-metrics' series, unless kubernetes.enabled is false).
-func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, log zerolog.Logger) (*evidence.Engine, error) {
+// are configured; and kube-state-metrics' series, unless kubernetes.enabled is false; and the
+// stall probe, when probe.enabled).
+func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, prober evidence.StallProber, log zerolog.Logger) (*evidence.Engine, error) {
 	opt := evidence.EngineOptions{
+		Probe:             prober,
 		QueryTimeout:      c.Prometheus.QueryTimeout,
 		CacheTTL:          c.Prometheus.CacheTTL,
 		MaxConcurrent:     c.Prometheus.MaxConcurrentQueries,
