@@ -407,9 +407,10 @@ func TestANotifierFailureIsReturnedAndEveryPartIsStillPassedOn(t *testing.T) {
 	}
 }
 
-func redisStore(t *testing.T, prefix string) store.Store {
+// redisStore is a client of the Redis at addr, its keys under prefix.
+func redisStore(t *testing.T, addr, prefix string) store.Store {
 	t.Helper()
-	s, err := store.NewRedis("redis://"+testenv.RedisAddr(t)+"/0", "", prefix)
+	s, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,8 +422,8 @@ func redisStore(t *testing.T, prefix string) store.Store {
 // same moment (as one parent per group, notify/slack's TestTwoRespondersSharingRedisPostOneParentPerGroup):
 // one incident, never two, and both groups its members.
 func TestTwoRespondersSharingRedisOpenOneIncident(t *testing.T) {
-	prefix := fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
-	a, b := newEnv(t, redisStore(t, prefix), nil), newEnv(t, redisStore(t, prefix), nil)
+	addr, prefix := testenv.RedisAddr(t), fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
+	a, b := newEnv(t, redisStore(t, addr, prefix), nil), newEnv(t, redisStore(t, addr, prefix), nil)
 	for round := range 10 {
 		model := fmt.Sprintf("model-%d", round)
 		var wg sync.WaitGroup
@@ -457,11 +458,11 @@ func TestTwoRespondersSharingRedisOpenOneIncident(t *testing.T) {
 // A responder that restarts while an incident is open keeps joining it: the incident is in
 // the store, not in the process.
 func TestARestartedResponderKeepsJoiningTheOpenIncident(t *testing.T) {
-	prefix := fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
-	before := newEnv(t, redisStore(t, prefix), nil)
+	addr, prefix := testenv.RedisAddr(t), fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
+	before := newEnv(t, redisStore(t, addr, prefix), nil)
 	opened := before.send(group("queue", firing(alert("VLLMQueueDepthHigh", "llama", "p0"), playbooks.VerdictCapacityPastKnee)))
 
-	after := newEnv(t, redisStore(t, prefix), nil)
+	after := newEnv(t, redisStore(t, addr, prefix), nil)
 	after.clock.add(3 * time.Minute)
 	joined := after.send(group("ttft", firing(alert("VLLMTimeToFirstTokenP99High", "llama", "p0"), playbooks.VerdictCapacityPastKnee)))
 	if joined.ID != opened.ID || joined.Change.Opened || len(joined.Members) != 2 {
