@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -145,9 +146,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // LoadPlaybooks loads the built-ins, playbooks.dir and extra directories (`playbooks test`),
-// applying the config's window, params and vLLM naming.
+// compiled against the facts of every source (facts/sources), applying the config's window,
+// params and vLLM naming.
 func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error) {
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		return nil, fmt.Errorf("built-in playbooks: %w", err)
 	}
@@ -157,7 +159,7 @@ func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error
 		dirs = append([]string{c.Playbooks.Dir}, dirs...)
 	}
 	for _, dir := range dirs {
-		pbs, err := playbooks.LoadDir(dir)
+		pbs, err := playbooks.LoadDir(dir, sources.Catalog())
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +191,8 @@ func newPrometheusAPI(c *config.Config) (v1.API, error) {
 }
 
 // newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
-// are configured; and kube-state-metrics' series, unless kubernetes.enabled is false).
+// are configured), with the fact sources (facts/sources: kube-state-metrics' series unless
+// kubernetes.enabled is false, vLLM's LoRA series).
 func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, log zerolog.Logger) (*evidence.Engine, error) {
 	opt := evidence.EngineOptions{
 		QueryTimeout:      c.Prometheus.QueryTimeout,
@@ -198,10 +201,8 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
 		Observer:          obs,
 		Naming:            n,
+		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes}),
 		Logger:            log,
-	}
-	if c.Kubernetes.Enabled {
-		opt.Kube = &c.Kubernetes
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)
