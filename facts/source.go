@@ -3,6 +3,7 @@ package facts
 import (
 	"context"
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -61,6 +62,7 @@ type Catalog struct {
 	facts   []Fact
 	sources []string
 	words   *regexp.Regexp // any fact's name as a word
+	known   *Facts         // Known
 }
 
 // NewCatalog is the catalog of sources' facts, in order. Fact names are one namespace: a name
@@ -86,6 +88,15 @@ func NewCatalog(sources ...Source) *Catalog {
 	if len(alts) > 0 {
 		c.words = regexp.MustCompile(`\b(` + strings.Join(alts, "|") + `)\b`)
 	}
+	c.known = New(c.sources...)
+	one := 1.0
+	for _, f := range c.facts {
+		if f.Label {
+			c.known.Labels[f.Name] = "x"
+		} else {
+			c.known.Numbers[f.Name] = &one
+		}
+	}
 	return c
 }
 
@@ -97,6 +108,30 @@ func (c *Catalog) Facts() []Fact {
 		return nil
 	}
 	return slices.Clone(c.facts)
+}
+
+// All yields every fact, in order, without a copy of the list (c nil: none).
+func (c *Catalog) All() iter.Seq[Fact] {
+	return func(yield func(Fact) bool) {
+		if c == nil {
+			return
+		}
+		for _, f := range c.facts {
+			if !yield(f) {
+				return
+			}
+		}
+	}
+}
+
+// Known are facts of every source with every fact known (a label "x", a number 1), for the
+// checks a playbook's loader makes: conditions compile and templates run against them. They
+// are shared: read them, never change them (c nil: nil, no fact).
+func (c *Catalog) Known() *Facts {
+	if c == nil {
+		return nil
+	}
+	return c.known
 }
 
 // Sources names the sources, in order (c nil: none).

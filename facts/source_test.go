@@ -50,7 +50,23 @@ func TestACatalogListsTheSourcesFactsInOrderAndFindsThemInARule(t *testing.T) {
 			t.Errorf("SourcesRead(%q) = %q, want %q", tc.text, got, tc.want)
 		}
 	}
+	var all []string
+	for f := range c.All() {
+		all = append(all, f.Name)
+	}
+	if got := strings.Join(all, " "); got != "pod_hpa pod_hpa_max gpu_xid" {
+		t.Errorf("All: %s", got)
+	}
+	if k := c.Known(); k.Label("gpu_xid") != "x" || k.Number("pod_hpa") == nil || !k.Looked("gpu") || !k.Looked("pods") {
+		t.Errorf("Known: %+v", k)
+	}
 	var none *Catalog
+	for range none.All() {
+		t.Error("a nil catalog yields a fact")
+	}
+	if none.Known() != nil {
+		t.Error("a nil catalog knows facts")
+	}
 	if none.Facts() != nil || none.Sources() != nil || none.SourcesRead("pod_hpa") != nil {
 		t.Error("a nil catalog has facts")
 	}

@@ -26,7 +26,7 @@ const kubeSource = "kube-state-metrics"
 // factEnv puts every fact of cat into m: for a condition (template false) a number is a float64
 // or nil, for a template a *float64; a label value is a string. f nil: every fact unknown.
 func factEnv(m map[string]any, cat *facts.Catalog, f *facts.Facts, template bool) {
-	for _, fc := range cat.Facts() {
+	for fc := range cat.All() {
 		switch {
 		case fc.Label:
 			m[fc.Name] = f.Label(fc.Name)
@@ -36,21 +36,6 @@ func factEnv(m map[string]any, cat *facts.Catalog, f *facts.Facts, template bool
 			setEnv(m, fc.Name, f.Number(fc.Name))
 		}
 	}
-}
-
-// sampleFacts are the facts conditions compile against and templates are tried with at load
-// time: every fact of cat known.
-func sampleFacts(cat *facts.Catalog) *facts.Facts {
-	f := facts.New(cat.Sources()...)
-	for _, fc := range cat.Facts() {
-		if fc.Label {
-			f.Labels[fc.Name] = "x"
-		} else {
-			one := 1.0
-			f.Numbers[fc.Name] = &one
-		}
-	}
-	return f
 }
 
 // recordedFacts reads a fixture's facts against cat: `facts:` any fact, `kube:`
@@ -78,7 +63,7 @@ func recordedFacts(cat *facts.Catalog, kubeSection, factsSection map[string]any)
 // reserveFacts claims the names of cat's facts, so that a query or param of the same name is an
 // error.
 func reserveFacts(cat *facts.Catalog, names map[string]string) {
-	for _, fc := range cat.Facts() {
+	for fc := range cat.All() {
 		names[fc.Name] = fc.Source + " fact"
 	}
 }

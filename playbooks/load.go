@@ -385,7 +385,7 @@ func exprEnv(p *Playbook) map[string]any {
 	for _, n := range fleetNames(p) {
 		env[n] = 0.0
 	}
-	factEnv(env, p.catalog, sampleFacts(p.catalog), false)
+	factEnv(env, p.catalog, p.catalog.Known(), false)
 	return env
 }
 
@@ -443,7 +443,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: :"))
 	}
-	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces, sampleFacts(p.catalog))
+	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces, p.catalog.Known())
 	for _, q := range p.Queries {
 		v := 1.0
 		sample[q.Name] = &v
