@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -179,7 +180,7 @@ func evidence(d *playbooks.Diagnosis, name string) playbooks.Evidence {
 // what the diagnosis says: a value, or a missing value with its reason named, and a verdict
 // that degrades (inconclusive, with notes) rather than a crash or a made-up number.
 func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
-	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook))
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +432,7 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 // The chosen verdict's templates render with the values the answers gave, and evidence keeps the
 // query as sent, with the alert's label quoted in it.
 func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
-	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook))
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

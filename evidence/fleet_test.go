@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -81,7 +82,7 @@ var foldedSignalRE = regexp.MustCompile(`"` + signalLabel + `", "(\w+)"`)
 
 func builtinSet(t testing.TB) *playbooks.Set {
 	t.Helper()
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

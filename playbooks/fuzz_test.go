@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 )
 
 // FuzzScopeMatchers is the escaping property: whatever a label value holds (it comes from alerts
@@ -135,7 +137,7 @@ verdicts:
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Parse("fuzz.yaml", data)
+		p, err := Parse("fuzz.yaml", data, sources.Catalog())
 		if err != nil {
 			if p != nil {
 				t.Fatalf("a playbook and an error: %v", err)

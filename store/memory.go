@@ -15,6 +15,8 @@ type Memory struct {
 	// nextSweep is the table size at which expired items are next swept out. Expired items are
 	// also dropped when read, but most keys (an alert state's claim) are never read again.
 	nextSweep int
+	// recent are the recent lists (Recents), a handful, each bounded by its own bound.
+	recent map[string]recentList
 }
 
 // minSweep is the table size below which expired items are not swept.
@@ -30,7 +32,7 @@ type memItem struct {
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{now: time.Now, items: make(map[string]memItem), nextSweep: minSweep}
+	return &Memory{now: time.Now, items: make(map[string]memItem), nextSweep: minSweep, recent: make(map[string]recentList)}
 }
 
 func (m *Memory) live(key string, now time.Time) (memItem, bool) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/alertmanager/template"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -56,7 +57,7 @@ func TestConsoleShowsAResolutionAndItsDuration(t *testing.T) {
 }
 
 func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

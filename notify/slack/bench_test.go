@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -12,7 +13,7 @@ import (
 // and queries a run against Prometheus fills in.
 func benchDiagnosis(b *testing.B) *playbooks.Diagnosis {
 	b.Helper()
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		b.Fatal(err)
 	}

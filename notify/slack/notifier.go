@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -165,39 +164,18 @@ type recentEntry struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// index records t in the index of recent threads (newest first, at most maxRecent). Replicas
-// may race on it; the next save of a thread puts it back, and status is information only.
+// index records t in the index of recent threads (newest started first, one entry per group,
+// at most maxRecent): one atomic put (store.Recents), so replicas lose nothing to each other.
 func (n *notifier) index(ctx context.Context, t *thread) {
-	recent := n.loadRecent(ctx)
 	e := recentEntry{Group: hashKey(t.GroupKey), UpdatedAt: t.UpdatedAt, incident: incident{Alertname: t.Alertname, Status: t.Status,
 		Channel: t.Channel, TS: t.TS, StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)}}
-	recent = slices.DeleteFunc(recent, func(r recentEntry) bool { return r.Group == e.Group })
-	recent = append(recent, e)
-	slices.SortStableFunc(recent, func(a, b recentEntry) int { return b.StartedAt.Compare(a.StartedAt) })
-	if len(recent) > maxRecent {
-		recent = recent[:maxRecent]
-	}
-	b, err := json.Marshal(recent)
+	b, err := json.Marshal(e)
 	if err == nil {
-		err = n.store.Set(ctx, recentKey, b, n.cfg.ThreadTTL)
+		err = n.store.PutRecent(ctx, recentKey, []store.RecentEntry{{ID: e.Group, At: e.StartedAt, Val: b}}, maxRecent, n.cfg.ThreadTTL)
 	}
 	if err != nil {
 		n.log.Warn().Err(err).Msg("updating the index of recent slack threads")
 	}
-}
-
-func (n *notifier) loadRecent(ctx context.Context) []recentEntry {
-	b, ok, err := n.store.Get(ctx, recentKey)
-	if err != nil || !ok {
-		return nil
-	}
-	var recent []recentEntry
-	if json.Unmarshal(b, &recent) != nil {
-		return nil
-	}
-	// Threads not saved for thread_ttl have expired from the store: drop them here too.
-	cutoff := n.now().Add(-n.cfg.ThreadTTL)
-	return slices.DeleteFunc(recent, func(r recentEntry) bool { return r.UpdatedAt.Before(cutoff) })
 }
 
 // Notify posts a group notification: a parent message the first time, a thread reply when
@@ -556,17 +534,18 @@ type incident struct {
 // RecentIncidents lists the most recent threads, newest first, from their index (one record,
 // however many threads the store holds).
 func (n *notifier) RecentIncidents(ctx context.Context, limit int) ([]incident, error) {
-	b, ok, err := n.store.Get(ctx, recentKey)
-	if err != nil || !ok {
+	es, err := n.store.Recent(ctx, recentKey, 0)
+	if err != nil {
 		return nil, err
 	}
-	var recent []recentEntry
-	if err := json.Unmarshal(b, &recent); err != nil {
-		return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
-	}
+	// Threads not saved for thread_ttl have expired from the store: leave them out here too.
 	cutoff := n.now().Add(-n.cfg.ThreadTTL)
 	var out []incident
-	for _, r := range recent {
+	for _, e := range es {
+		var r recentEntry
+		if err := json.Unmarshal(e.Val, &r); err != nil {
+			return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
+		}
 		if !r.UpdatedAt.Before(cutoff) {
 			out = append(out, r.incident)
 		}
