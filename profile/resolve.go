@@ -7,13 +7,13 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
@@ -45,12 +45,13 @@ func podName(namespace, pod string) string {
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._:-]{0,251}[A-Za-z0-9])?$`)
 
 // resolveQuery is the PromQL that finds a pod's scrape endpoint by the label that names pods;
-// values are quoted, never concatenated raw. Router series (vllm.router_label) are excluded: a
-// production-stack router is not an engine to profile.
+// values are quoted by the project's one quoting function (promql.Matcher), never concatenated
+// raw. Router series (vllm.router_label) are excluded: a production-stack router is not an
+// engine to profile.
 func resolveQuery(n vllmnames.Naming, podLabel, pod, namespace string) string {
-	sel := podLabel + "=" + strconv.Quote(pod)
+	sel := promql.Matcher(podLabel, pod)
 	if namespace != "" {
-		sel += ",namespace=" + strconv.Quote(namespace)
+		sel += "," + promql.Matcher("namespace", namespace)
 	}
 	return "group by (namespace, instance, model_name) (" + n.Selector("num_requests_running", sel) + ")"
 }
