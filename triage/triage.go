@@ -12,14 +12,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -89,8 +92,8 @@ type Model struct {
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // Run runs the request. It returns a diagnosis whatever the verdict; its error, one line worded
-// for the user, says why none could be made: an unknown alert, a bad label name, Prometheus
-// unreachable, too many models to choose from.
+// for the user, says why none could be made: an unknown alert, a bad label name, a label value
+// longer than promql.MaxLabelValue, Prometheus unreachable, too many models to choose from.
 func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 	labels := make(map[string]string, len(r.Labels)+1)
 	for k, v := range r.Labels {
@@ -101,6 +104,12 @@ func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 	}
 	if r.Alert != "" {
 		labels["alertname"] = r.Alert
+	}
+	// Every value is bounded before anything runs: it would be in every query of the triage.
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if err := promql.CheckLabelValue(k, labels[k]); err != nil {
+			return nil, err
+		}
 	}
 	p := s.o.Set.Triage()
 	if name := labels["alertname"]; name != "" {

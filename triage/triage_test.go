@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -210,12 +211,20 @@ func TestRequestsThatCannotRunAreRefusedBeforeAnyQuery(t *testing.T) {
 	}{
 		{"an unknown alert", Request{Alert: "NoSuchAlert"}, `no playbook matches alert "NoSuchAlert" (known: VLLMEngineStalled, `},
 		{"a label name PromQL cannot carry", Request{Labels: map[string]string{"bad-name": "x"}}, `label "bad-name": not a label name`},
+		{"a model name of 16 KiB", Request{Labels: map[string]string{"model_name": strings.Repeat("m", 16<<10)}},
+			`label "model_name": value too long (16384 bytes, at most 253)`},
+		{"an alert name past the bound", Request{Alert: strings.Repeat("A", 254)}, `label "alertname": value too long (254 bytes, at most 253)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := s.Run(context.Background(), tc.req); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v; want %q", err, tc.want)
 			}
 		})
+	}
+	// The hard negative: a value of the bound is sent (and meets the unreachable Prometheus).
+	_, err := s.Run(context.Background(), Request{Labels: map[string]string{"pod": strings.Repeat("p", promql.MaxLabelValue)}})
+	if err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("a value of the bound: %v; want it sent to Prometheus", err)
 	}
 }
 

@@ -65,3 +65,32 @@ func lostPattern(v string) string {
 	b.WriteString(regexp.QuoteMeta(v[start:]))
 	return b.String()
 }
+
+// MaxLabelValue bounds, in bytes, a label value the responder puts into a query: 253, the
+// longest Kubernetes object name (a DNS-1123 subdomain, the longest pod name `/vllm` accepts;
+// its model names are bounded at 128 by their own syntax). A longer value names no pod, model or
+// namespace anyone runs, and would make every query of a diagnosis as long (a 16 KiB model name
+// went to Prometheus in 19 requests): it is refused with LabelValueError before any query. Once
+// quoted, a value takes at most 4 bytes a byte (\xff), so queries stay bounded however a value
+// is made.
+const MaxLabelValue = 253
+
+// LabelValueError is a label value longer than MaxLabelValue.
+type LabelValueError struct {
+	Label string
+	Len   int
+}
+
+func (e *LabelValueError) Error() string {
+	return "label " + strconv.Quote(e.Label) + ": value too long (" + strconv.Itoa(e.Len) + " bytes, at most " +
+		strconv.Itoa(MaxLabelValue) + ")"
+}
+
+// CheckLabelValue returns a *LabelValueError when v, the value of label name, is longer than
+// MaxLabelValue.
+func CheckLabelValue(name, v string) error {
+	if len(v) > MaxLabelValue {
+		return &LabelValueError{Label: name, Len: len(v)}
+	}
+	return nil
+}
