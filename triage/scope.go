@@ -1,11 +1,13 @@
 package triage
 
-// A triage that names no model and no pod would sum every model's series into one diagnosis: a
-// verdict from one model's pods beside a "worst pod" of another. So the scope's models are listed
-// first. One model: the triage is scoped to it. Several: each is triaged, and the diagnosis is
-// the one of the model with the most severe verdict, scoped to it end to end (evidence, fleet,
-// summary), naming it and listing the others with their verdicts. More than maxModels: the user
-// is asked to name one.
+// A triage that names no model would sum every model's series into one diagnosis: a verdict from
+// one model's pods beside a "worst pod" of another, or, for a pod named alone, the pod compared
+// with every pod of its namespace (an overloaded model's only pod read as load-imbalance beside
+// another model's idle pod). So the scope's models are listed first, those of the pod's own
+// series when a pod is named. One model: the triage is scoped to it. Several: each is triaged,
+// and the diagnosis is the one of the model with the most severe verdict, scoped to it end to end
+// (evidence, fleet, summary), naming it and listing the others with their verdicts. More than
+// maxModels: the user is asked to name one.
 
 import (
 	"cmp"
@@ -34,15 +36,14 @@ const (
 	namespaceLabel = "namespace"
 )
 
-// modelLabels are the labels that tell the scope's models apart when the request names no model
-// and no pod: model_name, and namespace when the playbook scopes by it and the request names
-// none. Empty: the request is about one model already, or p cannot be scoped to one.
+// modelLabels are the labels that tell the scope's models apart when the request names no model:
+// model_name, and namespace when the playbook scopes by it and the request names none. Empty:
+// the request is about one model already, or p cannot be scoped to one. A pod named alone is
+// scoped the same way: its model comes from its own series (models selects by the whole scope,
+// the pod included).
 func (s *Service) modelLabels(p *playbooks.Playbook, labels map[string]string) []string {
 	if labels[modelLabel] != "" || !slices.Contains(p.Scope, modelLabel) {
 		return nil
-	}
-	if _, pod, _ := (playbooks.PodScope{Label: s.o.Naming.PodLabel}).Matchers([]string{"pod"}, labels); len(pod) > 0 && slices.Contains(p.Scope, "pod") {
-		return nil // a pod serves one model
 	}
 	by := []string{modelLabel}
 	if labels[namespaceLabel] == "" && slices.Contains(p.Scope, namespaceLabel) {
@@ -155,14 +156,34 @@ func (s *Service) runModels(ctx context.Context, p *playbooks.Playbook, labels m
 		}
 	}
 	note := fmt.Sprintf("the request named no model: this diagnosis is about %s, the only model in scope", describe(models[0].labels))
-	if len(models) > 1 {
+	pod := s.namedPod(p, labels)
+	if pod != "" {
+		note = fmt.Sprintf("the request named pod %q and no model: this diagnosis is about %s, the model of the pod's own series", pod, describe(models[0].labels))
+	}
+	switch {
+	case len(models) > 1 && pod != "":
+		note = fmt.Sprintf("pod %q has series of %d models: this diagnosis is about %s, whose verdict is the most severe; "+
+			"the others: %s. Name one (model_name, or the namespace) to triage it", pod, len(models), describe(models[order[0]].labels), strings.Join(others, ", "))
+	case len(models) > 1:
 		note = fmt.Sprintf("the request named no model and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
 			"the others: %s. Name one (model_name) to triage it", len(models), describe(models[order[0]].labels), strings.Join(others, ", "))
-	} else {
+	default:
 		res.Models = nil
 	}
 	chosen.Notes = append([]string{note}, chosen.Notes...)
 	return res, nil
+}
+
+// namedPod is the pod the request names, as p's scope selects it ("" when none).
+func (s *Service) namedPod(p *playbooks.Playbook, labels map[string]string) string {
+	if !slices.Contains(p.Scope, "pod") {
+		return ""
+	}
+	_, used, _ := (playbooks.PodScope{Label: s.o.Naming.PodLabel}).Matchers([]string{"pod"}, labels)
+	for _, v := range used {
+		return v
+	}
+	return ""
 }
 
 // severity orders verdicts for choosing among models: a named problem first, then one no rule

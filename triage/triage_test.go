@@ -135,14 +135,15 @@ func TestATriageWithoutAModelIsAboutOneModelEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("a pod named: its own series, no choosing", func(t *testing.T) {
+	t.Run("a pod named: its own model from its own series, no choosing", func(t *testing.T) {
 		res, err := s.Run(context.Background(), Request{Labels: map[string]string{"pod": "alpha-1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Models != nil || res.Scope["model_name"] != "" || res.Scope["pod"] != "alpha-1" {
-			t.Errorf("scope %v, models %+v; want the pod alone", res.Scope, res.Models)
+		if res.Models != nil || res.Scope["model_name"] != "alpha" || res.Scope["pod"] != "alpha-1" {
+			t.Errorf("scope %v, models %+v; want the pod and its model", res.Scope, res.Models)
 		}
+		aboutOneModel(t, res.Diagnosis, "alpha", []string{"alpha-0", "alpha-1", "alpha-2"})
 	})
 
 	t.Run("an alert's playbook without a model chooses alike", func(t *testing.T) {
@@ -277,4 +278,60 @@ func TestSeverityPutsANamedProblemFirst(t *testing.T) {
 			t.Errorf("%s does not come before %s", order[i-1], order[i])
 		}
 	}
+}
+
+// Issue 33.1: a pod named without its model is compared with its own model's pods, never with
+// every pod of the namespace. An overloaded model's only pod beside another model's idle pod read
+// load-imbalance ("the other pods of the model have at most 0 waiting"); scoped to its own model
+// (from its own series) it is past the knee, as the same triage naming the model says.
+func TestAPodNamedWithoutItsModelIsComparedWithItsOwnModelsPods(t *testing.T) {
+	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
+		load("big-0", "big", pastKnee), load("lora-0", "lora", nil),
+		// The same pod name in two namespaces, each serving its own model.
+		load("twin-0", "alpha", func(l *testenv.VLLMLoad) { l.Namespace = "team-a" }),
+		load("twin-0", "beta", func(l *testenv.VLLMLoad) { l.Namespace = "team-b"; kvPreemption(l) }),
+	})
+	s := newService(t, prom.URL)
+	run := func(labels map[string]string) *Result {
+		t.Helper()
+		res, err := s.Run(context.Background(), Request{Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	named := run(map[string]string{"model_name": "big", "pod": "big-0"})
+	for _, labels := range []map[string]string{{"pod": "big-0"}, {"pod": "big-0", "namespace": "llm"}} {
+		res := run(labels)
+		if res.Verdict != named.Verdict || res.Verdict == playbooks.VerdictLoadImbalance {
+			t.Errorf("%v: verdict %s; want %s, as with the model named", labels, res.Verdict, named.Verdict)
+		}
+		if res.Scope["model_name"] != "big" || res.Scope["pod"] != "big-0" || res.Models != nil {
+			t.Errorf("%v: scope %v, models %+v; want the pod's model joined to the scope", labels, res.Scope, res.Models)
+		}
+		if res.Fleet == nil || res.Fleet.Pods != 1 || res.Fleet.Siblings["model_name"] != "big" {
+			t.Errorf("%v: fleet %+v; want the model's one pod", labels, res.Fleet)
+		}
+		if len(res.Notes) == 0 || !strings.Contains(res.Notes[0], `the request named pod "big-0" and no model: this diagnosis is about model_name="big"`) {
+			t.Errorf("%v: notes %q; want the first to name the pod's model", labels, res.Notes)
+		}
+	}
+
+	t.Run("two models on one pod name: said, the most severe diagnosed", func(t *testing.T) {
+		res := run(map[string]string{"pod": "twin-0"})
+		if res.Verdict != playbooks.VerdictKVPreemption || res.Scope["model_name"] != "beta" || res.Scope["namespace"] != "team-b" {
+			t.Errorf("verdict %s, scope %v; want kv-preemption on beta in team-b", res.Verdict, res.Scope)
+		}
+		if len(res.Models) != 2 || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], `pod "twin-0" has series of 2 models`) ||
+			!strings.Contains(res.Notes[0], `the others: model_name="alpha" namespace="team-a" (healthy)`) {
+			t.Errorf("models %+v, notes %q; want both listed and the first note saying so", res.Models, res.Notes)
+		}
+	})
+	t.Run("the pod and its namespace named: the one model there", func(t *testing.T) {
+		res := run(map[string]string{"pod": "twin-0", "namespace": "team-a"})
+		if res.Verdict != playbooks.VerdictHealthy || res.Scope["model_name"] != "alpha" || res.Models != nil {
+			t.Errorf("verdict %s, scope %v, models %+v; want alpha alone, healthy", res.Verdict, res.Scope, res.Models)
+		}
+	})
 }
