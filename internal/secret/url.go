@@ -2,7 +2,10 @@ package secret
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
+	"strconv"
+	"strings"
 )
 
 // URL is a connection URL that may carry a password (redis://:pw@host:6379/0) or a token in its
@@ -84,3 +87,25 @@ func Host(raw string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// RedactURLError returns err with the URL of the *url.Error in its chain (net/http quotes a
+// request's whole URL in its errors) shown as its scheme and host, for a URL that carries a
+// credential (a Slack response_url, a presigned upload URL): what errors.Is and errors.As find in
+// err is unchanged. err without a *url.Error is returned as it is.
+func RedactURLError(err error) error {
+	var ue *url.Error
+	if err == nil || !errors.As(err, &ue) || ue.URL == "" {
+		return err
+	}
+	host := Host(ue.URL)
+	msg := strings.ReplaceAll(err.Error(), strconv.Quote(ue.URL), strconv.Quote(host))
+	return &redactedError{msg: strings.ReplaceAll(msg, ue.URL, host), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

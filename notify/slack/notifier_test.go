@@ -651,6 +651,18 @@ func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
 	}
 }
 
+// A response_url is a credential (it posts to the channel for half an hour): when the call to it
+// fails, the error (which is logged) names its host only, and is still classified as retryable.
+func TestAFailedResponseURLIsNamedByItsHostOnly(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	u := h.slack.ResponseURL("T0KEN-SECRET")
+	h.slack.Close()
+	err := h.api.Respond(context.Background(), u, &slackgo.WebhookMessage{Text: "hi"})
+	if err == nil || strings.Contains(err.Error(), "T0KEN-SECRET") || !strings.Contains(err.Error(), h.slack.URL) || !isRetryable(err) {
+		t.Fatalf("err = %v (retryable %v); want a retryable error naming %s only", err, isRetryable(err), h.slack.URL)
+	}
+}
+
 // The resolution reply follows an edit of the parent that already says resolved: a 429 on it is
 // retried after Slack's Retry-After (within the notification), not dropped.
 func TestARateLimitedResolutionReplyIsRetried(t *testing.T) {
