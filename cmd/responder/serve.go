@@ -25,6 +25,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/profile"
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -76,6 +77,9 @@ func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.
 	}
 	defer sk.Close()
 	set, promAPI, st := sk.Playbooks, sk.Prometheus, sk.Store
+	if ms, ok := st.(*store.Memory); ok {
+		metrics.RegisterMemoryStore(reg, ms, store.MemoryMaxBytes)
+	}
 
 	// Profile captures and their janitor (which stops captures whose responder died).
 	var capt *profile.Service
