@@ -52,6 +52,23 @@ func (s *Service) modelLabels(p *playbooks.Playbook, labels map[string]string) [
 	return by
 }
 
+// scopeLabels are modelLabels, and, when triage.namespaces bounds the namespaces and the request
+// names none, model_name and namespace whatever the request names: the models are then listed by
+// namespace and only those in the bound are triaged (run). A playbook that cannot be scoped by
+// namespace is refused then: its queries would read every namespace.
+func (s *Service) scopeLabels(p *playbooks.Playbook, labels map[string]string) ([]string, error) {
+	if len(s.o.Namespaces) == 0 || labels[namespaceLabel] != "" {
+		return s.modelLabels(p, labels), nil
+	}
+	if !slices.Contains(p.Scope, namespaceLabel) {
+		return nil, fmt.Errorf("playbook %s does not scope its queries by namespace, so triage.namespaces cannot bound it", p.Name)
+	}
+	if !slices.Contains(p.Scope, modelLabel) {
+		return []string{namespaceLabel}, nil
+	}
+	return []string{modelLabel, namespaceLabel}, nil
+}
+
 // candidate is one model of the scope: its labels (by) and its mean queue, which orders models
 // of equally severe verdicts.
 type candidate struct {
@@ -81,8 +98,8 @@ func (s *Service) models(ctx context.Context, p *playbooks.Playbook, labels map[
 				c.labels[l] = v
 			}
 		}
-		if c.labels[modelLabel] == "" {
-			continue // series without a model_name: nothing to scope to
+		if c.labels[modelLabel] == "" && slices.Contains(by, modelLabel) || len(c.labels) < len(by) {
+			continue // series without a model_name (or namespace): nothing to scope to
 		}
 		out = append(out, c)
 	}
@@ -155,23 +172,35 @@ func (s *Service) runModels(ctx context.Context, p *playbooks.Playbook, labels m
 			others = append(others, fmt.Sprintf("%s (%s)", describe(m.labels), runs[i].d.Verdict))
 		}
 	}
-	note := fmt.Sprintf("the request named no model: this diagnosis is about %s, the only model in scope", describe(models[0].labels))
-	pod := s.namedPod(p, labels)
-	if pod != "" {
-		note = fmt.Sprintf("the request named pod %q and no model: this diagnosis is about %s, the model of the pod's own series", pod, describe(models[0].labels))
-	}
-	switch {
-	case len(models) > 1 && pod != "":
-		note = fmt.Sprintf("pod %q has series of %d models: this diagnosis is about %s, whose verdict is the most severe; "+
-			"the others: %s. Name one (model_name, or the namespace) to triage it", pod, len(models), describe(models[order[0]].labels), strings.Join(others, ", "))
-	case len(models) > 1:
-		note = fmt.Sprintf("the request named no model and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
-			"the others: %s. Name one (model_name) to triage it", len(models), describe(models[order[0]].labels), strings.Join(others, ", "))
-	default:
+	note := s.scopeNote(p, labels, models, order, others)
+	if len(models) == 1 {
 		res.Models = nil
 	}
 	chosen.Notes = append([]string{note}, chosen.Notes...)
 	return res, nil
+}
+
+// scopeNote is the first note of a diagnosis chosen among models: what the request did not name,
+// and which model (and namespace) the diagnosis is about, with the others and their verdicts.
+func (s *Service) scopeNote(p *playbooks.Playbook, labels map[string]string, models []candidate, order []int, others []string) string {
+	pod := s.namedPod(p, labels)
+	chosen := describe(models[order[0]].labels)
+	switch {
+	case labels[modelLabel] != "" && len(models) == 1:
+		return fmt.Sprintf("the request named no namespace: this diagnosis is about %s, the only one in the namespaces triage reads (triage.namespaces)", chosen)
+	case labels[modelLabel] != "":
+		return fmt.Sprintf("the request named no namespace and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
+			"the others: %s. Name one (namespace) to triage it", len(models), chosen, strings.Join(others, ", "))
+	case pod != "" && len(models) == 1:
+		return fmt.Sprintf("the request named pod %q and no model: this diagnosis is about %s, the model of the pod's own series", pod, chosen)
+	case pod != "":
+		return fmt.Sprintf("pod %q has series of %d models: this diagnosis is about %s, whose verdict is the most severe; "+
+			"the others: %s. Name one (model_name, or the namespace) to triage it", pod, len(models), chosen, strings.Join(others, ", "))
+	case len(models) == 1:
+		return fmt.Sprintf("the request named no model: this diagnosis is about %s, the only model in scope", chosen)
+	}
+	return fmt.Sprintf("the request named no model and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
+		"the others: %s. Name one (model_name) to triage it", len(models), chosen, strings.Join(others, ", "))
 }
 
 // namedPod is the pod the request names, as p's scope selects it ("" when none).

@@ -45,6 +45,10 @@ type Options struct {
 	PrometheusURL string
 	// Timeout bounds one triage (default Deadline).
 	Timeout time.Duration
+	// Namespaces, when set (triage.namespaces), are the only namespaces a triage reads: a request
+	// naming another is refused, and one naming none is scoped to the models of these only.
+	// Empty: whoever can triage can triage any namespace.
+	Namespaces []string
 }
 
 // Service runs on-demand triage.
@@ -111,6 +115,9 @@ func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 			return nil, err
 		}
 	}
+	if ns := labels[namespaceLabel]; ns != "" && len(s.o.Namespaces) > 0 && !slices.Contains(s.o.Namespaces, ns) {
+		return nil, fmt.Errorf("namespace %q: triage reads only %s (triage.namespaces)", ns, strings.Join(s.o.Namespaces, ", "))
+	}
 	p := s.o.Set.Triage()
 	if name := labels["alertname"]; name != "" {
 		var ok bool
@@ -145,7 +152,10 @@ func (s *Service) Triage(ctx context.Context, labels map[string]string) (*playbo
 
 // run runs p on labels, scoped to one model when they name none (scope.go).
 func (s *Service) run(ctx context.Context, p *playbooks.Playbook, labels map[string]string, at time.Time) (*Result, error) {
-	by := s.modelLabels(p, labels)
+	by, err := s.scopeLabels(p, labels)
+	if err != nil {
+		return nil, err
+	}
 	if len(by) == 0 {
 		d, err := s.o.Engine.RunAt(ctx, p, labels, at)
 		return &Result{Diagnosis: d}, err
@@ -153,6 +163,12 @@ func (s *Service) run(ctx context.Context, p *playbooks.Playbook, labels map[str
 	models, err := s.models(ctx, p, labels, by, at)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.o.Namespaces) > 0 && labels[namespaceLabel] == "" {
+		models = slices.DeleteFunc(models, func(c candidate) bool { return !slices.Contains(s.o.Namespaces, c.labels[namespaceLabel]) })
+		if len(models) == 0 {
+			return nil, fmt.Errorf("no vLLM series of this scope in the namespaces triage reads (triage.namespaces: %s)", strings.Join(s.o.Namespaces, ", "))
+		}
 	}
 	return s.runModels(ctx, p, labels, models, at)
 }

@@ -335,3 +335,49 @@ func TestAPodNamedWithoutItsModelIsComparedWithItsOwnModelsPods(t *testing.T) {
 		}
 	})
 }
+
+// triage.namespaces bounds what a triage reads: a request naming another namespace is refused, and
+// one naming none is about the models of the bound only, every query scoped to its namespace.
+// Without it (the test above) the same requests read every namespace.
+func TestTriageNamespacesBoundWhatATriageReads(t *testing.T) {
+	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
+		load("twin-0", "alpha", func(l *testenv.VLLMLoad) { l.Namespace = "team-a" }),
+		load("twin-0", "beta", func(l *testenv.VLLMLoad) { l.Namespace = "team-b"; kvPreemption(l) }),
+		load("gamma-0", "gamma", func(l *testenv.VLLMLoad) { l.Namespace = "team-b" }),
+	})
+	s := newService(t, prom.URL)
+	s.o.Namespaces = []string{"team-a"}
+	inTeamA := func(t *testing.T, res *Result) {
+		t.Helper()
+		if res.Scope["namespace"] != "team-a" || res.Scope["model_name"] != "alpha" || res.Models != nil {
+			t.Errorf("scope %v, models %+v; want alpha in team-a alone", res.Scope, res.Models)
+		}
+		for _, ev := range res.Evidence {
+			if !strings.Contains(ev.Query, `namespace="team-a"`) {
+				t.Errorf("evidence %s reads outside team-a: %s", ev.Name, ev.Query)
+			}
+		}
+	}
+	for _, labels := range []map[string]string{{}, {"pod": "twin-0"}, {"model_name": "alpha"}} {
+		res, err := s.Run(context.Background(), Request{Labels: labels})
+		if err != nil {
+			t.Fatalf("%v: %v", labels, err)
+		}
+		inTeamA(t, res)
+		if len(labels) > 0 && res.Verdict == playbooks.VerdictKVPreemption {
+			t.Errorf("%v: verdict %s; want alpha's, not team-b's beta", labels, res.Verdict)
+		}
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"namespace": "team-b"}, `namespace "team-b": triage reads only team-a (triage.namespaces)`},
+		{map[string]string{"model_name": "gamma"}, "no vLLM series of this scope in the namespaces triage reads (triage.namespaces: team-a)"},
+		{map[string]string{"pod": "gamma-0"}, "no vLLM series of this scope in the namespaces triage reads (triage.namespaces: team-a)"},
+	} {
+		if _, err := s.Run(context.Background(), Request{Labels: tc.labels}); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: error %v; want %q", tc.labels, err, tc.want)
+		}
+	}
+}
