@@ -18,6 +18,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +59,9 @@ type Config struct {
 	Traces traces.Config `yaml:"traces"`
 	// MCP serves the read-only MCP tools on /mcp of `responder serve`.
 	MCP MCPConfig `yaml:"mcp"`
+	// Triage bounds on-demand triage (`responder triage`, the MCP triage tool, `/vllm triage`,
+	// the Re-run triage button).
+	Triage TriageConfig `yaml:"triage"`
 	// Teams posts every diagnosis to a Teams channel through a Workflows webhook (off when its
 	// webhook_url is empty), beside Slack or instead of it.
 	Teams teams.Config `yaml:"teams"`
@@ -77,6 +81,32 @@ type MCPConfig struct {
 	// own token, not the webhook's.
 	BearerToken     secret.Secret `yaml:"bearer_token"`
 	BearerTokenFile string        `yaml:"bearer_token_file"`
+}
+
+// TriageConfig bounds on-demand triage. Alerts are diagnosed whatever their namespace.
+type TriageConfig struct {
+	// Namespaces, when set, are the only namespaces a triage reads: a request naming another is
+	// refused, one naming none is about the models of these only. Empty: whoever can triage (the
+	// MCP token, the Slack app, the CLI) can triage any namespace Prometheus holds.
+	Namespaces []string `yaml:"namespaces"`
+}
+
+// namespaceRE is a Kubernetes namespace name (a DNS-1123 label).
+var namespaceRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks the triage section.
+func (t *TriageConfig) Validate() error {
+	var errs []error
+	for i, ns := range t.Namespaces {
+		key := fmt.Sprintf("namespaces[%d]", i)
+		switch {
+		case !namespaceRE.MatchString(ns):
+			errs = append(errs, configerr.New(key, "%q is not a Kubernetes namespace name", ns))
+		case slices.Index(t.Namespaces, ns) < i:
+			errs = append(errs, configerr.New(key, "%q is listed twice", ns))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // VLLMConfig says how vLLM's series are named and labelled in Prometheus.
@@ -384,7 +414,7 @@ func (c *Config) Validate() error {
 	}{
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
-		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
+		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"triage", &c.Triage}, {"teams", &c.Teams},
 		{"kubernetes", &c.Kubernetes},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))

@@ -166,6 +166,10 @@ var badConfigs = []struct {
 	}},
 	{"mapping_for_a_map_of_numbers.yaml", []string{`test.yaml: line 3: playbooks.params: want a mapping, got "none"`}},
 	{"mcp_without_token.yaml", []string{"test.yaml: mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)"}},
+	{"triage_namespaces.yaml", []string{
+		`test.yaml: triage.namespaces[1]: "Team_B" is not a Kubernetes namespace name`,
+		`test.yaml: triage.namespaces[2]: "team-a" is listed twice`,
+	}},
 	{"outbound_webhooks_each_entry_checked.yaml", []string{
 		"test.yaml: outbound_webhooks[1].url: must be an http(s) URL",
 		"test.yaml: outbound_webhooks[1].secret: must start with whsec_ (the value is not shown)",

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
@@ -105,6 +106,9 @@ func (e *Engine) Run(ctx context.Context, p *playbooks.Playbook, labels map[stri
 // before it) and the diagnosis' EvaluatedAt is at. A zero at is the current time.
 func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
 	start := e.opt.Now()
+	if d := e.labelTooLong(p, labels, cmp.Or(at, start)); d != nil {
+		return d, nil
+	}
 	pl := e.plan(p, labels, start, at)
 	g := e.gather(ctx, pl)
 	d, err := e.judge(pl, g)
@@ -120,6 +124,30 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 	d.Duration = e.opt.Now().Sub(start)
 	d.DurationMS = float64(d.Duration.Microseconds()) / 1000
 	return d, err
+}
+
+// labelTooLong is the diagnosis of a run whose labels hold a value longer than
+// promql.MaxLabelValue among those that reach a query (the playbook's scope, the labels that
+// name a pod, the namespace), nil otherwise. No query is sent, and the diagnosis says why, so
+// that the alert is still posted with it.
+func (e *Engine) labelTooLong(p *playbooks.Playbook, labels map[string]string, at time.Time) *playbooks.Diagnosis {
+	names := append(slices.Clone(p.Scope), e.pods.Name(), vllmnames.DefaultPodLabel, vllmnames.FallbackPodLabel, "namespace")
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		err := promql.CheckLabelValue(name, labels[name])
+		if err == nil {
+			continue
+		}
+		return &playbooks.Diagnosis{Playbook: p.Name, EvaluatedAt: at, Verdict: playbooks.VerdictInconclusive,
+			Error: err.Error(),
+			Title: "Label value too long: no query sent",
+			Summary: fmt.Sprintf("The %s label is %d bytes long, more than the %d bytes the responder puts into a query "+
+				"(no Kubernetes name is longer), so Prometheus was not queried and nothing is known of the cause.",
+				name, len(labels[name]), promql.MaxLabelValue),
+			Actions: []string{fmt.Sprintf("Check the alerting rule and the scrape config that set the %s label", name),
+				"Run responder triage with the model or pod named"}}
+	}
+	return nil
 }
 
 // plan is what one run asks of Prometheus: p's queries expanded for the labels, evaluated at at.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 )
 
 // FuzzScopeMatchers is the escaping property: whatever a label value holds (it comes from alerts
@@ -50,7 +51,7 @@ func FuzzScopeMatchers(f *testing.F) {
 				}
 				continue
 			}
-			if hasReplacement(lbls[m.Name]) {
+			if promql.Lost(lbls[m.Name]) {
 				// Invalid UTF-8 (or U+FFFD standing for it): a pattern that matches the value.
 				if m.Type != labels.MatchRegexp || !m.Matches(lbls[m.Name]) {
 					t.Fatalf("matcher %v for %q is not a pattern matching it", m, lbls[m.Name])
@@ -81,9 +82,9 @@ func FuzzScopeMatchers(f *testing.F) {
 			if !utf8.ValidString(val) {
 				// Invalid UTF-8 is written as \x escapes; the parser reads back what Go's
 				// unquoting gives (the bytes themselves).
-				u, err := strconv.Unquote(quoteLabelValue(val))
+				u, err := strconv.Unquote(promql.Quote(val))
 				if err != nil {
-					t.Fatalf("quoted value %s does not unquote: %v", quoteLabelValue(val), err)
+					t.Fatalf("quoted value %s does not unquote: %v", promql.Quote(val), err)
 				}
 				expect = u
 			}

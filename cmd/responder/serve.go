@@ -26,6 +26,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/profile"
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -77,6 +78,9 @@ func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.
 	}
 	defer sk.Close()
 	set, st := sk.Playbooks, sk.Store
+	if ms, ok := st.(*store.Memory); ok {
+		metrics.RegisterMemoryStore(reg, ms, store.MemoryMaxBytes)
+	}
 
 	capt, err := startCaptures(ctx, c, sk, reg, log)
 	if err != nil {

@@ -91,7 +91,7 @@ func New(c *config.Config, o Options) (*Stack, error) {
 			return nil, err
 		}
 		s.Triage, err = triage.New(triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
-			Naming: s.Naming, PrometheusURL: c.Prometheus.URL})
+			Naming: s.Naming, PrometheusURL: c.Prometheus.URL, Namespaces: c.Triage.Namespaces})
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify"
 )
 
@@ -126,7 +127,9 @@ func (a *webAPI) call(ctx context.Context, method, channel string, fn func(ctx c
 		}
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, a.cfg.RequestTimeout, errSlackTimeout)
-	err := fn(cctx)
+	// A URL in a transport error (a response_url, a files upload URL) is a credential: shown by
+	// its host only.
+	err := secret.RedactURLError(fn(cctx))
 	timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
 	cancel()
 	result, retryAfter, retryable := classify(err, timedOut)

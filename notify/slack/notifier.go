@@ -207,6 +207,25 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		log.Warn().Err(err).Msg("slack thread state unavailable; posting a new message for this group")
 		th, storeDown = nil, true
 	}
+	if th == nil && !storeDown {
+		// The group's last parent post may have timed out and landed all the same.
+		adopted, err := n.adoptUnanswered(ctx, log, nt)
+		if err != nil {
+			return retry(err)
+		}
+		if adopted != nil {
+			// What the post that landed did not show (a newer state of the group, its
+			// resolution) follows in its thread; the charts it never got are posted.
+			if err := n.followUp(ctx, log, nt, adopted); err != nil {
+				return retry(err)
+			}
+			if items := firing(nt.Items); !nt.Resolved() && len(items) > 0 {
+				n.postCharts(ctx, log, adopted, items)
+				n.postSlowest(ctx, log, adopted, items)
+			}
+			return false, nil
+		}
+	}
 	if th != nil && th.Status != notify.StatusResolved {
 		return retry(n.followUp(ctx, log, nt, th))
 	}
@@ -237,18 +256,10 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	if !won {
 		return parentInFlight(log)
 	}
-	if found, marked := n.findUnanswered(ctx, log, nt, items); found != nil {
-		// The last attempt's post did land: it is the parent, not a second one.
-		th = found
-	} else {
-		start := n.now()
-		th, _, err = n.postParent(ctx, nt, items)
-		switch {
-		case unanswered(err):
-			n.markUnanswered(ctx, log, nt.GroupKey, start)
-		case err == nil && marked:
-			_ = n.store.Delete(ctx, unansweredKeyPrefix+hashKey(nt.GroupKey))
-		}
+	start := n.now()
+	th, _, err = n.postParent(ctx, nt, items)
+	if unanswered(err) {
+		n.markUnanswered(ctx, log, nt, items, start)
 	}
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
@@ -305,56 +316,82 @@ func parentInFlight(log zerolog.Logger) (bool, error) {
 type unansweredPost struct {
 	At      time.Time `json:"at"`
 	Channel string    `json:"channel"` // the channel's id, when known
+	// Thread is the record of the post that timed out (what it showed), adopted if it landed.
+	Thread *thread `json:"thread,omitempty"`
 }
 
-// markUnanswered records that a parent post of the group timed out without an answer.
-func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
-	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx)}
+// unansweredWait is how long, in request timeouts from its start, a parent post that timed out
+// may still land in the channel: until then a retry that does not find it in the history waits
+// (is retried) instead of posting a second parent. Slack may carry a post out only as it answers,
+// after the responder gave up on it (the post that timed out at 10 s and was answered at 12 s).
+const unansweredWait = 2
+
+// errUnansweredPending is returned while the group's last parent post timed out, is not in the
+// channel's history yet, and may still land there.
+var errUnansweredPending = errors.New("the group's last parent post timed out and may still land in the channel; not posting a second one yet")
+
+// markUnanswered records that a parent post of the group, showing items, timed out without an
+// answer.
+func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item, at time.Time) {
+	blocks, text := n.renderParent(nt, items)
+	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx), Thread: n.newThread(nt, items, blocks, text, "", "")}
 	b, _ := json.Marshal(rec)
-	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(groupKey), b, time.Hour); err != nil {
+	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(nt.GroupKey), b, time.Hour); err != nil {
 		log.Warn().Err(err).Msg("recording an unanswered parent post")
 	}
 }
 
-// findUnanswered looks, after a parent post of the group timed out, for that post in the
-// channel's history (by its metadata): Slack may have carried it out and answered too late.
-// It returns the thread record of the post found, saved, or nil; marked says whether an
-// unanswered post was recorded.
-func (n *notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item) (*thread, bool) {
+// adoptUnanswered looks, after a parent post of the group timed out, for that post in the
+// channel's history (by its metadata): Slack may have carried it out and answered too late. It
+// returns the thread record of the post found (saved, as the post showed it); nil when there is
+// nothing to wait for (no post timed out, it cannot be looked up, or it did not land within
+// unansweredWait: the parent is posted again); errUnansweredPending while it may still land.
+func (n *notifier) adoptUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification) (*thread, error) {
 	key := unansweredKeyPrefix + hashKey(nt.GroupKey)
 	b, ok, err := n.store.Get(ctx, key)
 	if err != nil || !ok {
-		return nil, false
+		return nil, nil
 	}
 	var rec unansweredPost
 	if json.Unmarshal(b, &rec) != nil {
-		return nil, true
+		_ = n.store.Delete(ctx, key)
+		return nil, nil
 	}
 	ch := cmp.Or(rec.Channel, n.channel.ID(ctx))
 	if ch == "" {
 		log.Warn().Msg("the last parent post timed out and the channel's id is unknown: posting again (it may duplicate)")
-		return nil, true
+		return nil, nil
 	}
 	oldest := fmt.Sprintf("%d.000000", rec.At.Add(-time.Minute).Unix())
 	msgs, err := n.api.History(ctx, ch, oldest)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not read the channel's history for the last parent post: posting again (it may duplicate)")
-		return nil, true
+		return nil, nil
 	}
 	for _, m := range msgs {
 		if m.Metadata.EventType != parentEventType || m.Metadata.EventPayload["group"] != hashKey(nt.GroupKey) || m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
 			continue
 		}
-		blocks, text := n.renderParent(nt, items)
-		th := n.newThread(nt, items, blocks, text, ch, m.Timestamp)
+		th := rec.Thread
+		if th == nil { // a record written before it kept the post's thread
+			items := firing(nt.Items)
+			blocks, text := n.renderParent(nt, items)
+			th = n.newThread(nt, items, blocks, text, "", "")
+		}
+		th.Channel, th.TS = ch, m.Timestamp
 		if err := n.saveThread(ctx, th); err != nil {
 			log.Error().Err(err).Msg("saving slack thread state")
 		}
 		_ = n.store.Delete(ctx, key)
 		log.Info().Str("thread_ts", th.TS).Msg("the parent post that timed out is in the channel; not posting it again")
-		return th, true
+		return th, nil
 	}
-	return nil, true
+	if wait := unansweredWait * n.cfg.RequestTimeout; n.now().Before(rec.At.Add(wait)) {
+		return nil, &retryableError{Err: errUnansweredPending}
+	}
+	log.Warn().Dur("waited", unansweredWait*n.cfg.RequestTimeout).Msg("the parent post that timed out is not in the channel: posting it again")
+	_ = n.store.Delete(ctx, key)
+	return nil, nil
 }
 
 func (n *notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slackgo.Block, string) {
