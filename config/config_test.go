@@ -267,7 +267,7 @@ var badConfigs = []struct {
 	}},
 	{"slack_unknown_key.yaml", []string{`test.yaml: line 3: unknown key "slack.chanel"`}},
 	{"slack_url_template_results.yaml", []string{
-		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type slack.linkData`,
+		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type notify.linkData`,
 		`test.yaml: slack.traces_url_template: result "m" is not an absolute http(s) URL`,
 	}},
 	{"slack_url_templates.yaml", []string{

@@ -99,7 +99,7 @@ func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.
 	// or the console when none is.
 	var sl *slack.Slack
 	if c.Slack.Enabled() {
-		o := slack.Options{Config: &c.Slack, Store: st, Prometheus: rangeQuerier{promAPI}, Registerer: reg, Logger: log}
+		o := slack.Options{Config: &c.Slack, Store: st, Prometheus: rangeQuerier{promAPI}, StormThreshold: c.Slack.StormThreshold, Registerer: reg, Logger: log}
 		if capt != nil {
 			o.Capturer, o.MaxCapture = capturer{svc: capt}, c.Profile.MaxDuration
 		}

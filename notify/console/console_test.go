@@ -30,7 +30,7 @@ func TestConsoleShowsTheDiagnosisWithItsNumbers(t *testing.T) {
 			{Alert: template.Alert{Labels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-0"}}, Diagnosis: d},
 			{Alert: template.Alert{Labels: map[string]string{"alertname": "Other"}}, Unmatched: true},
 		}}
-	if _, err := New(&out).Notify(context.Background(), n); err != nil {
+	if _, err := New(&out, notify.ViewOptions{}).Notify(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -49,7 +49,7 @@ func TestConsoleShowsAResolutionAndItsDuration(t *testing.T) {
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	n := &notify.Notification{Status: "resolved", Items: []notify.Item{{Alert: template.Alert{Status: "resolved",
 		Labels: map[string]string{"alertname": "VLLMKVCacheNearFull"}, StartsAt: start, EndsAt: start.Add(90 * time.Second)}}}}
-	New(&out).Notify(context.Background(), n)
+	New(&out, notify.ViewOptions{}).Notify(context.Background(), n)
 	if !strings.Contains(out.String(), "[RESOLVED]") || !strings.Contains(out.String(), "resolved after 1m30s") {
 		t.Fatalf("got:\n%s", out.String())
 	}

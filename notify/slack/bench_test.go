@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -55,7 +56,7 @@ func BenchmarkDiagnosisBlocks(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(diagnosisBlocks(d)) == 0 {
+		if len(diagnosisBlocks(notify.NewDiagnosisView(d))) == 0 {
 			b.Fatal("no blocks")
 		}
 	}
@@ -66,7 +67,7 @@ func BenchmarkDiagnosisBlocksJSON(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(diagnosisBlocks(d)); err != nil {
+		if _, err := json.Marshal(diagnosisBlocks(notify.NewDiagnosisView(d))); err != nil {
 			b.Fatal(err)
 		}
 	}

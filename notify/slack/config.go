@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/notify"
 )
 
 // Config is the `slack:` section of the responder's configuration.
@@ -160,10 +161,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	var err error
-	if c.grafanaTmpl, err = parseURLTemplate("grafana", c.GrafanaURLTemplate); err != nil {
+	if c.grafanaTmpl, err = notify.ParseURLTemplate("grafana", c.GrafanaURLTemplate); err != nil {
 		add("grafana_url_template", "%w", err)
 	}
-	if c.tracesTmpl, err = parseURLTemplate("traces", c.TracesURLTemplate); err != nil {
+	if c.tracesTmpl, err = notify.ParseURLTemplate("traces", c.TracesURLTemplate); err != nil {
 		add("traces_url_template", "%w", err)
 	}
 	for i, u := range c.AllowedUsers {
@@ -203,17 +204,14 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func parseURLTemplate(name, text string) (*template.Template, error) {
-	if text == "" {
-		return nil, nil
+// linkTemplates are the links every alert gets (Grafana, traces), in the view's terms.
+func (c *Config) linkTemplates() []notify.LinkTemplate {
+	var out []notify.LinkTemplate
+	if c.grafanaTmpl != nil {
+		out = append(out, notify.LinkTemplate{Title: "Grafana", Template: c.grafanaTmpl})
 	}
-	t, err := template.New(name).Option("missingkey=zero").Parse(text)
-	if err != nil {
-		return nil, err
+	if c.tracesTmpl != nil {
+		out = append(out, notify.LinkTemplate{Title: "Traces of slow requests", Template: c.tracesTmpl})
 	}
-	// Execute once with sample data so that a reference to an unknown field fails at load.
-	if _, err := renderURL(t, sampleLinkData()); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return out
 }

@@ -18,7 +18,7 @@ func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
 	for _, v := range playbooks.KnownVerdicts {
 		t.Run(v, func(t *testing.T) {
 			nt := firingNotification(`{}:{alertname="VLLMTimeToFirstTokenP99High"}`, item(v, "vllm-0"))
-			blocks, text := parentBlocks(nt, testRender())
+			blocks, text := parentOf(nt, testRender())
 			checkLimits(t, blocks)
 			out, err := json.MarshalIndent(map[string]any{"text": text, "blocks": blocks}, "", "  ")
 			if err != nil {
@@ -59,7 +59,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 		}
 		return out
 	}
-	parent, parentText := parentBlocks(firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), o)
+	parent, parentText := parentOf(firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), o)
 	raw, _ := json.Marshal(parent)
 	th := &thread{GroupKey: group, Channel: "C0INCIDENT", TS: "1700000000.000001", Alertname: "VLLMTimeToFirstTokenP99High",
 		Status: notify.StatusFiring, StartedAt: startTS, Blocks: raw, Text: parentText}
@@ -74,7 +74,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 			}
 			items = append(items, item(v, fmt.Sprintf("vllm-%d", i)))
 		}
-		blocks, text := parentBlocks(firingNotification(group, items...), o)
+		blocks, text := parentOf(firingNotification(group, items...), o)
 		goldenMessage(t, "storm", blocks, map[string]string{"text": text})
 	})
 	t.Run("reply-news-and-resolved", func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 		goldenMessage(t, "reply-resolved-only", blocks, map[string]string{"text": text})
 	})
 	t.Run("reply-storm", func(t *testing.T) {
-		blocks, text := replyBlocks(firingNotification(group), changes(o.StormThreshold+1), nil, "VLLMTimeToFirstTokenP99High", o)
+		blocks, text := replyBlocks(firingNotification(group), changes(o.View.StormThreshold+1), nil, "VLLMTimeToFirstTokenP99High", o)
 		goldenMessage(t, "reply-storm", blocks, map[string]string{"text": text})
 	})
 	t.Run("resolved-parent", func(t *testing.T) {
@@ -100,7 +100,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 	t.Run("slowest-reply", func(t *testing.T) {
 		a, b := item(playbooks.VerdictPrefillBound, "vllm-0"), item(playbooks.VerdictPrefillBound, "vllm-1")
 		a.Diagnosis.SlowestRequests, b.Diagnosis.SlowestRequests = slowestReport(), slowestReport()
-		goldenMessage(t, "slowest-reply", slowestReply([]notify.Item{a, b}, o), nil)
+		goldenMessage(t, "slowest-reply", slowestReply(notify.NewView(firingNotification(group, a, b), o.View)), nil)
 	})
 	t.Run("on-demand-answer", func(t *testing.T) {
 		buttons := buttonBlock(o.ButtonKey, buttonScope{d: onDemand, labels: onDemand.Scope, now: t0, silenceConfigured: true, capture: true})
@@ -116,15 +116,15 @@ func TestRepliesWithNothingToSayRenderNothing(t *testing.T) {
 		t.Errorf("an empty reply rendered %d blocks, text %q", len(blocks), text)
 	}
 	var items []notify.Item
-	for i := range o.StormThreshold + 1 {
+	for i := range o.View.StormThreshold + 1 {
 		it := item(playbooks.VerdictPrefillBound, fmt.Sprintf("vllm-%d", i))
 		it.Diagnosis.SlowestRequests = slowestReport()
 		items = append(items, it)
 	}
-	if blocks := slowestReply(items, o); blocks != nil {
+	if blocks := slowestReply(notify.NewView(firingNotification("g", items...), o.View)); blocks != nil {
 		t.Errorf("a storm's slowest requests rendered %d blocks", len(blocks))
 	}
-	if blocks := slowestReply(items[:1:1], o); blocks == nil {
+	if blocks := slowestReply(notify.NewView(firingNotification("g", items[0]), o.View)); blocks == nil {
 		t.Error("one diagnosis with traces rendered no reply")
 	}
 }
@@ -171,7 +171,7 @@ func TestLongEvidenceIsTrimmedWithANoteAndStaysWithinSlackLimits(t *testing.T) {
 		})
 	}
 	it.Diagnosis.Summary = strings.Repeat("very long summary ", 400)
-	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
+	blocks, _ := parentOf(firingNotification("g", it), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	if !strings.Contains(string(raw), "more evidence lines not shown") {
@@ -188,7 +188,7 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 		}
 		items = append(items, item(v, fmt.Sprintf("vllm-%03d", i)))
 	}
-	blocks, text := parentBlocks(firingNotification("g", items...), testRender())
+	blocks, text := parentOf(firingNotification("g", items...), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	for _, want := range []string{"Alert storm: 120 alerts", "80 × `capacity-past-knee`", "40 × `kv-pressure`", "more alerts not listed", "vllm-001"} {
@@ -207,7 +207,7 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 func TestLabelValuesCannotInjectSlackMarkup(t *testing.T) {
 	it := item(playbooks.VerdictHealthy, "<!channel>")
 	it.Diagnosis.Summary = "<https://evil.example|click> & more"
-	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
+	blocks, _ := parentOf(firingNotification("g", it), testRender())
 	raw, _ := json.Marshal(blocks)
 	for _, bad := range []string{"<!channel>", "<https://evil.example|click>"} {
 		if strings.Contains(string(raw), bad) {
@@ -231,7 +231,7 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			blocks := itemBlocks(item(c.verdict, "vllm-0"), t0, c.opts, false)
+			blocks := itemBlocks(alertView(item(c.verdict, "vllm-0")), t0, c.opts, false)
 			var got []string
 			for _, b := range blocks {
 				if ab, ok := b.(*slackgo.ActionBlock); ok {
@@ -291,9 +291,9 @@ func TestButtonValuesNotOfferedByTheResponderAreRefused(t *testing.T) {
 
 func TestLinksAreFilledWithTheModelAndTheAlertWindow(t *testing.T) {
 	a := alert("vllm-0", notify.StatusFiring)
-	got := linksText(a, a.Labels, t0, testRender())
+	got := linksText(notify.NewView(firingNotification("g", notify.Item{Alert: a}), testRender().View).Firing[0].Links)
 	for _, want := range []string{
-		"<http://prometheus.example/graph?g0.expr=vllm_ttft|Alert query>",
+		"<http://prometheus.example/graph?g0.expr=vllm_ttft|Alert query in Prometheus>",
 		"var-model=meta-llama%2FLlama-3.1-8B-Instruct",
 		fmt.Sprintf("from=%d", startTS.Add(-15*60e9).UnixMilli()),
 		fmt.Sprintf("to=%d", t0.UnixMilli()),
@@ -307,18 +307,9 @@ func TestLinksAreFilledWithTheModelAndTheAlertWindow(t *testing.T) {
 	}
 }
 
-func TestHumanDuration(t *testing.T) {
-	for d, want := range map[string]string{"42s": "42s", "23m10s": "23m", "1h5m": "1h 5m", "1h": "1h", "51h": "2d 3h", "-5s": "0s"} {
-		dur, _ := timeParse(d)
-		if got := humanDuration(dur); got != want {
-			t.Errorf("humanDuration(%s) = %s, want %s", d, got, want)
-		}
-	}
-}
-
 func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 	label := func(now time.Time) string {
-		for _, b := range itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, renderOptions{Buttons: true}, false) {
+		for _, b := range itemBlocks(alertView(item(playbooks.VerdictKVPreemption, "vllm-0")), now, renderOptions{Buttons: true}, false) {
 			if ab, ok := b.(*slackgo.ActionBlock); ok {
 				for _, e := range ab.Elements.ElementSet {
 					if be := e.(*slackgo.ButtonBlockElement); be.ActionID == actionRerun {
@@ -340,11 +331,21 @@ func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 
 // A label-valued fact (a workload, an HPA) is evidence with a value, not "no data".
 func TestALabelValuedFactIsShownAsItsValue(t *testing.T) {
-	line := evidenceLine(playbooks.Evidence{Name: "kube_workload_ref", Title: "Workload", Label: "deployment/llama", Text: "deployment/llama"})
+	line := evidenceLine(evidenceRow(playbooks.Evidence{Name: "kube_workload_ref", Title: "Workload", Label: "deployment/llama", Text: "deployment/llama"}))
 	if line != "• Workload: *deployment/llama*" {
 		t.Fatalf("got %q", line)
 	}
-	if line := evidenceLine(playbooks.Evidence{Name: "x", Title: "X"}); line != "• X: _no data_" {
+	if line := evidenceLine(evidenceRow(playbooks.Evidence{Name: "x", Title: "X"})); line != "• X: _no data_" {
 		t.Fatalf("got %q", line)
 	}
+}
+
+// alertView is the view of one firing item, as a parent message shows it.
+func alertView(it notify.Item) notify.AlertView {
+	return notify.NewView(firingNotification("g", it), testRender().View).Firing[0]
+}
+
+// evidenceRow is the view of one evidence line.
+func evidenceRow(e playbooks.Evidence) notify.EvidenceRow {
+	return notify.NewDiagnosisView(&playbooks.Diagnosis{Evidence: []playbooks.Evidence{e}}).Evidence[0]
 }

@@ -44,6 +44,9 @@ type Options struct {
 	MaxCapture time.Duration
 	// Silencer creates the Silence button's silences (an Alertmanager); nil: no Silence button.
 	Silencer Silencer
+	// StormThreshold: a notification of more firing alerts than this is one storm summary
+	// (dispatch.storm_threshold, read once by the caller).
+	StormThreshold int
 	// Registerer receives the Slack metrics; nil: not registered.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -76,7 +79,7 @@ func New(o Options) (*Slack, error) {
 		api.sharePacing(p) // post_interval across the replicas that share the store
 	}
 	n, err := newNotifier(notifierOptions{Config: o.Config, Store: o.Store, API: api, Logger: o.Logger,
-		Prometheus: o.Prometheus, Silence: o.Silencer != nil, Capture: o.Capturer != nil})
+		Prometheus: o.Prometheus, Silence: o.Silencer != nil, Capture: o.Capturer != nil, StormThreshold: o.StormThreshold})
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func cases() map[string]*notify.Notification {
 func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {
 	for name, n := range cases() {
 		t.Run(name, func(t *testing.T) {
-			out, err := json.MarshalIndent(Render(n), "", "  ")
+			out, err := json.MarshalIndent(Render(n, testView, false), "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {
 func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
 	for _, v := range playbooks.KnownVerdicts {
 		t.Run(v, func(t *testing.T) {
-			out, err := json.MarshalIndent(Render(notification(notify.StatusFiring, item(v, "vllm-0"))), "", "  ")
+			out, err := json.MarshalIndent(Render(notification(notify.StatusFiring, item(v, "vllm-0")), testView, false), "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,8 +158,8 @@ func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
 }
 
 func TestAFiringAndAResolvedCardAreToldApart(t *testing.T) {
-	firing := Render(notification(notify.StatusFiring, item(playbooks.VerdictCapacityPastKnee, "vllm-0"))).Attachments[0].Content
-	resolved := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})).Attachments[0].Content
+	firing := Render(notification(notify.StatusFiring, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), testView, false).Attachments[0].Content
+	resolved := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}), testView, false).Attachments[0].Content
 	fHead, rHead := firing.Body[0], resolved.Body[0]
 	if fHead.Style != "attention" || fHead.Items[0].Color != "Attention" || !strings.HasPrefix(fHead.Items[0].Text, "FIRING: VLLMTimeToFirstTokenP99High") {
 		t.Errorf("firing header = %+v", fHead)
@@ -170,14 +170,23 @@ func TestAFiringAndAResolvedCardAreToldApart(t *testing.T) {
 	// The resolution names the firing card: its header, and each alert as the firing card
 	// showed it (scope and start).
 	raw, _ := json.Marshal(resolved)
-	for _, want := range []string{"FIRING: VLLMTimeToFirstTokenP99High", alertLine(alert("vllm-0", notify.StatusFiring), false), "resolved 12:13 UTC after 23m"} {
+	for _, want := range []string{"FIRING: VLLMTimeToFirstTokenP99High", firingLine(alert("vllm-0", notify.StatusFiring)), "resolved 12:13 UTC after 23m"} {
 		if !strings.Contains(string(raw), md(want)) {
 			t.Errorf("resolution card does not say %q:\n%s", want, raw)
 		}
 	}
-	if !strings.Contains(subtleTexts(firing), alertLine(alert("vllm-0", notify.StatusFiring), false)) {
+	if !strings.Contains(subtleTexts(firing), firingLine(alert("vllm-0", notify.StatusFiring))) {
 		t.Errorf("the firing card does not show the line its resolution names")
 	}
+}
+
+// testView is what the tests' views are built with: the default storm threshold.
+var testView = notify.ViewOptions{StormThreshold: 5}
+
+// firingLine is the line that names a firing alert in its card (its scope and start).
+func firingLine(a template.Alert) string {
+	av := notify.NewView(notification(notify.StatusFiring, notify.Item{Alert: a}), testView).Firing[0]
+	return alertLine("", av.Scope, av.StartsAt, layout{label: 200})
 }
 
 func subtleTexts(c Card) string {
@@ -204,9 +213,9 @@ func TestTextFromAlertsCannotBecomeMarkdownOrLinks(t *testing.T) {
 			t.Errorf("md(%q) = %q, want %q", in, got, want)
 		}
 	}
-	card := Render(cases()["firing-hostile"]).Attachments[0].Content
+	card := Render(cases()["firing-hostile"], testView, false).Attachments[0].Content
 	for _, a := range allActions(card) {
-		if !isHTTP(a.URL) {
+		if notify.HTTPURL(a.URL) == "" {
 			t.Errorf("action %q opens %q: only http(s) links belong on a card", a.Title, a.URL)
 		}
 	}
@@ -240,7 +249,7 @@ func TestAHugeNotificationStaysUnderTeamsMessageSize(t *testing.T) {
 	for i := range 3000 {
 		items = append(items, notify.Item{Alert: alert(fmt.Sprintf("gone-%d", i), notify.StatusResolved)})
 	}
-	b, err := json.Marshal(Render(notification(notify.StatusFiring, items...)))
+	b, err := json.Marshal(Render(notification(notify.StatusFiring, items...), testView, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +262,7 @@ func TestAHugeNotificationStaysUnderTeamsMessageSize(t *testing.T) {
 }
 
 func TestTheDetailedCardShowsWhatTheIssueAsksFor(t *testing.T) {
-	card := Render(cases()["firing-one"]).Attachments[0].Content
+	card := Render(cases()["firing-one"], testView, false).Attachments[0].Content
 	texts := subtleTexts(card)
 	raw, _ := json.Marshal(card)
 	for _, want := range []string{"Verdict: capacity-past-knee", "Capacity, past the knee", "140 requests waiting", "Evidence", "Fleet",
@@ -269,7 +278,7 @@ func TestTheDetailedCardShowsWhatTheIssueAsksFor(t *testing.T) {
 			t.Errorf("card lacks %s", want)
 		}
 	}
-	env, _ := json.Marshal(Render(cases()["firing-one"]))
+	env, _ := json.Marshal(Render(cases()["firing-one"], testView, false))
 	if !strings.Contains(string(env), `"contentType":"application/vnd.microsoft.card.adaptive","contentUrl":null`) || !strings.HasPrefix(string(env), `{"type":"message"`) {
 		t.Errorf("not the envelope Workflows expects: %.200s", env)
 	}
@@ -298,7 +307,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 // A label-valued fact (a workload, an HPA) is evidence with a value, not "no data".
 func TestALabelValuedFactIsAFactWithItsValue(t *testing.T) {
-	set := evidenceFacts([]playbooks.Evidence{{Name: "kube_hpa", Title: "HorizontalPodAutoscaler", Label: "llama", Text: "llama"}, {Name: "x", Title: "X"}})
+	set := evidenceFacts(notify.NewDiagnosisView(&playbooks.Diagnosis{Evidence: []playbooks.Evidence{{Name: "kube_hpa", Title: "HorizontalPodAutoscaler", Label: "llama", Text: "llama"}, {Name: "x", Title: "X"}}}).Evidence)
 	if len(set.Facts) != 2 || !strings.Contains(fmt.Sprint(set.Facts[0].Value), "llama") || !strings.Contains(fmt.Sprint(set.Facts[1].Value), "no data") {
 		t.Fatalf("facts: %+v", set.Facts)
 	}

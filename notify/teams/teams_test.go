@@ -16,6 +16,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // workflow is a local stand-in for a Teams Workflows trigger: it records every POST to its one
@@ -81,7 +82,7 @@ func newNotifier(t *testing.T, w *workflow) (notify.Notifier, *[]notify.Attempt)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(cfg, zerolog.Nop())
+	n, err := New(Options{Config: cfg, Store: store.NewMemory(), StormThreshold: 5, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestTheNotifierPostsTheRenderedCardToTheWorkflow(t *testing.T) {
 	if len(posts) != 1 {
 		t.Fatalf("%d posts, want 1", len(posts))
 	}
-	want, _ := json.Marshal(Render(n))
+	want, _ := json.Marshal(Render(n, testView, false))
 	if string(posts[0]) != string(want) {
 		t.Errorf("posted body is not Render(n):\n%s", posts[0])
 	}
@@ -169,7 +170,7 @@ func TestAnUnreachableWorkflowIsRetryableAndItsURLIsNotInTheError(t *testing.T) 
 	cfg := &Config{}
 	cfg.SetDefaults()
 	cfg.WebhookURL = secret.Secret(url)
-	n, err := New(cfg, zerolog.Nop())
+	n, err := New(Options{Config: cfg, Store: store.NewMemory(), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
