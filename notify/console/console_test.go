@@ -89,3 +89,29 @@ func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
 		}
 	}
 }
+
+// Format and control characters from labels and from what a diagnosis says (issue 33.9; on a
+// terminal an escape sequence in a label could also rewrite the lines above) are shown, never
+// written raw.
+func TestHiddenCharactersAreShownNotWritten(t *testing.T) {
+	var out bytes.Buffer
+	d := &playbooks.Diagnosis{Verdict: "kv-pressure", Title: "KV pressure on vllm\u202egnp.exe", Summary: "adapter sql\u2066-lora\x1b[2A waits",
+		Scope: map[string]string{"pod": "vllm\u202egnp.exe"}}
+	n := &notify.Notification{Status: "firing", GroupLabels: map[string]string{"alertname": "VLLMKV\u200bCache"}, Items: []notify.Item{
+		{Alert: template.Alert{Labels: map[string]string{"alertname": "VLLMKV\u200bCache", "pod": "vllm\u202egnp.exe"}}, Diagnosis: d},
+		{Alert: template.Alert{Status: "resolved", Labels: map[string]string{"alertname": "Old\u202eAlert"}}},
+	}}
+	if _, err := New(&out, notify.ViewOptions{}).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range "\u202e\u200b\u2066\x1b" {
+		if strings.ContainsRune(out.String(), r) {
+			t.Errorf("the output holds %U raw:\n%s", r, out.String())
+		}
+	}
+	for _, want := range []string{"[FIRING] VLLMKV<U+200B>Cache", "KV pressure on vllm<U+202E>gnp.exe", "sql<U+2066>-lora<U+001B>[2A waits", "Old<U+202E>Alert"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not show %q:\n%s", want, out.String())
+		}
+	}
+}

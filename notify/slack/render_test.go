@@ -349,3 +349,105 @@ func alertView(it notify.Item) notify.AlertView {
 func evidenceRow(e playbooks.Evidence) notify.EvidenceRow {
 	return notify.NewDiagnosisView(&playbooks.Diagnosis{Evidence: []playbooks.Evidence{e}}).Evidence[0]
 }
+
+// Only http(s) URLs become links (issue 33.8): an alert's generatorURL and runbook_url,
+// Alertmanager's externalURL and a trace link come from outside and may be javascript: or
+// data: URLs, which Slack must not be handed as links.
+func TestOnlyHTTPURLsBecomeLinks(t *testing.T) {
+	o := testRender()
+	it := item(playbooks.VerdictCapacityPastKnee, "vllm-0")
+	it.Alert.GeneratorURL = "javascript:alert(1)"
+	it.Alert.Annotations["runbook_url"] = "data:text/html,<script>alert(2)</script>"
+	it.Diagnosis.SlowestRequests = slowestReport()
+	it.Diagnosis.SlowestRequests.SearchLink = "vbscript:msgbox(3)"
+	it.Diagnosis.SlowestRequests.Requests[0].Link = "javascript:alert(4)"
+	var storm []notify.Item
+	for i := range testStormThreshold + 1 {
+		s := item(playbooks.VerdictKVPressure, fmt.Sprintf("vllm-%d", i))
+		s.Alert.GeneratorURL = "javascript:alert(5)"
+		storm = append(storm, s)
+	}
+	parent, _ := parentOf(firingNotification("g", it), o)
+	stormN := firingNotification("g", storm...)
+	stormN.ExternalURL = "javascript:alert(6)"
+	stormBlocks, _ := parentOf(stormN, o)
+	for name, blocks := range map[string][]slackgo.Block{
+		"parent": parent, "storm": stormBlocks,
+		"slowest reply": slowestReply(notify.NewView(firingNotification("g", it), o.View)),
+	} {
+		raw, _ := json.Marshal(blocks)
+		for _, bad := range []string{"javascript:", "data:text", "vbscript:"} {
+			if strings.Contains(string(raw), bad) {
+				t.Errorf("%s: a %s URL is in the message: %s", name, bad, raw)
+			}
+		}
+	}
+}
+
+// Format characters in labels (issue 33.9: U+202E shows "vllm\u202egnp.exe" as "vllmexe.png",
+// U+200B hides in a name) are shown, not obeyed, wherever Slack shows label text: the alert's
+// heading and scope, its labels, the storm table, the resolved list and the fallback text.
+func TestFormatCharactersInLabelsAreShownNotObeyed(t *testing.T) {
+	o := testRender()
+	hostile := func(pod string) notify.Item {
+		it := item(playbooks.VerdictKVPressure, pod)
+		it.Alert.Labels["alertname"] = "VLLMKV\u200bCache"
+		it.Diagnosis.Scope["pod"] = pod
+		return it
+	}
+	unmatched := notify.Item{Alert: alert("vllm\u202egnp.exe", notify.StatusFiring), Unmatched: true}
+	nt := firingNotification("g", hostile("vllm\u202egnp.exe"), unmatched)
+	nt.GroupLabels["alertname"] = "VLLMKV\u200bCache"
+	parent, text := parentOf(nt, o)
+	var storm []notify.Item
+	for i := range testStormThreshold + 1 {
+		storm = append(storm, hostile(fmt.Sprintf("vllm-%d\u2066", i)))
+	}
+	stormBlocks, _ := parentOf(firingNotification("g", storm...), o)
+	resolved := notify.Item{Alert: alert("old\u202epod", notify.StatusResolved)}
+	reply, _ := replyBlocks(firingNotification("g"), nil, []notify.Item{resolved}, "A", o)
+	for name, blocks := range map[string][]slackgo.Block{"parent": parent, "storm": stormBlocks, "reply": reply} {
+		raw := shownJSON(t, blocks)
+		got := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(raw))
+		for _, r := range []string{"\u202e", "\u200b", "\u2066"} {
+			if strings.Contains(got, r) {
+				t.Errorf("%s holds %U raw", name, []rune(r)[0])
+			}
+		}
+		want := map[string]string{"parent": "vllm&lt;U+202E&gt;gnp.exe", "storm": "vllm-0&lt;U+2066&gt;", "reply": "old&lt;U+202E&gt;pod"}[name]
+		if !strings.Contains(got, want) {
+			t.Errorf("%s does not show %s: %s", name, want, got)
+		}
+	}
+	if strings.Contains(text, "\u200b") || !strings.Contains(text, "VLLMKV&lt;U+200B&gt;Cache") {
+		t.Errorf("fallback text %q", text)
+	}
+}
+
+// shownJSON is the blocks as JSON without the buttons' values: what a message shows (a value
+// carries the alert's labels as received, signed, back to the responder).
+func shownJSON(t *testing.T, blocks []slackgo.Block) []byte {
+	t.Helper()
+	raw, _ := json.Marshal(blocks)
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(any)
+	strip = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			delete(x, "value")
+			for _, e := range x {
+				strip(e)
+			}
+		case []any:
+			for _, e := range x {
+				strip(e)
+			}
+		}
+	}
+	strip(generic)
+	out, _ := json.Marshal(generic)
+	return out
+}

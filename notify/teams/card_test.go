@@ -312,3 +312,140 @@ func TestALabelValuedFactIsAFactWithItsValue(t *testing.T) {
 		t.Fatalf("facts: %+v", set.Facts)
 	}
 }
+
+// cardSize is the size of the message Teams receives.
+func cardSize(t *testing.T, m Message) int {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
+}
+
+// Every card stays under Teams' limit whatever its labels hold: the multi-alert header, the
+// alert lines, the storm facts and the resolved lines cut label text too (issue 33.7: two alerts
+// with 20 KB pod labels made a 41 KB card, a resolution of three 15 KB pods 46 KB, and Teams
+// refused both). What fits is still said: each alert, cut.
+func TestEveryCardStaysUnderTheLimitWhateverItsLabels(t *testing.T) {
+	big := func(n int, pod string) notify.Item {
+		it := item(playbooks.VerdictCapacityPastKnee, strings.Repeat(pod, n))
+		it.Diagnosis.Scope["pod"] = it.Alert.Labels["pod"]
+		return it
+	}
+	resolvedBig := func(pod string) notify.Item {
+		return notify.Item{Alert: alert(strings.Repeat(pod, 15<<10), notify.StatusResolved)}
+	}
+	hostile := big(20<<10, "<")
+	hostile.Alert.Labels["alertname"] = strings.Repeat("\u202e", 10<<10)
+	hostile.Alert.Labels["model_name"] = strings.Repeat("*", 20<<10)
+	hostile.Diagnosis.Title = strings.Repeat("[x]", 10<<10)
+	hostile.Diagnosis.Summary = strings.Repeat("<", 30<<10)
+	hostile.Alert.GeneratorURL = "https://prometheus.example/" + strings.Repeat("a", 30<<10)
+	var storm []notify.Item
+	for i := range 40 {
+		storm = append(storm, big(2<<10, fmt.Sprintf("p%d-", i)))
+	}
+	for name, c := range map[string]struct {
+		n    *notify.Notification
+		says []string
+	}{
+		"two alerts with 20 KB pod labels":    {notification(notify.StatusFiring, big(20<<10, "a"), big(20<<10, "b")), []string{"FIRING: VLLMTimeToFirstTokenP99High (2 alerts)", "pod aaaa", "pod bbbb"}},
+		"a resolution of three 15 KB pods":    {notification(notify.StatusResolved, resolvedBig("a"), resolvedBig("b"), resolvedBig("c")), []string{"RESOLVED: VLLMTimeToFirstTokenP99High (3 alerts)", "pod aaaa", "pod cccc"}},
+		"a storm of 40 alerts with 2 KB pods": {notification(notify.StatusFiring, storm...), []string{"Alert storm: 40 alerts", "p0-p0-"}},
+		"firing and three 15 KB resolved":     {notification(notify.StatusFiring, big(20<<10, "a"), resolvedBig("b"), resolvedBig("c"), resolvedBig("d")), []string{"Resolved meanwhile (3)", "pod bbbb"}},
+		"every text of one alert hostile":     {notification(notify.StatusFiring, hostile), []string{"FIRING"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := Render(c.n, testView, false)
+			if n := cardSize(t, m); n > maxCardBytes {
+				t.Errorf("card of %d bytes, the limit is %d", n, maxCardBytes)
+			}
+			raw, _ := json.Marshal(m)
+			for _, want := range c.says {
+				if !strings.Contains(string(raw), want) {
+					t.Errorf("the card does not say %q", want)
+				}
+			}
+		})
+	}
+}
+
+// Only http(s) URLs become actions or links (issue 33.8: a javascript: externalURL became an
+// Action.OpenUrl, and the renderer then refused the whole card), wherever the URL comes from.
+func TestOnlyHTTPURLsBecomeActions(t *testing.T) {
+	it := richItem()
+	it.Alert.GeneratorURL = "javascript:alert(1)"
+	it.Alert.Annotations["runbook_url"] = "data:text/html,<script>alert(2)</script>"
+	it.Diagnosis.SlowestRequests.SearchLink = "vbscript:msgbox(3)"
+	it.Diagnosis.SlowestRequests.Requests[0].Link = "javascript:alert(4)"
+	n := notification(notify.StatusFiring, it)
+	n.ExternalURL = "javascript:alert(5)"
+	for _, r := range []*notify.Notification{n, notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})} {
+		if r.Resolved() {
+			r.ExternalURL = "JavaScript:alert(6)"
+		}
+		card := Render(r, testView, false).Attachments[0].Content
+		for _, a := range allActions(card) {
+			if notify.HTTPURL(a.URL) == "" {
+				t.Errorf("action %q opens %q", a.Title, a.URL)
+			}
+		}
+	}
+	if got := len(allActions(Render(n, testView, false).Attachments[0].Content)); got != 1 {
+		t.Errorf("%d actions; want only the second trace's link", got)
+	}
+}
+
+// Format characters in labels and in what the diagnosis says (issue 33.9: "vllm\u202egnp.exe"
+// shows as "vllmexe.png") reach the card visible, never raw.
+func TestFormatCharactersInLabelsAreShownNotObeyed(t *testing.T) {
+	it := richItem()
+	it.Alert.Labels["pod"] = "vllm\u202egnp.exe"
+	it.Alert.Labels["model_name"] = "llama\u200b-8b"
+	it.Diagnosis.Scope["pod"] = "vllm\u202egnp.exe"
+	it.Diagnosis.Summary = "adapter sql\u2066-lora waits"
+	resolved := notify.Item{Alert: alert("old\u202epod", notify.StatusResolved)}
+	texts := cardStrings(t, Render(notification(notify.StatusFiring, it, resolved), testView, false))
+	for _, r := range []string{"\u202e", "\u200b", "\u2066"} {
+		if strings.Contains(texts, r) {
+			t.Errorf("the card holds %U raw", []rune(r)[0])
+		}
+	}
+	for _, want := range []string{"vllm<U+202E>gnp.exe", "llama<U+200B>-8b", "sql<U+2066>-lora", "old<U+202E>pod"} {
+		if !strings.Contains(texts, md(want)) {
+			t.Errorf("the card does not show %s", md(want))
+		}
+	}
+}
+
+// cardStrings is every string of the message, one a line.
+func cardStrings(t *testing.T, m Message) string {
+	t.Helper()
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			b.WriteString(x + "\n")
+		}
+	}
+	walk(generic)
+	return b.String()
+}
