@@ -40,7 +40,7 @@ func notifierTable(c *config.Config, sl *slack.Slack, st store.Store, stdout io.
 	}
 	if c.Teams.Enabled() {
 		out = append(out, notifierEntry{"teams", "Workflows webhook", func() (notify.Notifier, notify.Policy, error) {
-			n, err := teams.New(teams.Options{Config: &c.Teams, Store: st, StormThreshold: c.Slack.StormThreshold, Logger: log})
+			n, err := teams.New(teams.Options{Config: &c.Teams, Store: st, StormThreshold: c.Dispatch.StormThreshold, Logger: log})
 			return n, c.Teams.RetryPolicy(), err
 		}})
 	}
@@ -53,7 +53,7 @@ func notifierTable(c *config.Config, sl *slack.Slack, st store.Store, stdout io.
 	}
 	if len(out) == 0 {
 		out = append(out, notifierEntry{"console", "", func() (notify.Notifier, notify.Policy, error) {
-			return console.New(stdout, notify.ViewOptions{StormThreshold: c.Slack.StormThreshold}), notify.Policy{}, nil
+			return console.New(stdout, notify.ViewOptions{StormThreshold: c.Dispatch.StormThreshold}), notify.Policy{}, nil
 		}})
 	}
 	return out

@@ -63,8 +63,8 @@ type Config struct {
 	// after Slack's Retry-After (notify.Retry waits); a Retry-After above MaxRetryAfter ends them.
 	MaxRetries    int           `yaml:"max_retries,omitempty"`
 	MaxRetryAfter time.Duration `yaml:"max_retry_after,omitempty"`
-	// StormThreshold: a group notification with more items than this becomes one summary message
-	// with a compact table and a count.
+	// StormThreshold is deprecated: dispatch.storm_threshold, which every notifier and the
+	// dispatcher read, takes its value when only it is set (0: not set).
 	StormThreshold int `yaml:"storm_threshold,omitempty"`
 	// ThreadTTL is how long a group's thread is remembered (in the store) for replies and resolution.
 	ThreadTTL time.Duration `yaml:"thread_ttl,omitempty"`
@@ -100,9 +100,6 @@ func (c *Config) SetDefaults() {
 	def(&c.SilenceDuration, time.Hour)
 	if c.MaxRetries == 0 {
 		c.MaxRetries = 3
-	}
-	if c.StormThreshold == 0 {
-		c.StormThreshold = 5
 	}
 	if c.Charts == nil {
 		t := true
@@ -198,7 +195,7 @@ func (c *Config) Validate() error {
 	if c.MaxRetries < 0 || c.MaxRetries > 10 {
 		add("max_retries", "must be between 0 and 10")
 	}
-	if c.StormThreshold < 1 {
+	if c.StormThreshold < 0 {
 		add("storm_threshold", "must be at least 1")
 	}
 	return errors.Join(errs...)
