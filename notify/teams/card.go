@@ -177,10 +177,15 @@ func minimalCard(v *notify.View) Card {
 		color, style = "Good", "good"
 	}
 	head := notify.Headline(v.Status, notify.Truncate(v.Alertname, 60), v.Count())
-	card.Body = []Element{
-		{Type: "Container", Style: style, Bleed: true, Items: []Element{{Type: "TextBlock", Text: md(head), Size: "Large", Weight: "Bolder", Color: color, Wrap: true}}},
-		subtle("Its labels and diagnoses are too large for a Teams card: see Alertmanager, or responder triage --label model_name=... --label pod=..."),
+	card.Body = []Element{{Type: "Container", Style: style, Bleed: true, Items: []Element{{Type: "TextBlock", Text: md(head), Size: "Large", Weight: "Bolder", Color: color, Wrap: true}}}}
+	if v.Storm != nil {
+		counts := make([]string, 0, len(v.Storm.Counts))
+		for _, c := range v.Storm.Counts {
+			counts = append(counts, fmt.Sprintf("%d × %s", c.Alerts, c.Verdict)) // verdict ids: short, from the playbooks
+		}
+		card.Body = append(card.Body, text(strings.Join(counts, " · ")))
 	}
+	card.Body = append(card.Body, subtle("Its labels and diagnoses are too large for a Teams card: see Alertmanager, or responder triage --label model_name=... --label pod=..."))
 	card.FallbackText = notify.Truncate(head, maxFallbackLen)
 	if v.Alertmanager != nil && len(v.Alertmanager.URL) < 2000 {
 		card.Actions = []Action{openURL(*v.Alertmanager)}

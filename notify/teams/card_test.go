@@ -120,6 +120,17 @@ func cases() map[string]*notify.Notification {
 		storm = append(storm, notify.Item{Alert: alert(fmt.Sprintf("vllm-%02d", i), notify.StatusFiring), Diagnosis: shared})
 	}
 
+	// Three group-wide diagnoses whose every text is too large for any layout: the card is the
+	// short one.
+	var huge []notify.Item
+	for i := range 3 {
+		d := diagnosis(playbooks.VerdictCapacityPastKnee, "")
+		d.Summary = strings.Repeat("<", 30<<10)
+		for j := range 2 {
+			huge = append(huge, notify.Item{Alert: alert(fmt.Sprintf("vllm-%d-%d", i, j), notify.StatusFiring), Diagnosis: d})
+		}
+	}
+
 	resolvedOne := notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}
 	resolvedTwo := notify.Item{Alert: alert("vllm-1", notify.StatusResolved)}
 	return map[string]*notify.Notification{
@@ -130,6 +141,7 @@ func cases() map[string]*notify.Notification {
 		"storm":              notification(notify.StatusFiring, storm...),
 		"resolved":           notification(notify.StatusResolved, resolvedOne, resolvedTwo),
 		"firing-and-resolve": notification(notify.StatusFiring, item(playbooks.VerdictHealthy, "vllm-2"), resolvedOne),
+		"too-large":          notification(notify.StatusFiring, huge...),
 	}
 }
 
@@ -143,6 +155,16 @@ func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {
 			golden(t, "cards/"+name+".json", append(out, '\n'))
 		})
 	}
+}
+
+// A resolution whose firing card could not be checked (the store was down) says so.
+func TestAnUncheckedResolutionRendersAsItsGoldenCard(t *testing.T) {
+	m := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}), testView, true)
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "cards/resolved-unchecked.json", append(out, '\n'))
 }
 
 func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
