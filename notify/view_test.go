@@ -2,9 +2,7 @@ package notify
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,11 +11,10 @@ import (
 
 	"github.com/prometheus/alertmanager/template"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden views under testdata/views")
 
 // startTS is when the test alerts started (t0, fanout_test.go, is when they are notified).
 var startTS = t0.Add(-10 * time.Minute)
@@ -169,7 +166,7 @@ func TestEveryViewShapeIsItsGoldenView(t *testing.T) {
 	for name, c := range viewCases() {
 		t.Run(name, func(t *testing.T) {
 			v := NewView(c.n, c.o)
-			golden(t, filepath.Join("views", name+".json"), viewJSON(t, struct {
+			golden.Check(t, filepath.Join("views", name+".json"), viewJSON(t, struct {
 				Headline string
 				View     *View
 			}{v.Headline(), v}))
@@ -318,25 +315,4 @@ func viewJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return []byte(b.String())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the view (run go test ./notify -update and review the diff):\n%s", path, got)
-	}
 }

@@ -2,9 +2,6 @@ package slack
 
 import (
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -22,8 +19,6 @@ import (
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 var (
 	t0      = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -255,27 +250,6 @@ func (p fakeProm) QueryRange(_ context.Context, q string, r v1.Range, _ ...v1.Op
 		i++
 	}
 	return model.Matrix{{Metric: model.Metric{"pod": "vllm-0"}, Values: vals}}, nil, nil
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the rendered blocks (run go test -update and review the diff):\n%s", path, got)
-	}
 }
 
 func counterValue(c prometheus.Counter) float64 {

@@ -10,6 +10,7 @@ import (
 
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -24,7 +25,7 @@ func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "golden/"+v+".json", append(out, '\n'))
+			golden.Check(t, "golden/"+v+".json", append(out, '\n'))
 		})
 	}
 }
@@ -41,7 +42,7 @@ func goldenMessage(t *testing.T, name string, blocks []slackgo.Block, text map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "golden/"+name+".json", append(out, '\n'))
+	golden.Check(t, "golden/"+name+".json", append(out, '\n'))
 }
 
 // Every kind of message the notifier and the app post, rendered alone (pure functions of the

@@ -2,22 +2,18 @@ package teams
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/alertmanager/template"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden cards under testdata/cards (then run make test: cardcheck parses and renders them)")
 
 var (
 	t0      = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -152,7 +148,7 @@ func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "cards/"+name+".json", append(out, '\n'))
+			golden.Check(t, "cards/"+name+".json", append(out, '\n'))
 		})
 	}
 }
@@ -164,7 +160,7 @@ func TestAnUncheckedResolutionRendersAsItsGoldenCard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "cards/resolved-unchecked.json", append(out, '\n'))
+	golden.Check(t, "cards/resolved-unchecked.json", append(out, '\n'))
 }
 
 func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
@@ -174,7 +170,7 @@ func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "cards/verdict-"+v+".json", append(out, '\n'))
+			golden.Check(t, "cards/verdict-"+v+".json", append(out, '\n'))
 		})
 	}
 }
@@ -303,27 +299,6 @@ func TestTheDetailedCardShowsWhatTheIssueAsksFor(t *testing.T) {
 	env, _ := json.Marshal(Render(cases()["firing-one"], testView, false))
 	if !strings.Contains(string(env), `"contentType":"application/vnd.microsoft.card.adaptive","contentUrl":null`) || !strings.HasPrefix(string(env), `{"type":"message"`) {
 		t.Errorf("not the envelope Workflows expects: %.200s", env)
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the rendered card (run go test -update, review the diff, run cardcheck):\n%s", path, got)
 	}
 }
 
