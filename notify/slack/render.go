@@ -450,7 +450,7 @@ func replyBlocks(nt *notify.Notification, news []change, resolved []notify.Item,
 	}
 	sub.Items = append(sub.Items, resolved...)
 	v := notify.NewView(&sub, opts.View)
-	v.Alertname = cmp.Or(alertname, v.Alertname)
+	v.Alertname = cmp.Or(notify.Printable(alertname), v.Alertname) // a thread's record may predate Printable
 	var blocks []slackgo.Block
 	var text string
 	switch {
@@ -488,7 +488,7 @@ func replyBlocks(nt *notify.Notification, news []change, resolved []notify.Item,
 func resolvedMessage(th *thread, end time.Time) (blocks []slackgo.Block, text, reply string) {
 	took := notify.HumanDuration(end.Sub(th.StartedAt))
 	note := fmt.Sprintf(":large_green_circle: *Resolved* at %s after %s", end.UTC().Format("15:04 UTC"), took)
-	return resolvedParent(th, note), "RESOLVED " + escape(cmp.Or(th.Alertname, "alert")) + " after " + took,
+	return resolvedParent(th, note), "RESOLVED " + escape(cmp.Or(notify.Printable(th.Alertname), "alert")) + " after " + took,
 		fmt.Sprintf(":large_green_circle: All alerts in this group resolved after %s.", took)
 }
 
@@ -501,7 +501,7 @@ func resolvedParent(th *thread, note string) []slackgo.Block {
 			old = slackgo.Blocks{}
 		}
 	}
-	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, th.Alertname, 0), maxHeaderChars)), section(note)}
+	blocks := []slackgo.Block{slackgo.NewHeaderBlock(plain(statusHeader(notify.StatusResolved, notify.Printable(th.Alertname), 0), maxHeaderChars)), section(note)}
 	for i, b := range old.BlockSet {
 		if i == 0 && b.BlockType() == slackgo.MBTHeader {
 			continue
