@@ -33,9 +33,9 @@ func newFleet(v *playbooks.FleetView) *Fleet {
 	if v == nil || len(v.Rows) == 0 {
 		return nil
 	}
-	f := &Fleet{Headline: PrintableText(fleetHeadline(v)), By: v.By}
+	f := &Fleet{Headline: printableText(fleetHeadline(v)), By: v.By}
 	for _, c := range v.Columns {
-		f.Columns = append(f.Columns, PrintableText(c.Title))
+		f.Columns = append(f.Columns, printableText(c.Title))
 	}
 	row := func(r playbooks.FleetRow) FleetRow {
 		name := Printable(r.Pod)
@@ -69,8 +69,8 @@ func fleetHeadline(v *playbooks.FleetView) string {
 	return s
 }
 
-// Mark is the row's mark in a table: ">" for the pod in focus, "!" for an affected pod.
-func (r FleetRow) Mark() string {
+// mark is the row's mark in a table: ">" for the pod in focus, "!" for an affected pod.
+func (r FleetRow) mark() string {
 	switch {
 	case r.Focus && r.Affected:
 		return ">!"
@@ -98,7 +98,7 @@ func (f *Fleet) Table(maxRows int) []string {
 	marks := []string{"  "}
 	for _, r := range rows {
 		cells = append(cells, append([]string{r.Name}, r.Texts...))
-		marks = append(marks, r.Mark())
+		marks = append(marks, r.mark())
 		if r.Focus {
 			for _, rk := range f.Ranks {
 				cells = append(cells, append([]string{"  engine " + rk.Name}, rk.Texts...))

@@ -45,10 +45,6 @@ func newLinkData(labels map[string]string, from, to time.Time) linkData {
 	}
 }
 
-// URLTemplateFields is what ParseURLTemplate's templates may use (for the configuration's docs).
-const URLTemplateFields = ".Model .Pod .Namespace .Alertname .Labels (query-escaped), the window .From .To (RFC 3339), " +
-	".FromMS .ToMS (Unix ms), .FromUS .ToUS (Unix µs), .FromUnix .ToUnix (Unix seconds)"
-
 // ParseURLTemplate compiles a link's URL template ("" is no template: nil) and executes it once
 // with sample data, so that a reference to an unknown field or a result that is not an absolute
 // http(s) URL fails when the configuration loads.

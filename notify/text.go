@@ -20,9 +20,9 @@ import (
 // tab in one is shown too.
 func Printable(s string) string { return visible(s, false) }
 
-// PrintableText is Printable for text of several lines (a summary, a note): newlines and tabs
+// printableText is Printable for text of several lines (a summary, a note): newlines and tabs
 // stay.
-func PrintableText(s string) string { return visible(s, true) }
+func printableText(s string) string { return visible(s, true) }
 
 func visible(s string, lines bool) string {
 	if !hasHidden(s, lines) {

@@ -244,7 +244,7 @@ func NewView(n *Notification, o ViewOptions) *View {
 			Labels: sortedLabels(it.Alert.Labels), StartsAt: it.Alert.StartsAt, Alert: it.Alert, Links: alertLinks(it, it.Alert.Labels, n.ReceivedAt, o)}
 		switch d := it.Diagnosis; {
 		case d == nil:
-			av.Summary = PrintableText(cmp.Or(it.Alert.Annotations["summary"], it.Alert.Annotations["description"]))
+			av.Summary = printableText(cmp.Or(it.Alert.Annotations["summary"], it.Alert.Annotations["description"]))
 		case shown[d] != nil:
 			av.Diagnosis, av.Shared = shown[d], true
 		default:
@@ -310,21 +310,21 @@ func newStorm(items []Item, views []AlertView) *Storm {
 
 // NewDiagnosisView is the view of one diagnosis (an alert's, or an on-demand triage's).
 func NewDiagnosisView(d *playbooks.Diagnosis) *DiagnosisView {
-	dv := &DiagnosisView{Verdict: d.Verdict, Class: playbooks.ClassOf(d.Verdict), Title: PrintableText(cmp.Or(d.Title, d.Verdict)),
-		Summary: PrintableText(d.Summary), Actions: printableAll(d.Actions), Error: PrintableText(d.Error), Missing: printableAll(d.Missing),
+	dv := &DiagnosisView{Verdict: d.Verdict, Class: playbooks.ClassOf(d.Verdict), Title: printableText(cmp.Or(d.Title, d.Verdict)),
+		Summary: printableText(d.Summary), Actions: printableAll(d.Actions), Error: printableText(d.Error), Missing: printableAll(d.Missing),
 		Notes: printableAll(d.Notes), OfferProfile: d.OfferProfile, Scope: scopeLabels(d.Scope, false), Playbook: Printable(d.Playbook),
 		EvaluatedAt: d.EvaluatedAt, Diagnosis: d, Fleet: newFleet(d.Fleet), Slowest: slowest(d.SlowestRequests)}
 	if r := dv.Slowest; r != nil && len(r.Requests) > 0 && !d.SummaryCitesTraces() {
 		dv.Traces = r.Summary
 	}
 	for _, e := range d.Evidence {
-		row := EvidenceRow{Title: PrintableText(cmp.Or(e.Title, e.Name)), Value: PrintableText(cmp.Or(e.Text, playbooks.FormatValue(e.Value, e.Unit))),
-			NoData: !e.HasValue(), Problem: PrintableText(e.Problem)}
+		row := EvidenceRow{Title: printableText(cmp.Or(e.Title, e.Name)), Value: printableText(cmp.Or(e.Text, playbooks.FormatValue(e.Value, e.Unit))),
+			NoData: !e.HasValue(), Problem: printableText(e.Problem)}
 		switch {
 		case e.Baseline != nil:
-			row.Baseline = "baseline " + PrintableText(cmp.Or(e.BaselineText, playbooks.FormatValue(e.Baseline, e.Unit)))
+			row.Baseline = "baseline " + printableText(cmp.Or(e.BaselineText, playbooks.FormatValue(e.Baseline, e.Unit)))
 		case e.BaselineText != "":
-			row.Baseline = PrintableText(e.BaselineText)
+			row.Baseline = printableText(e.BaselineText)
 		}
 		dv.Evidence = append(dv.Evidence, row)
 	}
@@ -337,7 +337,7 @@ func slowest(r *traces.Report) *traces.Report {
 		return nil
 	}
 	c := *r
-	c.Service, c.Operation, c.Summary, c.Error = Printable(r.Service), Printable(r.Operation), PrintableText(r.Summary), PrintableText(r.Error)
+	c.Service, c.Operation, c.Summary, c.Error = Printable(r.Service), Printable(r.Operation), printableText(r.Summary), printableText(r.Error)
 	c.SearchLink = HTTPURL(r.SearchLink)
 	if len(r.Tags) > 0 {
 		c.Tags = make(map[string]string, len(r.Tags))
@@ -359,7 +359,7 @@ func printableAll(ss []string) []string {
 	}
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = PrintableText(s)
+		out[i] = printableText(s)
 	}
 	return out
 }
@@ -391,15 +391,6 @@ func sortedLabels(m map[string]string) []Label {
 		out = append(out, Label{Name: Printable(k), Value: Printable(m[k])})
 	}
 	return out
-}
-
-// ScopeText names a scope in plain text: "model m · pod p · namespace ns" ("" for none).
-func ScopeText(scope []Label) string {
-	parts := make([]string, len(scope))
-	for i, l := range scope {
-		parts[i] = l.Word() + " " + l.Value
-	}
-	return strings.Join(parts, " · ")
 }
 
 // groupAlertname is the group's alert name: the group's or common label, else the first alert's.

@@ -229,8 +229,8 @@ func TestPrintableShowsWhatLabelTextHides(t *testing.T) {
 		if got := Printable(c.in); got != c.label {
 			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.label)
 		}
-		if got := PrintableText(c.in); got != c.text {
-			t.Errorf("PrintableText(%q) = %q, want %q", c.in, got, c.text)
+		if got := printableText(c.in); got != c.text {
+			t.Errorf("printableText(%q) = %q, want %q", c.in, got, c.text)
 		}
 	}
 }

@@ -67,9 +67,9 @@ func (c Class) Urgency() int {
 	return 0
 }
 
-// VerdictDef is one verdict id a playbook may use: its class and what it means. (Issue 34's
+// verdictDef is one verdict id a playbook may use: its class and what it means. (Issue 34's
 // causal rank, cause before symptom, belongs here too.)
-type VerdictDef struct {
+type verdictDef struct {
 	ID      string
 	Class   Class
 	Meaning string
@@ -77,7 +77,7 @@ type VerdictDef struct {
 
 // verdicts is the table of verdict ids, the one place each verdict's class and meaning are
 // kept: the contract of README.md ("What it diagnoses") and docs/playbooks/README.md.
-var verdicts = []VerdictDef{
+var verdicts = []verdictDef{
 	{VerdictCapacityPastKnee, ClassProblem, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
 	{VerdictKVPreemption, ClassProblem, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
 	{VerdictKVPressure, ClassPressure, "KV cache near full, no preemptions yet: preemption imminent"},
@@ -107,26 +107,26 @@ var KnownVerdicts = func() []string {
 	return ids
 }()
 
-// LookupVerdict returns the table's entry of verdict id.
-func LookupVerdict(id string) (VerdictDef, bool) {
+// lookupVerdict returns the table's entry of verdict id.
+func lookupVerdict(id string) (verdictDef, bool) {
 	for _, v := range verdicts {
 		if v.ID == id {
 			return v, true
 		}
 	}
-	return VerdictDef{}, false
+	return verdictDef{}, false
 }
 
 // VerdictMeaning is what verdict id means ("" for an unknown id).
 func VerdictMeaning(id string) string {
-	v, _ := LookupVerdict(id)
+	v, _ := lookupVerdict(id)
 	return v.Meaning
 }
 
 // ClassOf is the class of verdict id ("" for an unknown id: an alert that resolved or that no
 // playbook matched has no verdict).
 func ClassOf(id string) Class {
-	v, _ := LookupVerdict(id)
+	v, _ := lookupVerdict(id)
 	return v.Class
 }
 
