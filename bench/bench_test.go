@@ -132,7 +132,7 @@ func (staticQuerier) Query(context.Context, string, time.Time) (model.Value, err
 func BenchmarkDiagnoseNewGroup(b *testing.B) {
 	set := playbookSet(b)
 	engine := evidence.NewEngine(staticQuerier{}, evidence.EngineOptions{CacheTTL: -1, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()})
-	out := console.New(io.Discard)
+	out := console.New(io.Discard, notify.ViewOptions{StormThreshold: 5})
 	msg, err := handlers.DecodeMessage(payload(0))
 	if err != nil {
 		b.Fatal(err)

@@ -71,6 +71,41 @@ type Config struct {
 	// Kubernetes reads kube-state-metrics' series for the pod of every diagnosis: its workload,
 	// the autoscaler that scales it, pending pods, node, restart reasons (on by default).
 	Kubernetes kube.Config `yaml:"kubernetes"`
+
+	// Deprecated says, one line each, which deprecated keys the file set and what to set
+	// instead (`responder check` prints them, `responder serve` logs them).
+	Deprecated []string `yaml:"-"`
+}
+
+// takeDeprecated moves what deprecated keys set (root is the parsed file) to their new keys,
+// noting each in Deprecated, and refuses a file that sets both to different values.
+func (c *Config) takeDeprecated(root *yaml.Node) error {
+	if s := c.Slack.StormThreshold; s > 0 {
+		if d := c.Dispatch.StormThreshold; setIn(root, "dispatch", "storm_threshold") && d != s {
+			return configerr.New("slack.storm_threshold", "deprecated, and it differs from dispatch.storm_threshold (%d, %d): set only dispatch.storm_threshold", s, d)
+		}
+		c.Dispatch.StormThreshold = s
+		c.Deprecated = append(c.Deprecated, "slack.storm_threshold is deprecated: set dispatch.storm_threshold, which every notifier and the dispatcher read")
+	}
+	return nil
+}
+
+// setIn reports whether the mapping at root sets the key at path.
+func setIn(root *yaml.Node, path ...string) bool {
+	n := root
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n != nil
 }
 
 // MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
@@ -232,6 +267,10 @@ type DispatchConfig struct {
 	NotifyTimeout time.Duration `yaml:"notify_timeout"`
 	// DrainTimeout is how long shutdown waits for accepted work to finish.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// StormThreshold: a notification with more firing alerts than this is a storm: the
+	// dispatcher diagnoses it once per playbook from group-wide queries, and every notifier
+	// shows it as one summary. It was slack.storm_threshold, which still works, deprecated.
+	StormThreshold int `yaml:"storm_threshold"`
 }
 
 // Default returns a configuration with every default set.
@@ -246,7 +285,7 @@ func Default() *Config {
 		Redis:        RedisConfig{KeyPrefix: "vllm-responder:"},
 		Playbooks:    PlaybooksConfig{Triage: "triage"},
 		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: 4 * time.Hour, GroupCooldown: time.Second,
-			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second},
+			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second, StormThreshold: 5},
 	}
 	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel,
 		RoleLabel: vllmnames.DefaultRoleLabel}
@@ -285,6 +324,9 @@ func Parse(source string, data []byte) (*Config, error) {
 		return nil, inSource(source, err)
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
+		return nil, inSource(source, err)
+	}
+	if err := c.takeDeprecated(root); err != nil {
 		return nil, inSource(source, err)
 	}
 	if err := c.Validate(); err != nil {
@@ -398,6 +440,7 @@ const (
 	maxConcurrentQueries = 1024
 	maxQueriesPerRequest = 100
 	maxOutboundWebhooks  = 10
+	maxStormThreshold    = 10_000
 )
 
 // Validate checks every section, then the sections against each other. It returns every error,
@@ -519,7 +562,8 @@ func (r *RedisConfig) Validate() error {
 func (d *DispatchConfig) Validate() error {
 	return errors.Join(
 		inRange("workers", int64(d.Workers), 1, maxWorkers),
-		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize))
+		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize),
+		inRange("storm_threshold", int64(d.StormThreshold), 1, maxStormThreshold))
 }
 
 // Validate checks the vllm section.

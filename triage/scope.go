@@ -215,19 +215,9 @@ func (s *Service) namedPod(p *playbooks.Playbook, labels map[string]string) stri
 	return ""
 }
 
-// severity orders verdicts for choosing among models: a named problem first, then one no rule
-// explains, then healthy, then no data.
-func severity(verdict string) int {
-	switch verdict {
-	case playbooks.VerdictInconclusive:
-		return 1
-	case playbooks.VerdictHealthy:
-		return 2
-	case playbooks.VerdictNoData:
-		return 3
-	}
-	return 0
-}
+// severity orders verdicts for choosing among models by their class (playbooks.Class.Urgency):
+// a named problem first, then one no rule explains, then healthy, then no data.
+func severity(verdict string) int { return playbooks.ClassOf(verdict).Urgency() }
 
 // describe names a model by its labels: model_name="m" namespace="ns".
 func describe(labels map[string]string) string {

@@ -51,6 +51,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	log := stack.NewLogger(c.Log, stderr)
+	for _, d := range c.Deprecated {
+		log.Warn().Str("config", *cfgPath).Msg(d)
+	}
 	if err := serve(ctx, c, log, stdout); err != nil {
 		log.Error().Err(err).Msg("responder stopped")
 		return 1
@@ -100,7 +103,7 @@ func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.
 
 	d := dispatch.New(set, sk.Engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: c.Dispatch.DedupWindow,
-		GroupCooldown: c.Dispatch.GroupCooldown, StormThreshold: c.Slack.StormThreshold,
+		GroupCooldown: c.Dispatch.GroupCooldown, StormThreshold: c.Dispatch.StormThreshold,
 		RunTimeout: c.Dispatch.RunTimeout, NotifyTimeout: c.Dispatch.NotifyTimeout,
 		Logger: log, Metrics: m,
 	})
@@ -159,7 +162,7 @@ func newSlack(c *config.Config, sk *stack.Stack, capt *profile.Service, reg prom
 	if !c.Slack.Enabled() {
 		return nil, nil
 	}
-	o := slack.Options{Config: &c.Slack, Store: sk.Store, Prometheus: rangeQuerier{sk.Prometheus}, Registerer: reg, Logger: log}
+	o := slack.Options{Config: &c.Slack, Store: sk.Store, Prometheus: rangeQuerier{sk.Prometheus}, StormThreshold: c.Dispatch.StormThreshold, Registerer: reg, Logger: log}
 	if capt != nil {
 		o.Capturer, o.MaxCapture = capturer{svc: capt}, c.Profile.MaxDuration
 	}

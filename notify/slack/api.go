@@ -286,3 +286,16 @@ func (a *webAPI) UsergroupMembers(ctx context.Context, group string) ([]string, 
 	})
 	return members, err
 }
+
+// rateLimitRetried runs one Slack call (an answer of the app, a reply of the notifier that must
+// not repeat the whole notification) in the retry loop (notify.Retry) under the Slack retry
+// policy: a rate-limited call is tried again after Slack's Retry-After, within the work's
+// deadline. Other failures are not retried: the user can click again, and a reply that timed
+// out may have been posted.
+func rateLimitRetried(ctx context.Context, cfg *Config, call func(ctx context.Context) error) error {
+	return notify.Retry(ctx, cfg.RetryPolicy(), func(ctx context.Context) (bool, error) {
+		err := call(ctx)
+		var r *retryableError
+		return errors.As(err, &r) && r.RateLimited, err
+	}, nil)
+}

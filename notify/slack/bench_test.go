@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkDiagnosisBlocks(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(diagnosisBlocks(d)) == 0 {
+		if len(diagnosisBlocks(notify.NewDiagnosisView(d))) == 0 {
 			b.Fatal("no blocks")
 		}
 	}
@@ -67,7 +68,7 @@ func BenchmarkDiagnosisBlocksJSON(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(diagnosisBlocks(d)); err != nil {
+		if _, err := json.Marshal(diagnosisBlocks(notify.NewDiagnosisView(d))); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,13 +3,13 @@ package slack
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/prometheus/alertmanager/template"
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
@@ -44,6 +44,8 @@ type notifierOptions struct {
 	Silence bool
 	// Capture shows the Capture profile button (a capturer is configured).
 	Capture bool
+	// StormThreshold: more firing alerts than this are one storm summary (dispatch.storm_threshold).
+	StormThreshold int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -89,7 +91,7 @@ func newNotifier(o notifierOptions) (*notifier, error) {
 		log:     o.Logger,
 		prom:    o.Prometheus,
 		now:     now,
-		render:  newRenderOptions(o.Config, o.Silence, o.Capture),
+		render:  newRenderOptions(o.Config, o.Silence, o.Capture, o.StormThreshold),
 	}, nil
 }
 
@@ -114,10 +116,7 @@ type thread struct {
 	Text   string          `json:"text,omitempty"`
 }
 
-func hashKey(groupKey string) string {
-	h := sha256.Sum256([]byte(groupKey))
-	return hex.EncodeToString(h[:16])
-}
+func hashKey(groupKey string) string { return notify.GroupHash(groupKey) }
 
 // threadKey is the store key of a group's thread.
 func threadKey(groupKey string) string { return threadKeyPrefix + hashKey(groupKey) }
@@ -190,9 +189,10 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		if len(firing(nt.Items)) == 0 {
 			return false, nil
 		}
-		th, _, err := n.postParent(ctx, nt, firing(nt.Items))
+		v := n.parentView(nt, firing(nt.Items))
+		th, err := n.postParent(ctx, nt, v)
 		if err == nil {
-			n.postSlowest(ctx, log, th, firing(nt.Items))
+			n.postSlowest(ctx, log, th, v)
 		}
 		return retry(err)
 	}
@@ -220,8 +220,9 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 				return retry(err)
 			}
 			if items := firing(nt.Items); !nt.Resolved() && len(items) > 0 {
-				n.postCharts(ctx, log, adopted, items)
-				n.postSlowest(ctx, log, adopted, items)
+				v := n.parentView(nt, items)
+				n.postCharts(ctx, log, adopted, v)
+				n.postSlowest(ctx, log, adopted, v)
 			}
 			return false, nil
 		}
@@ -256,10 +257,11 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	if !won {
 		return parentInFlight(log)
 	}
+	v := n.parentView(nt, items)
 	start := n.now()
-	th, _, err = n.postParent(ctx, nt, items)
+	th, err = n.postParent(ctx, nt, v)
 	if unanswered(err) {
-		n.markUnanswered(ctx, log, nt, items, start)
+		n.markUnanswered(ctx, log, nt, v, start)
 	}
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
@@ -275,8 +277,8 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		// The message is out; a lost thread only means later news starts a new message.
 		log.Error().Err(err).Msg("saving slack thread state")
 	}
-	n.postCharts(ctx, log, th, items)
-	n.postSlowest(ctx, log, th, items)
+	n.postCharts(ctx, log, th, v)
+	n.postSlowest(ctx, log, th, v)
 	return false, nil
 }
 
@@ -330,11 +332,11 @@ const unansweredWait = 2
 // channel's history yet, and may still land there.
 var errUnansweredPending = errors.New("the group's last parent post timed out and may still land in the channel; not posting a second one yet")
 
-// markUnanswered records that a parent post of the group, showing items, timed out without an
+// markUnanswered records that a parent post of the group, showing v, timed out without an
 // answer.
-func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item, at time.Time) {
-	blocks, text := n.renderParent(nt, items)
-	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx), Thread: n.newThread(nt, items, blocks, text, "", "")}
+func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, v *notify.View, at time.Time) {
+	blocks, text := parentBlocks(v, n.render)
+	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx), Thread: n.newThread(nt, v, blocks, text, "", "")}
 	b, _ := json.Marshal(rec)
 	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(nt.GroupKey), b, time.Hour); err != nil {
 		log.Warn().Err(err).Msg("recording an unanswered parent post")
@@ -374,9 +376,9 @@ func (n *notifier) adoptUnanswered(ctx context.Context, log zerolog.Logger, nt *
 		}
 		th := rec.Thread
 		if th == nil { // a record written before it kept the post's thread
-			items := firing(nt.Items)
-			blocks, text := n.renderParent(nt, items)
-			th = n.newThread(nt, items, blocks, text, "", "")
+			v := n.parentView(nt, firing(nt.Items))
+			blocks, text := parentBlocks(v, n.render)
+			th = n.newThread(nt, v, blocks, text, "", "")
 		}
 		th.Channel, th.TS = ch, m.Timestamp
 		if err := n.saveThread(ctx, th); err != nil {
@@ -394,16 +396,18 @@ func (n *notifier) adoptUnanswered(ctx context.Context, log zerolog.Logger, nt *
 	return nil, nil
 }
 
-func (n *notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slackgo.Block, string) {
-	view := *nt
-	view.Items = items
-	view.Status = notify.StatusFiring
-	return parentBlocks(&view, n.render)
+// parentView is the view of a group's first message: its firing items.
+func (n *notifier) parentView(nt *notify.Notification, items []notify.Item) *notify.View {
+	sub := *nt
+	sub.Items = items
+	sub.Status = notify.StatusFiring
+	return notify.NewView(&sub, n.render.View)
 }
 
-// postParent posts the group's first message and returns its thread record.
-func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*thread, []slackgo.Block, error) {
-	blocks, text := n.renderParent(nt, items)
+// postParent posts the group's first message (the view of its firing items) and returns its
+// thread record.
+func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, v *notify.View) (*thread, error) {
+	blocks, text := parentBlocks(v, n.render)
 	opts := []slackgo.MsgOption{slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()}
 	if nt.GroupKey != "" {
 		// Marks the parent with its group, so a retry after a timeout can find it.
@@ -413,50 +417,52 @@ func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, item
 	target := n.channel.target(ctx)
 	ch, ts, err := n.api.Post(ctx, target, opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	n.channel.posted(ctx, target, ch)
 	kind := "parent"
-	if len(items) > n.cfg.StormThreshold {
+	if v.Summarised {
 		kind = "storm"
 	}
 	n.api.metrics.Messages.WithLabelValues(kind).Inc()
-	return n.newThread(nt, items, blocks, text, ch, ts), blocks, nil
+	return n.newThread(nt, v, blocks, text, ch, ts), nil
 }
 
-// newThread is the thread record of a group's parent message.
-func (n *notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slackgo.Block, text, ch, ts string) *thread {
-	view := *nt
-	view.Items = items
+// newThread is the thread record of a group's parent message (the view of its firing alerts).
+func (n *notifier) newThread(nt *notify.Notification, v *notify.View, blocks []slackgo.Block, text, ch, ts string) *thread {
 	raw, _ := json.Marshal(blocks)
 	th := &thread{
-		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
+		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: v.Alertname,
 		Status: notify.StatusFiring, Verdicts: map[string]string{}, Starts: map[string]int64{},
-		StartedAt: earliestStart(items, nt.ReceivedAt), Blocks: raw, Text: text,
+		Blocks: raw, Text: text,
 	}
-	for _, it := range items {
-		th.Verdicts[fingerprint(it)] = itemVerdict(it)
-		th.Starts[fingerprint(it)] = it.Alert.StartsAt.UnixMilli()
+	for _, av := range v.Firing {
+		fp := fingerprint(av.Alert)
+		th.Verdicts[fp] = verdictOf(av)
+		th.Starts[fp] = av.StartsAt.UnixMilli()
+		if s := av.StartsAt; !s.IsZero() && (th.StartedAt.IsZero() || s.Before(th.StartedAt)) {
+			th.StartedAt = s // the earliest start
+		}
 	}
+	th.StartedAt = cmp.Or(th.StartedAt, nt.ReceivedAt)
 	return th
 }
 
-func fingerprint(it notify.Item) string {
-	if it.Alert.Fingerprint != "" {
-		return it.Alert.Fingerprint
+// verdictOf is the verdict a thread remembers of an alert: its diagnosis', or "unmatched".
+func verdictOf(av notify.AlertView) string {
+	if av.Diagnosis == nil {
+		return "unmatched"
 	}
-	// No fingerprint (not from Alertmanager): the sorted labels stand for it.
-	return labelsText(it.Alert.Labels)
+	return av.Diagnosis.Verdict
 }
 
-func earliestStart(items []notify.Item, fallback time.Time) time.Time {
-	var t time.Time
-	for _, it := range items {
-		if s := it.Alert.StartsAt; !s.IsZero() && (t.IsZero() || s.Before(t)) {
-			t = s
-		}
+// fingerprint identifies an alert in its thread: Alertmanager's fingerprint, or (not from
+// Alertmanager) its sorted labels.
+func fingerprint(a template.Alert) string {
+	if a.Fingerprint != "" {
+		return a.Fingerprint
 	}
-	return cmp.Or(t, fallback)
+	return strings.Join(a.Labels.SortedPairs().Names(), ",") + "=" + strings.Join(a.Labels.SortedPairs().Values(), ",")
 }
 
 // followUp replies in an open thread when something changed, and marks the parent resolved when
@@ -474,7 +480,7 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 	var news []change
 	var resolved []notify.Item
 	for _, it := range nt.Items {
-		fp := fingerprint(it)
+		fp := fingerprint(it.Alert)
 		if it.Alert.Status == notify.StatusResolved {
 			if _, ok := th.Verdicts[fp]; ok {
 				resolved = append(resolved, it)
@@ -483,7 +489,7 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 			}
 			continue
 		}
-		v := itemVerdict(it)
+		v := it.Verdict()
 		old, known := th.Verdicts[fp]
 		start := it.Alert.StartsAt.UnixMilli()
 		prevStart, seen := th.Starts[fp]

@@ -186,13 +186,18 @@ type Alert struct {
 type EncodeFunc func(*playbooks.Diagnosis) ([]byte, error)
 
 // Body renders the request body of a notification: a pure function of it and the encoder.
+// The group's and each alert's URL (externalURL, generatorURL) is sent only when it is an
+// http(s) URL, as every integration makes links only of those (notify.HTTPURL): a receiver that
+// renders it as a link cannot be handed a javascript: one. Labels and annotations go as they
+// are: they are data the receiver matches on.
 func Body(n *notify.Notification, encode EncodeFunc) ([]byte, error) {
 	p := Payload{Type: TypeResolved, Timestamp: n.ReceivedAt.UTC(), Data: Data{Source: n.Source, Diagnoses: []json.RawMessage{},
 		Group: Group{Receiver: n.Receiver, Status: n.Status, Alerts: []Alert{}, GroupLabels: n.GroupLabels, CommonLabels: n.CommonLabels,
-			CommonAnnotations: n.CommonAnnotations, ExternalURL: n.ExternalURL, GroupKey: n.GroupKey, TruncatedAlerts: n.TruncatedAlerts}}}
+			CommonAnnotations: n.CommonAnnotations, ExternalURL: notify.HTTPURL(n.ExternalURL), GroupKey: n.GroupKey, TruncatedAlerts: n.TruncatedAlerts}}}
 	index := map[*playbooks.Diagnosis]int{}
 	for _, it := range n.Items {
 		a := Alert{Alert: it.Alert, Unmatched: it.Unmatched}
+		a.GeneratorURL = notify.HTTPURL(a.GeneratorURL)
 		if a.Status == "" {
 			a.Status = n.Status
 		}

@@ -396,3 +396,23 @@ func TestARedirectToAnotherHostIsNeverFollowedWithTheSignedBody(t *testing.T) {
 		t.Fatalf("a redirect on the same origin: err=%v, accepted %d; want it followed and delivered", err, len(rcv.accepted))
 	}
 }
+
+// Only http(s) URLs go out as the group's or an alert's URL (issue 33.8, in every integration):
+// a receiver that renders externalURL or generatorURL as a link is never handed a javascript:
+// one; an http(s) URL goes as it is.
+func TestOnlyHTTPURLsGoOutAsURLs(t *testing.T) {
+	bad := alert("vllm-0", "firing")
+	bad.GeneratorURL = "javascript:alert(1)"
+	n := notification(notify.Item{Alert: bad, Diagnosis: diag(playbooks.VerdictKVPressure)}, notify.Item{Alert: alert("vllm-1", "firing"), Unmatched: true})
+	n.ExternalURL = "javascript:alert(2)"
+	body, err := Body(n, encodeForTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(body), "javascript:") {
+		t.Errorf("a javascript: URL went out: %s", body)
+	}
+	if !strings.Contains(string(body), `"generatorURL":"http://prometheus.example/graph"`) || !strings.Contains(string(body), `"externalURL":""`) {
+		t.Errorf("the http(s) URL should go as it is and the other as empty: %s", body)
+	}
+}
