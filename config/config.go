@@ -18,6 +18,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,9 @@ type Config struct {
 	Traces traces.Config `yaml:"traces"`
 	// MCP serves the read-only MCP tools on /mcp of `responder serve`.
 	MCP MCPConfig `yaml:"mcp"`
+	// Triage bounds on-demand triage (`responder triage`, the MCP triage tool, `/vllm triage`,
+	// the Re-run triage button).
+	Triage TriageConfig `yaml:"triage"`
 	// Teams posts every diagnosis to a Teams channel through a Workflows webhook (off when its
 	// webhook_url is empty), beside Slack or instead of it.
 	Teams teams.Config `yaml:"teams"`
@@ -71,6 +75,41 @@ type Config struct {
 	// Incidents joins the alerts of one model (by default) into one incident: one thread for
 	// all its alert names, pods and groups, cause before symptom.
 	Incidents incident.Config `yaml:"incidents"`
+
+	// Deprecated says, one line each, which deprecated keys the file set and what to set
+	// instead (`responder check` prints them, `responder serve` logs them).
+	Deprecated []string `yaml:"-"`
+}
+
+// takeDeprecated moves what deprecated keys set (root is the parsed file) to their new keys,
+// noting each in Deprecated, and refuses a file that sets both to different values.
+func (c *Config) takeDeprecated(root *yaml.Node) error {
+	if s := c.Slack.StormThreshold; s > 0 {
+		if d := c.Dispatch.StormThreshold; setIn(root, "dispatch", "storm_threshold") && d != s {
+			return configerr.New("slack.storm_threshold", "deprecated, and it differs from dispatch.storm_threshold (%d, %d): set only dispatch.storm_threshold", s, d)
+		}
+		c.Dispatch.StormThreshold = s
+		c.Deprecated = append(c.Deprecated, "slack.storm_threshold is deprecated: set dispatch.storm_threshold, which every notifier and the dispatcher read")
+	}
+	return nil
+}
+
+// setIn reports whether the mapping at root sets the key at path.
+func setIn(root *yaml.Node, path ...string) bool {
+	n := root
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n != nil
 }
 
 // MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
@@ -81,6 +120,32 @@ type MCPConfig struct {
 	// own token, not the webhook's.
 	BearerToken     secret.Secret `yaml:"bearer_token"`
 	BearerTokenFile string        `yaml:"bearer_token_file"`
+}
+
+// TriageConfig bounds on-demand triage. Alerts are diagnosed whatever their namespace.
+type TriageConfig struct {
+	// Namespaces, when set, are the only namespaces a triage reads: a request naming another is
+	// refused, one naming none is about the models of these only. Empty: whoever can triage (the
+	// MCP token, the Slack app, the CLI) can triage any namespace Prometheus holds.
+	Namespaces []string `yaml:"namespaces"`
+}
+
+// namespaceRE is a Kubernetes namespace name (a DNS-1123 label).
+var namespaceRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks the triage section.
+func (t *TriageConfig) Validate() error {
+	var errs []error
+	for i, ns := range t.Namespaces {
+		key := fmt.Sprintf("namespaces[%d]", i)
+		switch {
+		case !namespaceRE.MatchString(ns):
+			errs = append(errs, configerr.New(key, "%q is not a Kubernetes namespace name", ns))
+		case slices.Index(t.Namespaces, ns) < i:
+			errs = append(errs, configerr.New(key, "%q is listed twice", ns))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // VLLMConfig says how vLLM's series are named and labelled in Prometheus.
@@ -206,6 +271,10 @@ type DispatchConfig struct {
 	NotifyTimeout time.Duration `yaml:"notify_timeout"`
 	// DrainTimeout is how long shutdown waits for accepted work to finish.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// StormThreshold: a notification with more firing alerts than this is a storm: the
+	// dispatcher diagnoses it once per playbook from group-wide queries, and every notifier
+	// shows it as one summary. It was slack.storm_threshold, which still works, deprecated.
+	StormThreshold int `yaml:"storm_threshold"`
 }
 
 // Default returns a configuration with every default set.
@@ -220,7 +289,7 @@ func Default() *Config {
 		Redis:        RedisConfig{KeyPrefix: "vllm-responder:"},
 		Playbooks:    PlaybooksConfig{Triage: "triage"},
 		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: 4 * time.Hour, GroupCooldown: time.Second,
-			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second},
+			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second, StormThreshold: 5},
 	}
 	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel,
 		RoleLabel: vllmnames.DefaultRoleLabel}
@@ -260,6 +329,9 @@ func Parse(source string, data []byte) (*Config, error) {
 		return nil, inSource(source, err)
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
+		return nil, inSource(source, err)
+	}
+	if err := c.takeDeprecated(root); err != nil {
 		return nil, inSource(source, err)
 	}
 	if err := c.Validate(); err != nil {
@@ -373,6 +445,7 @@ const (
 	maxConcurrentQueries = 1024
 	maxQueriesPerRequest = 100
 	maxOutboundWebhooks  = 10
+	maxStormThreshold    = 10_000
 )
 
 // Validate checks every section, then the sections against each other. It returns every error,
@@ -389,7 +462,7 @@ func (c *Config) Validate() error {
 	}{
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
-		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
+		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"triage", &c.Triage}, {"teams", &c.Teams},
 		{"kubernetes", &c.Kubernetes}, {"incidents", &c.Incidents},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
@@ -494,7 +567,8 @@ func (r *RedisConfig) Validate() error {
 func (d *DispatchConfig) Validate() error {
 	return errors.Join(
 		inRange("workers", int64(d.Workers), 1, maxWorkers),
-		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize))
+		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize),
+		inRange("storm_threshold", int64(d.StormThreshold), 1, maxStormThreshold))
 }
 
 // Validate checks the vllm section.

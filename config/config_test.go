@@ -174,6 +174,10 @@ var badConfigs = []struct {
 	}},
 	{"mapping_for_a_map_of_numbers.yaml", []string{`test.yaml: line 3: playbooks.params: want a mapping, got "none"`}},
 	{"mcp_without_token.yaml", []string{"test.yaml: mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)"}},
+	{"triage_namespaces.yaml", []string{
+		`test.yaml: triage.namespaces[1]: "Team_B" is not a Kubernetes namespace name`,
+		`test.yaml: triage.namespaces[2]: "team-a" is listed twice`,
+	}},
 	{"outbound_webhooks_each_entry_checked.yaml", []string{
 		"test.yaml: outbound_webhooks[1].url: must be an http(s) URL",
 		"test.yaml: outbound_webhooks[1].secret: must start with whsec_ (the value is not shown)",
@@ -284,7 +288,7 @@ var badConfigs = []struct {
 	}},
 	{"slack_unknown_key.yaml", []string{`test.yaml: line 3: unknown key "slack.chanel"`}},
 	{"slack_url_template_results.yaml", []string{
-		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type slack.linkData`,
+		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type notify.linkData`,
 		`test.yaml: slack.traces_url_template: result "m" is not an absolute http(s) URL`,
 	}},
 	{"slack_url_templates.yaml", []string{
@@ -336,6 +340,8 @@ var badConfigs = []struct {
 		`test.yaml: vllm.pod_label: "pod-name" is not a valid label name`,
 		`test.yaml: vllm.role_label: "llm-d.ai/role" is not a valid label name (empty turns the prefill/decode pools off)`,
 	}},
+	{"storm_threshold_twice.yaml", []string{"test.yaml: slack.storm_threshold: deprecated, and it differs from dispatch.storm_threshold (7, 5): set only dispatch.storm_threshold"}},
+	{"storm_threshold_zero.yaml", []string{"test.yaml: dispatch.storm_threshold: must be between 1 and 10000, got 0"}},
 	{"webhook_two_auth_methods.yaml", []string{"test.yaml: webhook: set bearer_token or basic_auth, not both"}},
 	{"webhook_username_without_password.yaml", []string{"test.yaml: webhook.basic_auth.password: required with a username"}},
 }
@@ -419,5 +425,34 @@ func TestAnEmptyMappingTakesEveryDefault(t *testing.T) {
 	}
 	if c.Redacted() != Default().Redacted() {
 		t.Fatalf("{} loaded\n%s\nwant the defaults\n%s", c.Redacted(), Default().Redacted())
+	}
+}
+
+// slack.storm_threshold, deprecated, still sets the one storm threshold (dispatch's, which every
+// notifier reads) and says so; alone, dispatch.storm_threshold is the threshold and nothing is
+// deprecated; the two may agree.
+func TestTheDeprecatedSlackStormThresholdStillSetsTheThreshold(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		want       int
+		deprecated bool
+	}{
+		{"neither", `{}`, 5, false},
+		{"dispatch's", `dispatch: {storm_threshold: 9}`, 9, false},
+		{"slack's, deprecated", `slack: {storm_threshold: 7}`, 7, true},
+		{"both, agreeing", "slack: {storm_threshold: 7}\ndispatch: {storm_threshold: 7}", 7, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse("test.yaml", []byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Dispatch.StormThreshold != c.want || (len(cfg.Deprecated) > 0) != c.deprecated {
+				t.Errorf("threshold %d, deprecated %q; want %d, deprecated %v", cfg.Dispatch.StormThreshold, cfg.Deprecated, c.want, c.deprecated)
+			}
+			if c.deprecated && !strings.Contains(strings.Join(cfg.Deprecated, "\n"), "set dispatch.storm_threshold") {
+				t.Errorf("the deprecation does not say what to set: %q", cfg.Deprecated)
+			}
+		})
 	}
 }

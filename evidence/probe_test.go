@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/probe"
 )
@@ -45,7 +46,7 @@ verdicts:
 `
 
 func TestAStalledDiagnosisShowsWhatTheProbeFound(t *testing.T) {
-	p, err := playbooks.Parse("stalled.yaml", []byte(stallPlaybook))
+	p, err := playbooks.Parse("stalled.yaml", []byte(stallPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

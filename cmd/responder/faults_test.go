@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -223,7 +224,7 @@ func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *te
 // builtinPlaybookFor is the builtin playbook that labels match.
 func builtinPlaybookFor(t *testing.T, labels map[string]string) *playbooks.Playbook {
 	t.Helper()
-	b, err := playbooks.Builtin()
+	b, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

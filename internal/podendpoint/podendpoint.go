@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/template"
@@ -25,6 +24,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
@@ -116,9 +116,9 @@ type Resolver struct {
 // quoted, never concatenated raw. Router series (vllm.router_label) are excluded: a
 // production-stack router is not an engine.
 func Query(n vllmnames.Naming, podLabel, pod, namespace string) string {
-	sel := podLabel + "=" + strconv.Quote(pod)
+	sel := promql.Matcher(podLabel, pod)
 	if namespace != "" {
-		sel += ",namespace=" + strconv.Quote(namespace)
+		sel += "," + promql.Matcher("namespace", namespace)
 	}
 	return "group by (namespace, instance, model_name) (" + n.Selector("num_requests_running", sel) + ")"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/sim"
 )
@@ -419,7 +420,7 @@ func TestEveryQueriedMetricExistsInTheRealVLLM(t *testing.T) {
 			t.Errorf("%s reads metrics the real vLLM %s does not export: %s\n  %s", where, srv.Version, strings.Join(m, "; "), q)
 		}
 	}
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

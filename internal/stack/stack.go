@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -92,7 +93,7 @@ func New(c *config.Config, o Options) (*Stack, error) {
 			return nil, err
 		}
 		to := triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
-			Naming: s.Naming, PrometheusURL: c.Prometheus.URL}
+			Naming: s.Naming, PrometheusURL: c.Prometheus.URL, Namespaces: c.Triage.Namespaces}
 		if s.Store != nil && c.Incidents.Enabled {
 			// A triage of a scope with an open incident names it.
 			to.Incidents = incident.NewFinder(&c.Incidents, s.Store)
@@ -166,9 +167,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // LoadPlaybooks loads the built-ins, playbooks.dir and extra directories (`playbooks test`),
-// applying the config's window, params and vLLM naming.
+// compiled against the facts of every source (facts/sources), applying the config's window,
+// params and vLLM naming.
 func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error) {
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		return nil, fmt.Errorf("built-in playbooks: %w", err)
 	}
@@ -178,7 +180,7 @@ func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error
 		dirs = append([]string{c.Playbooks.Dir}, dirs...)
 	}
 	for _, dir := range dirs {
-		pbs, err := playbooks.LoadDir(dir)
+		pbs, err := playbooks.LoadDir(dir, sources.Catalog())
 		if err != nil {
 			return nil, err
 		}
@@ -210,8 +212,8 @@ func newPrometheusAPI(c *config.Config) (v1.API, error) {
 }
 
 // newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
-// are configured; and kube-state-metrics' series, unless kubernetes.enabled is false; and the
-// stall probe, when probe.enabled).
+// are configured), with the fact sources (facts/sources: kube-state-metrics' series unless
+// kubernetes.enabled is false, vLLM's LoRA series), and the stall probe, when probe.enabled.
 func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, prober evidence.StallProber, log zerolog.Logger) (*evidence.Engine, error) {
 	opt := evidence.EngineOptions{
 		Probe:             prober,
@@ -221,10 +223,8 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
 		Observer:          obs,
 		Naming:            n,
+		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes}),
 		Logger:            log,
-	}
-	if c.Kubernetes.Enabled {
-		opt.Kube = &c.Kubernetes
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

@@ -47,16 +47,16 @@ func main() {
 	flag.DurationVar(&o.openRound, "open-round", 4*time.Second, "length of one open-loop round")
 	flag.IntVar(&o.ttdReps, "ttd-reps", 30, "time-to-diagnosis repetitions")
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the Go benchmarks")
-	only := flag.String("only", "", "comma-separated sections to run (go,ttd,ingest,storm,big); BENCHMARKS.md is written only by a full run")
+	only := flag.String("only", "", "comma-separated sections to run (go,ttd,ingest,storm,big,hostile); BENCHMARKS.md is written only by a full run")
 	flag.Parse()
 	if *only != "" {
 		o.only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case "go", "ttd", "ingest", "storm", "big":
+			case "go", "ttd", "ingest", "storm", "big", "hostile":
 				o.only[s] = true
 			default:
-				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, ttd, ingest, storm, big)\n", s)
+				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, ttd, ingest, storm, big, hostile)\n", s)
 				os.Exit(2)
 			}
 		}
@@ -76,6 +76,7 @@ func main() {
 		ing   ingestReport
 		st    stormReport
 		big   bigReport
+		hs    hostileReport
 	)
 	if o.runs("go") {
 		step("Go benchmarks")
@@ -108,9 +109,13 @@ func main() {
 			big = benchBigNotification(t, o.responderBin, proxy)
 		}
 	}
+	if o.runs("hostile") {
+		step("hostile storm: what stays")
+		hs = benchHostileStorm(t, o.responderBin)
+	}
 	step("done")
 
-	table := render(o, ing, ttd, fleet, st, big, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
+	table := render(o, ing, ttd, fleet, st, big, hs, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
 	if len(o.only) > 0 {
 		return // a partial run does not replace the full table
@@ -141,7 +146,7 @@ func passFail(ok bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, big bigReport, gb []goBench, gbErr error, took time.Duration, load string) string {
+func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, big bigReport, hs hostileReport, gb []goBench, gbErr error, took time.Duration, load string) string {
 	cpu, cores := machine()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -225,6 +230,10 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 			big.alerts, big.queries, big.parents, big.replies, big.took.Round(10*time.Millisecond), passFail(big.drained && big.parents == 1 && big.queries < 100))
 	}
 
+	if o.runs("hostile") {
+		renderHostile(w, hs)
+	}
+
 	w("\n| Go benchmark (-benchmem, -benchtime %s) | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n", o.benchtime)
 	if gbErr != nil {
 		w("| failed: %s | | | |\n", strings.ReplaceAll(gbErr.Error(), "\n", " "))
@@ -261,5 +270,8 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 	w("- One notification of 10,000 alerts: one `VLLMQueueDepthHigh` group of 10,000 pods of one model in a single webhook\n")
 	w("  (`webhook.max_body_bytes` raised to 4 MiB for it), Slack the recording fake. Peak RSS is the responder's VmHWM over its whole\n")
 	w("  life; goroutines are sampled from its /metrics every 50 ms until the summary is posted.\n")
+	w("- Hostile storm: webhooks of distinct groups with 16 KiB label values, 32 at once, to a responder whose Prometheus is unreachable\n")
+	w("  (quick diagnoses: what stays is measured, not query cost). The store's figures are its gauges\n")
+	w("  (`vllm_responder_store_memory_bytes`, `_entries`, `_max_bytes`); RSS is VmRSS, the heap `go_memstats_heap_inuse_bytes`.\n")
 	return b.String()
 }

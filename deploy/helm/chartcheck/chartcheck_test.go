@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -546,7 +547,7 @@ func TestUserPlaybooksInTheChartParse(t *testing.T) {
 					continue
 				}
 				for name, body := range cm.Data {
-					if _, err := playbooks.Parse(name, []byte(body)); err != nil {
+					if _, err := playbooks.Parse(name, []byte(body), sources.Catalog()); err != nil {
 						t.Errorf("ConfigMap %s: %v", cm.Name, err)
 					}
 				}
