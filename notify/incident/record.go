@@ -103,7 +103,7 @@ func (r *record) apply(items []notify.Item, status string, now time.Time, cfg *C
 		if r.fire(it, now, cfg) {
 			ch.Joined = append(ch.Joined, fingerprint(it))
 		}
-		if v := verdictOf(it); r.Verdict == "" || playbooks.CausalRank(v) < playbooks.CausalRank(r.Verdict) {
+		if v := it.Verdict(); r.Verdict == "" || playbooks.CausalRank(v) < playbooks.CausalRank(r.Verdict) {
 			if r.Verdict != "" {
 				ch.VerdictWas = r.Verdict
 			}
@@ -147,7 +147,7 @@ func (r *record) fire(it notify.Item, now time.Time, cfg *Config) bool {
 	m.Alertname = clip(l["alertname"], maxTitle)
 	m.Pod = clip(cmp.Or(l["pod"], l["instance"]), maxTitle)
 	m.Labels = memberLabels(l, r.Key)
-	m.Verdict = verdictOf(it)
+	m.Verdict = it.Verdict()
 	m.Title, m.Summary = "", ""
 	if d := it.Diagnosis; d != nil {
 		m.Title, m.Summary = clip(d.Title, maxTitle), clip(d.Summary, maxSummary)
@@ -273,7 +273,7 @@ func (r *record) causePods() []string {
 
 // causeOf is what a member that brings the incident's verdict says of it.
 func causeOf(it notify.Item) notify.Cause {
-	c := notify.Cause{Alertname: clip(it.Alert.Labels["alertname"], maxTitle), Title: verdictOf(it)}
+	c := notify.Cause{Alertname: clip(it.Alert.Labels["alertname"], maxTitle), Title: it.Verdict()}
 	if d := it.Diagnosis; d != nil {
 		c.Title, c.Summary = clip(cmp.Or(d.Title, d.Verdict), maxTitle), clip(d.Summary, maxSummary)
 		for _, a := range d.Actions[:min(len(d.Actions), maxActions)] {
@@ -341,12 +341,4 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// verdictOf is an item's verdict: its diagnosis', or "unmatched" (no playbook matched it).
-func verdictOf(it notify.Item) string {
-	if it.Diagnosis != nil {
-		return it.Diagnosis.Verdict
-	}
-	return "unmatched"
 }
