@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -56,24 +55,30 @@ func (f *Finder) Open(ctx context.Context, scope map[string]string) (*notify.Inc
 	if !slices.ContainsFunc(f.cfg.Key, func(k string) bool { return scope[k] != "" }) {
 		return nil, nil // a scope of every model: no one incident
 	}
-	// Few incidents are kept (one per key), and triage is rare: a scan of their records.
-	all, err := f.st.List(ctx, recordKeyPrefix)
+	// The index of the keys that had an incident, newest first.
+	keys, err := f.st.Recent(ctx, indexKey, 0)
 	if err != nil {
 		return nil, err
 	}
 	var found *record
-	for k, b := range all {
-		if !strings.HasPrefix(k, recordKeyPrefix) {
+	for _, k := range keys {
+		var e indexEntry
+		if json.Unmarshal(k.Val, &e) != nil || !agrees(e.Key, scope) {
 			continue
 		}
-		var r record
-		if json.Unmarshal(b, &r) != nil || !r.joinable(now, f.cfg.QuietTime) || !agrees(r.Key, scope) {
+		r, err := loadRecord(ctx, f.st, k.ID)
+		var bad *unreadableError
+		switch {
+		case errors.As(err, &bad):
 			continue
-		}
-		if found != nil {
+		case err != nil:
+			return nil, err
+		case r == nil || !r.joinable(now, f.cfg.QuietTime):
+			continue
+		case found != nil:
 			return nil, nil // several: the scope does not say which
 		}
-		found = &r
+		found = r
 	}
 	if found == nil {
 		return nil, nil

@@ -26,7 +26,18 @@ const (
 	recordKeyPrefix = "incident:"
 	// lockKeyPrefix + keyHash: held while a notification changes the key's incident.
 	lockKeyPrefix = "incident-lock:"
+	// indexKey is the recent list of the keys that had an incident (store.Recents), for
+	// finding the incident of a scope that names only part of its key.
+	indexKey = "incidents:keys"
 )
+
+// maxIndexed bounds the index: the keys (models) whose incidents a partial scope can find.
+const maxIndexed = 1000
+
+// indexEntry is a key's entry in the index.
+type indexEntry struct {
+	Key map[string]string `json:"key"`
+}
 
 // keepFor is how long the store keeps an incident after its last change.
 const keepFor = 7 * 24 * time.Hour
@@ -271,6 +282,11 @@ func (t *Tracker) change(ctx context.Context, kh string, key map[string]string, 
 	}
 	if err := t.st.Set(ctx, recordKeyPrefix+kh, b, keepFor); err != nil {
 		return nil, err
+	}
+	if ib, err := json.Marshal(indexEntry{Key: r.Key}); err == nil {
+		if err := t.st.PutRecent(ctx, indexKey, []store.RecentEntry{{ID: kh, At: r.Updated, Val: ib}}, maxIndexed, keepFor); err != nil {
+			t.log.Warn().Err(err).Str("incident", r.ID).Msg("indexing the incident (a triage naming only its model may not find it)")
+		}
 	}
 	t.count(r, ch)
 	return r.snapshot(ch), nil

@@ -468,9 +468,11 @@ func TestARestartedResponderKeepsJoiningTheOpenIncident(t *testing.T) {
 	if joined.ID != opened.ID || joined.Change.Opened || len(joined.Members) != 2 {
 		t.Fatalf("after a restart: %+v, want to join %s", joined, opened.ID)
 	}
-	open, err := after.finder.Open(context.Background(), map[string]string{"namespace": "prod", "model_name": "llama", "pod": "p9"})
-	if err != nil || open == nil || open.ID != opened.ID {
-		t.Errorf("Open = %+v, %v", open, err)
+	for _, scope := range []map[string]string{{"namespace": "prod", "model_name": "llama", "pod": "p9"}, {"model_name": "llama"}} {
+		open, err := after.finder.Open(context.Background(), scope)
+		if err != nil || open == nil || open.ID != opened.ID {
+			t.Errorf("Open(%v) = %+v, %v", scope, open, err)
+		}
 	}
 }
 
