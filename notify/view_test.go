@@ -158,16 +158,16 @@ func viewCases() map[string]struct {
 		n *Notification
 		o ViewOptions
 	}{
-		"incident-opened":         {opened, opts},
-		"incident-per-pod-cause":  {stalled, opts},
-		"incident-resolved":       {ended, opts},
-		"firing-one":         {viewNotification(StatusFiring, richItem()), linked},
-		"firing-two":         {viewNotification(StatusFiring, viewItem(playbooks.VerdictKVPreemption, "vllm-0"), unmatched), opts},
-		"firing-degraded":    {viewNotification(StatusFiring, degraded), opts},
-		"firing-hostile":     {hostileN, linked},
-		"storm":              {viewNotification(StatusFiring, storm...), linked},
-		"resolved":           {viewNotification(StatusResolved, Item{Alert: viewAlert("vllm-0", StatusResolved)}, Item{Alert: viewAlert("vllm-1", StatusResolved)}), opts},
-		"firing-and-resolve": {viewNotification(StatusFiring, viewItem(playbooks.VerdictHealthy, "vllm-2"), Item{Alert: viewAlert("vllm-0", StatusResolved)}), opts},
+		"incident-opened":        {opened, opts},
+		"incident-per-pod-cause": {stalled, opts},
+		"incident-resolved":      {ended, opts},
+		"firing-one":             {viewNotification(StatusFiring, richItem()), linked},
+		"firing-two":             {viewNotification(StatusFiring, viewItem(playbooks.VerdictKVPreemption, "vllm-0"), unmatched), opts},
+		"firing-degraded":        {viewNotification(StatusFiring, degraded), opts},
+		"firing-hostile":         {hostileN, linked},
+		"storm":                  {viewNotification(StatusFiring, storm...), linked},
+		"resolved":               {viewNotification(StatusResolved, Item{Alert: viewAlert("vllm-0", StatusResolved)}, Item{Alert: viewAlert("vllm-1", StatusResolved)}), opts},
+		"firing-and-resolve":     {viewNotification(StatusFiring, viewItem(playbooks.VerdictHealthy, "vllm-2"), Item{Alert: viewAlert("vllm-0", StatusResolved)}), opts},
 	}
 }
 
