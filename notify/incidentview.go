@@ -138,10 +138,21 @@ func (iv *IncidentView) Lasted() (time.Duration, bool) {
 
 // Counts says how many alerts it has and how many fire: "6 alerts, 4 firing".
 func (iv *IncidentView) Counts() string {
-	if iv.Firing == iv.Alerts {
+	switch {
+	case iv.Alerts == 1 && iv.Firing == 1:
+		return "1 alert, firing"
+	case iv.Firing == iv.Alerts:
 		return fmt.Sprintf("%d alerts, all firing", iv.Alerts)
 	}
-	return fmt.Sprintf("%d alerts, %d firing", iv.Alerts, iv.Firing)
+	return fmt.Sprintf("%s, %d firing", alerts(iv.Alerts), iv.Firing)
+}
+
+// alerts is "1 alert" or "n alerts".
+func alerts(n int) string {
+	if n == 1 {
+		return "1 alert"
+	}
+	return fmt.Sprintf("%d alerts", n)
 }
 
 // MoreText says what the member list leaves out: "…and 240 more alerts (200 firing), not
@@ -150,7 +161,11 @@ func (iv *IncidentView) MoreText() string {
 	if iv.More <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("…and %d more alerts (%d firing), not listed", iv.More, iv.MoreFiring)
+	word := "alerts"
+	if iv.More == 1 {
+		word = "alert"
+	}
+	return fmt.Sprintf("…and %d more %s (%d firing), not listed", iv.More, word, iv.MoreFiring)
 }
 
 // Change says what the notification did to the incident, in a few words ("" for nothing but
@@ -170,7 +185,7 @@ func (iv *IncidentView) Change() string {
 		}
 	}
 	if !iv.Opened && iv.Joined > 0 {
-		parts = append(parts, fmt.Sprintf("%d alerts joined", iv.Joined))
+		parts = append(parts, alerts(iv.Joined)+" joined")
 	}
 	if iv.VerdictWas != "" {
 		parts = append(parts, fmt.Sprintf("%s ranks above %s: it is the incident's verdict now", iv.Verdict, iv.VerdictWas))

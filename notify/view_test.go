@@ -335,7 +335,7 @@ func TestAnIncidentsViewListsCausesFirstAndCountsTheRest(t *testing.T) {
 	if got := iv.MoreText(); got != "…and 6 more alerts (4 firing), not listed" {
 		t.Errorf("MoreText = %q", got)
 	}
-	if got := iv.Change(); got != "1 alerts joined; engine-stalled ranks above capacity-past-knee: it is the incident's verdict now" {
+	if got := iv.Change(); got != "1 alert joined; engine-stalled ranks above capacity-past-knee: it is the incident's verdict now" {
 		t.Errorf("Change = %q", got)
 	}
 	if got := iv.Headline(); got != "FIRING: incident meta-llama/Llama-3.1-8B-Instruct · llm (18 alerts)" {
