@@ -62,8 +62,9 @@ type Incident struct {
 	// Seq counts its changes: of two snapshots of one incident, the one with the greater Seq is
 	// the newer.
 	Seq int64 `json:"seq"`
-	// Change is what the notification that carries this snapshot did to the incident.
-	Change IncidentChange `json:"-"`
+	// Change is what the notification that carries this snapshot did to the incident (omitted
+	// when nothing: a triage's look-up).
+	Change IncidentChange `json:"change,omitzero"`
 }
 
 // Cause is what an incident's verdict says: the diagnosis of the member that brought it.
@@ -104,12 +105,14 @@ type Member struct {
 type IncidentChange struct {
 	// Opened: the notification opened the incident; Reopened: it was resolved, within the quiet
 	// time, and an alert fired again; Resolved: its last firing member resolved.
-	Opened, Reopened, Resolved bool
+	Opened   bool `json:"opened,omitempty"`
+	Reopened bool `json:"reopened,omitempty"`
+	Resolved bool `json:"resolved,omitempty"`
 	// VerdictWas is the incident's verdict before, when the notification changed it (a member
 	// whose verdict ranks above it).
-	VerdictWas string
+	VerdictWas string `json:"verdict_was,omitempty"`
 	// Joined are the fingerprints of the alerts that joined the incident with it.
-	Joined []string
+	Joined []string `json:"joined,omitempty"`
 }
 
 // Open reports whether any member fires.
