@@ -177,12 +177,8 @@ func (s *Service) openIncident(ctx context.Context, labels map[string]string, d 
 }
 
 // Triage runs the request of labels now, as Run does (the Slack app's Triager).
-func (s *Service) Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
-	res, err := s.Run(ctx, Request{Labels: labels})
-	if err != nil {
-		return nil, err
-	}
-	return res.Diagnosis, nil
+func (s *Service) Triage(ctx context.Context, labels map[string]string) (*Result, error) {
+	return s.Run(ctx, Request{Labels: labels})
 }
 
 // run runs p on labels, scoped to one model when they name none (scope.go).

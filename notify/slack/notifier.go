@@ -595,6 +595,15 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	return nil
 }
 
+// IncidentThread is the channel and timestamp of an incident's parent message.
+func (n *notifier) IncidentThread(ctx context.Context, id string) (channel, ts string, ok bool) {
+	th, err := n.loadThread(ctx, incidentThreadKey(id))
+	if err != nil || th == nil || th.TS == "" {
+		return "", "", false
+	}
+	return th.Channel, th.TS, true
+}
+
 // incident is a group the Slack app posted recently (for `/vllm status`).
 type incident struct {
 	Alertname  string
