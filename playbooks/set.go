@@ -7,16 +7,37 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
-//go:embed builtin/*.yaml
+//go:embed builtin
 var builtinFS embed.FS
+
+// builtinFiles are the built-in playbooks and fragments (builtin/common/), decoded once.
+var builtinFiles = sync.OnceValues(func() ([]decodedFile, error) { return decodeFS(builtinFS, "builtin", "builtin") })
+
+// builtinFragments are the built-in fragments, which every playbook may use.
+var builtinFragments = sync.OnceValues(func() (fragments, error) {
+	files, err := builtinFiles()
+	if err != nil {
+		return nil, err
+	}
+	return fragmentsOf(files, nil)
+})
 
 // Builtin loads the playbooks embedded in the binary.
 func Builtin() ([]*Playbook, error) {
-	pbs, err := loadFS(builtinFS, "builtin", "builtin")
+	files, err := builtinFiles()
+	if err != nil {
+		return nil, err
+	}
+	lib, err := builtinFragments()
+	if err != nil {
+		return nil, err
+	}
+	pbs, err := compileAll(files, lib)
 	for _, p := range pbs {
 		p.Builtin = true
 	}

@@ -1,0 +1,466 @@
+package playbooks
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Fragments: a part of several playbooks, said once. A fragment file (`fragment: NAME`) holds
+// params, queries, named templates, a fleet section and verdicts, as a playbook does, but no
+// name, match, scope, window or charts: it is not run on its own. A playbook takes it with one
+// line, `uses: [NAME]`, and the compiler merges it in before anything is compiled:
+//
+//   - params, queries, fleet queries and named templates are merged by name. A name two of the
+//     parts define is an error naming both files and lines, with one exception each: a playbook
+//     may set a fragment's param to its own value (as the config's playbooks.params does), and
+//     a query, fleet query or rule written with `override: NAME` replaces fragment NAME's entry
+//     of that name in its place (a rule is matched by its `name:`). An override of a name the
+//     fragment does not define is an error: nothing is shadowed by accident, nothing overridden
+//     in vain.
+//   - a fragment's verdicts stand ahead of the playbook's own, in the order of uses (the gate:
+//     restarts, pauses and stalls are decided before anything else), or where the playbook's
+//     verdicts write `- ...NAME`.
+//   - a fragment's queries (and fleet queries) stand after the playbook's own, or where the
+//     playbook's section writes `...NAME:` (the evidence is listed in that order).
+//   - a fragment's fleet settings (by, focus, affected, columns) hold unless the playbook sets
+//     its own.
+//
+// The merged playbook is then compiled as if it had been written in one file; an error in a
+// fragment's part names the fragment's file and the playbook that uses it. Falco's rules files
+// (macros, lists and `override:`) and Helm's named templates are the models.
+
+// fragment is a decoded fragment file.
+type fragment struct {
+	name   string
+	source string
+	file   *File
+}
+
+// fragments are the fragments playbooks may use, by name.
+type fragments map[string]*fragment
+
+// names are the fragments' names, sorted.
+func (fs fragments) names() []string { return sortedKeys(fs) }
+
+// parseFragment checks a decoded fragment file on its own: what a fragment may hold, its names
+// unique. Its entries are marked with its source, so that errors found once it is merged into a
+// playbook name the fragment's file.
+func parseFragment(source string, f *File) (*fragment, error) {
+	el := &errList{source: source}
+	if !playbookNameRE.MatchString(f.Fragment) {
+		el.add("fragment", "%q must be lower-case letters, digits and dashes", f.Fragment)
+	}
+	for key, set := range map[string]bool{
+		"name": f.Name != "", "match": len(f.Match) > 0, "on_demand": f.OnDemand, "scope": len(f.Scope) > 0,
+		"window": f.Window != "", "charts": len(f.Charts) > 0, "uses": len(f.Uses) > 0, "labels": !f.Labels.IsZero(),
+	} {
+		if set {
+			el.add(key, "a fragment has no %s: the playbooks that use it do", key)
+		}
+	}
+	seen := map[string]int{}
+	once := func(path, kind, name string, line int) {
+		if first, ok := seen[kind+" "+name]; ok {
+			el.add(path, "defined twice (lines %d and %d)", first, line)
+			return
+		}
+		seen[kind+" "+name] = line
+	}
+	for i := range f.Params {
+		f.Params[i].Source = source
+		once("params."+f.Params[i].Name, "param", f.Params[i].Name, f.Params[i].Line)
+	}
+	markQueries := func(section string, qs orderedQueries) {
+		for i := range qs {
+			nq := &qs[i]
+			nq.Source = source
+			switch {
+			case nq.Spread != "":
+				el.add(section+"."+spreadPrefix+nq.Spread, "line %d: a fragment uses no fragment", nq.Line)
+			case nq.Query.Override != "":
+				el.add(section+"."+nq.Name+".override", "line %d: a fragment overrides nothing: the playbooks that use it do", nq.Line)
+			default:
+				once(section+"."+nq.Name, section, nq.Name, nq.Line)
+			}
+		}
+	}
+	markQueries("queries", f.Queries)
+	if f.Fleet != nil {
+		markQueries("fleet.queries", f.Fleet.Queries)
+	}
+	for i := range f.Templates {
+		f.Templates[i].Source = source
+		once("templates."+f.Templates[i].Name, "template", f.Templates[i].Name, f.Templates[i].Line)
+	}
+	for i := range f.Verdicts {
+		v := &f.Verdicts[i]
+		v.Source = source
+		path := fmt.Sprintf("verdicts[%d]", i)
+		switch {
+		case v.Spread != "":
+			el.add(path, "line %d: a fragment uses no fragment", v.Line)
+		case v.Override != "":
+			el.add(path+".override", "line %d: a fragment overrides nothing: the playbooks that use it do", v.Line)
+		case v.Name != "":
+			once(path+".name", "rule", v.Name, v.Line)
+		}
+	}
+	if err := el.err(); err != nil {
+		return nil, err
+	}
+	return &fragment{name: f.Fragment, source: source, file: f}, nil
+}
+
+// where names an entry's place for a message: "common/progress.yaml line 30".
+func where(source string, line int) string { return fmt.Sprintf("%s line %d", source, line) }
+
+// merge returns f with the fragments it uses merged in (see the package comment above), or f
+// itself when it uses none. The errors are the playbook's: which fragment is unknown, which
+// name is defined twice, which override replaces nothing.
+func merge(el *errList, f *File, lib fragments) *File {
+	if len(f.Uses) == 0 {
+		for i, v := range f.Verdicts {
+			if v.Spread != "" {
+				el.add(fmt.Sprintf("verdicts[%d]", i), "%s%s: this playbook uses no fragment %q", spreadPrefix, v.Spread, v.Spread)
+			}
+		}
+		checkNoOverrides(el, f)
+		return f
+	}
+	var used []*fragment
+	for i, name := range f.Uses {
+		fr, ok := lib[name]
+		switch {
+		case !ok:
+			el.add(fmt.Sprintf("uses[%d]", i), "unknown fragment %q (known: %s)", name, strings.Join(lib.names(), ", "))
+		case slices.ContainsFunc(used, func(u *fragment) bool { return u.name == name }):
+			el.add(fmt.Sprintf("uses[%d]", i), "fragment %q used twice", name)
+		default:
+			used = append(used, fr)
+		}
+	}
+	out := *f
+	out.Params = mergeParams(el, f.Params, used)
+	out.Queries = mergeQueries(el, "queries", f.Queries, used, func(g *File) orderedQueries { return g.Queries })
+	out.Templates = mergeTemplates(el, f.Templates, used)
+	out.Fleet = mergeFleet(el, f.Fleet, used)
+	out.Verdicts = mergeVerdicts(el, f.Verdicts, used)
+	return &out
+}
+
+// checkNoOverrides reports the overrides of a playbook that uses no fragment.
+func checkNoOverrides(el *errList, f *File) {
+	for _, nq := range f.Queries {
+		if nq.Query.Override != "" {
+			el.add("queries."+nq.Name+".override", "this playbook uses no fragment %q", nq.Query.Override)
+		}
+		if nq.Spread != "" {
+			el.add("queries."+spreadPrefix+nq.Spread, "this playbook uses no fragment %q", nq.Spread)
+		}
+	}
+	if f.Fleet != nil {
+		for _, nq := range f.Fleet.Queries {
+			if nq.Query.Override != "" {
+				el.add("fleet.queries."+nq.Name+".override", "this playbook uses no fragment %q", nq.Query.Override)
+			}
+			if nq.Spread != "" {
+				el.add("fleet.queries."+spreadPrefix+nq.Spread, "this playbook uses no fragment %q", nq.Spread)
+			}
+		}
+	}
+	for i, v := range f.Verdicts {
+		if v.Override != "" {
+			el.add(fmt.Sprintf("verdicts[%d].override", i), "this playbook uses no fragment %q", v.Override)
+		}
+	}
+}
+
+// owners maps every name a section of the used fragments defines to the fragment and line that
+// define it; a name two fragments define is reported.
+func owners[T any](el *errList, kind string, used []*fragment, entries func(*File) []T, key func(T) (string, int)) map[string]ownerOf {
+	out := map[string]ownerOf{}
+	for _, fr := range used {
+		for _, e := range entries(fr.file) {
+			name, line := key(e)
+			if name == "" {
+				continue
+			}
+			if prev, ok := out[name]; ok {
+				el.add("uses", "fragments %s and %s both define %s %q (%s, %s)", prev.frag.name, fr.name, kind, name,
+					where(prev.frag.source, prev.line), where(fr.source, line))
+				continue
+			}
+			out[name] = ownerOf{fr, line}
+		}
+	}
+	return out
+}
+
+type ownerOf struct {
+	frag *fragment
+	line int
+}
+
+// mergeParams: the playbook's params, then the fragments' others; a playbook's param of a
+// fragment's name sets that param's value.
+func mergeParams(el *errList, own orderedFloats, used []*fragment) orderedFloats {
+	owner := owners(el, "param", used, func(g *File) []namedFloat { return g.Params }, func(p namedFloat) (string, int) { return p.Name, p.Line })
+	out := slices.Clone(own)
+	for _, fr := range used {
+		for _, p := range fr.file.Params {
+			if owner[p.Name].frag != fr || slices.ContainsFunc(own, func(o namedFloat) bool { return o.Name == p.Name }) {
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// mergeQueries merges a query section (queries or fleet.queries): the playbook's own entries in
+// their order, each fragment's block where a spread places it (else after them), an override in
+// the place of the entry it replaces.
+func mergeQueries(el *errList, section string, own orderedQueries, used []*fragment, of func(*File) orderedQueries) orderedQueries {
+	owner := owners(el, section, used, func(g *File) []namedQuery { return of(g) }, func(q namedQuery) (string, int) { return q.Name, q.Line })
+	replaced := map[string]namedQuery{} // query name -> the playbook's override
+	placed := map[string]bool{}
+	for _, nq := range own {
+		switch {
+		case nq.Spread != "":
+			if !slices.ContainsFunc(used, func(u *fragment) bool { return u.name == nq.Spread }) {
+				el.add(section+"."+spreadPrefix+nq.Spread, "line %d: this playbook does not use fragment %q", nq.Line, nq.Spread)
+			} else if placed[nq.Spread] {
+				el.add(section+"."+spreadPrefix+nq.Spread, "line %d: placed twice", nq.Line)
+			}
+			placed[nq.Spread] = true
+		case nq.Query.Override != "":
+			o, ok := owner[nq.Name]
+			switch {
+			case !slices.ContainsFunc(used, func(u *fragment) bool { return u.name == nq.Query.Override }):
+				el.add(section+"."+nq.Name+".override", "line %d: this playbook does not use fragment %q", nq.Line, nq.Query.Override)
+			case !ok || o.frag.name != nq.Query.Override:
+				el.add(section+"."+nq.Name+".override", "line %d: fragment %s has no %s entry %q to override", nq.Line, nq.Query.Override, section, nq.Name)
+			default:
+				replaced[nq.Name] = nq
+			}
+		default:
+			if o, ok := owner[nq.Name]; ok {
+				el.add(section+"."+nq.Name, "line %d: also defined by fragment %s (%s): to replace it, write override: %s",
+					nq.Line, o.frag.name, where(o.frag.source, o.line), o.frag.name)
+			}
+		}
+	}
+	block := func(fr *fragment) orderedQueries {
+		var out orderedQueries
+		for _, nq := range of(fr.file) {
+			if owner[nq.Name].frag != fr {
+				continue
+			}
+			if r, ok := replaced[nq.Name]; ok {
+				nq = r
+			}
+			out = append(out, nq)
+		}
+		return out
+	}
+	var out orderedQueries
+	for _, nq := range own {
+		switch {
+		case nq.Spread != "":
+			if i := slices.IndexFunc(used, func(u *fragment) bool { return u.name == nq.Spread }); i >= 0 {
+				out = append(out, block(used[i])...)
+			}
+		case nq.Query.Override != "":
+			// in the place of the entry it replaces
+		default:
+			out = append(out, nq)
+		}
+	}
+	for _, fr := range used {
+		if !placed[fr.name] {
+			out = append(out, block(fr)...)
+		}
+	}
+	return out
+}
+
+// mergeTemplates is every named template of the playbook and its fragments; a name defined twice
+// is an error (a template is not overridden: give the new wording a name of its own).
+func mergeTemplates(el *errList, own orderedTemplates, used []*fragment) orderedTemplates {
+	owner := owners(el, "template", used, func(g *File) []namedTemplate { return g.Templates }, func(t namedTemplate) (string, int) { return t.Name, t.Line })
+	out := slices.Clone(own)
+	for _, t := range own {
+		if o, ok := owner[t.Name]; ok {
+			el.add("templates."+t.Name, "line %d: also defined by fragment %s (%s)", t.Line, o.frag.name, where(o.frag.source, o.line))
+		}
+	}
+	for _, fr := range used {
+		for _, t := range fr.file.Templates {
+			if owner[t.Name].frag == fr {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// mergeFleet merges the fleet sections: the settings the playbook sets, else a fragment's (two
+// fragments may not both set one), and the queries as mergeQueries does.
+func mergeFleet(el *errList, own *FleetFile, used []*fragment) *FleetFile {
+	var theirs []*fragment
+	for _, fr := range used {
+		if fr.file.Fleet != nil {
+			theirs = append(theirs, fr)
+		}
+	}
+	if len(theirs) == 0 {
+		if own != nil {
+			for _, nq := range own.Queries {
+				if nq.Query.Override != "" || nq.Spread != "" {
+					mergeQueries(el, "fleet.queries", own.Queries, used, func(g *File) orderedQueries { return nil })
+					break
+				}
+			}
+		}
+		return own
+	}
+	out := &FleetFile{}
+	if own != nil {
+		*out = *own
+	}
+	setting := func(key string, isSet func(*FleetFile) bool, take func(from *FleetFile)) {
+		if own != nil && isSet(own) {
+			return
+		}
+		var from *fragment
+		for _, fr := range theirs {
+			if !isSet(fr.file.Fleet) {
+				continue
+			}
+			if from != nil {
+				el.add("fleet."+key, "fragments %s and %s both set it: set it here", from.name, fr.name)
+				continue
+			}
+			from = fr
+			take(fr.file.Fleet)
+		}
+	}
+	setting("by", func(f *FleetFile) bool { return f.By != "" }, func(f *FleetFile) { out.By = f.By })
+	setting("focus", func(f *FleetFile) bool { return len(f.Focus) > 0 }, func(f *FleetFile) { out.Focus = f.Focus })
+	setting("affected", func(f *FleetFile) bool { return f.Affected != "" }, func(f *FleetFile) { out.Affected = f.Affected })
+	setting("columns", func(f *FleetFile) bool { return len(f.Columns) > 0 }, func(f *FleetFile) { out.Columns = f.Columns })
+	var ownQueries orderedQueries
+	if own != nil {
+		ownQueries = own.Queries
+	}
+	out.Queries = mergeQueries(el, "fleet.queries", ownQueries, used, func(g *File) orderedQueries {
+		if g.Fleet == nil {
+			return nil
+		}
+		return g.Fleet.Queries
+	})
+	return out
+}
+
+// mergeVerdicts: each fragment's rules where a spread places them, else ahead of the playbook's
+// own in the order of uses; a rule with override in the place of the rule it replaces.
+func mergeVerdicts(el *errList, own verdictList, used []*fragment) verdictList {
+	type ruleOwner struct {
+		frag *fragment
+		line int
+	}
+	owner := map[string]ruleOwner{}
+	for _, fr := range used {
+		for _, v := range fr.file.Verdicts {
+			if v.Name == "" {
+				continue
+			}
+			if prev, ok := owner[v.Name]; ok {
+				el.add("uses", "fragments %s and %s both name a rule %q (%s, %s)", prev.frag.name, fr.name, v.Name,
+					where(prev.frag.source, prev.line), where(fr.source, v.Line))
+				continue
+			}
+			owner[v.Name] = ruleOwner{fr, v.Line}
+		}
+	}
+	replaced := map[string]verdictEntry{}
+	placed := map[string]bool{}
+	ownNames := map[string]int{}
+	for i, v := range own {
+		path := fmt.Sprintf("verdicts[%d]", i)
+		switch {
+		case v.Spread != "":
+			if !slices.ContainsFunc(used, func(u *fragment) bool { return u.name == v.Spread }) {
+				el.add(path, "line %d: %s%s: this playbook does not use fragment %q", v.Line, spreadPrefix, v.Spread, v.Spread)
+			} else if placed[v.Spread] {
+				el.add(path, "line %d: fragment %s's verdicts placed twice", v.Line, v.Spread)
+			}
+			placed[v.Spread] = true
+		case v.Override != "":
+			o, ok := owner[v.Name]
+			switch {
+			case v.Name == "":
+				el.add(path+".override", "line %d: name the rule of fragment %s this one replaces (name: ...)", v.Line, v.Override)
+			case !slices.ContainsFunc(used, func(u *fragment) bool { return u.name == v.Override }):
+				el.add(path+".override", "line %d: this playbook does not use fragment %q", v.Line, v.Override)
+			case !ok || o.frag.name != v.Override:
+				el.add(path+".override", "line %d: fragment %s has no rule named %q to override", v.Line, v.Override, v.Name)
+			default:
+				replaced[v.Name] = v
+			}
+		case v.Name != "":
+			if o, ok := owner[v.Name]; ok {
+				el.add(path+".name", "line %d: fragment %s has a rule named %q too (%s): to replace it, write override: %s",
+					v.Line, o.frag.name, v.Name, where(o.frag.source, o.line), o.frag.name)
+			} else if first, ok := ownNames[v.Name]; ok {
+				el.add(path+".name", "line %d: %q names another rule too (line %d)", v.Line, v.Name, first)
+			}
+			ownNames[v.Name] = v.Line
+		}
+	}
+	rules := func(fr *fragment) verdictList {
+		var out verdictList
+		for i, v := range fr.file.Verdicts {
+			v.Index = i
+			if r, ok := replaced[v.Name]; ok && v.Name != "" {
+				v = r
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	var out verdictList
+	for _, fr := range used {
+		if !placed[fr.name] {
+			out = append(out, rules(fr)...)
+		}
+	}
+	for _, v := range own {
+		switch {
+		case v.Spread != "":
+			if i := slices.IndexFunc(used, func(u *fragment) bool { return u.name == v.Spread }); i >= 0 {
+				out = append(out, rules(used[i])...)
+			}
+		case v.Override != "":
+		default:
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// fragmentUsers lists, for each fragment, the playbooks of pbs that use it, sorted.
+func fragmentUsers(pbs []*Playbook) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range pbs {
+		for _, u := range p.Uses {
+			out[u] = append(out[u], p.Name)
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
