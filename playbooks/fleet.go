@@ -49,7 +49,7 @@ type Fleet struct {
 	// Aggs is how each query's series of one pod add up to the pod's value (its data-parallel
 	// ranks, or a pod scraped at two instances): the query's own outer aggregation (sum, max,
 	// min, avg), sum by default.
-	Aggs     []Aggregation
+	Aggs []Aggregation
 	// Shown are the indexes in Queries of the columns shown, in order.
 	Shown    []int
 	affected *vm.Program
