@@ -48,7 +48,7 @@ func (fs fragments) names() []string { return sortedKeys(fs) }
 // unique. Its entries are marked with its source, so that errors found once it is merged into a
 // playbook name the fragment's file.
 func parseFragment(source string, f *File) (*fragment, error) {
-	el := &errList{source: source}
+	el := newErrList(source)
 	if !playbookNameRE.MatchString(f.Fragment) {
 		el.add("fragment", "%q must be lower-case letters, digits and dashes", f.Fragment)
 	}
@@ -93,6 +93,10 @@ func parseFragment(source string, f *File) (*fragment, error) {
 	for i := range f.Templates {
 		f.Templates[i].Source = source
 		once("templates."+f.Templates[i].Name, "template", f.Templates[i].Name, f.Templates[i].Line)
+	}
+	for i := range f.Conditions {
+		f.Conditions[i].Source = source
+		once("conditions."+f.Conditions[i].Name, "condition", f.Conditions[i].Name, f.Conditions[i].Line)
 	}
 	for i := range f.Verdicts {
 		v := &f.Verdicts[i]
@@ -144,7 +148,8 @@ func merge(el *errList, f *File, lib fragments) *File {
 	out := *f
 	out.Params = mergeParams(el, f.Params, used)
 	out.Queries = mergeQueries(el, "queries", f.Queries, used, func(g *File) orderedQueries { return g.Queries })
-	out.Templates = mergeTemplates(el, f.Templates, used)
+	out.Templates = mergeTemplates(el, "templates", f.Templates, used, func(g *File) orderedTemplates { return g.Templates })
+	out.Conditions = mergeTemplates(el, "conditions", f.Conditions, used, func(g *File) orderedTemplates { return g.Conditions })
 	out.Fleet = mergeFleet(el, f.Fleet, used)
 	out.Verdicts = mergeVerdicts(el, f.Verdicts, used)
 	return &out
@@ -286,18 +291,20 @@ func mergeQueries(el *errList, section string, own orderedQueries, used []*fragm
 	return out
 }
 
-// mergeTemplates is every named template of the playbook and its fragments; a name defined twice
-// is an error (a template is not overridden: give the new wording a name of its own).
-func mergeTemplates(el *errList, own orderedTemplates, used []*fragment) orderedTemplates {
-	owner := owners(el, "template", used, func(g *File) []namedTemplate { return g.Templates }, func(t namedTemplate) (string, int) { return t.Name, t.Line })
+// mergeTemplates is every named template (or named condition: section) of the playbook and its
+// fragments; a name defined twice is an error, except that a fragment may leave a name for the
+// playbook to define (a fragment's rules may call a template or read a condition that each
+// playbook words its own way). A fragment's own is not overridden: give new wording a name.
+func mergeTemplates(el *errList, section string, own orderedTemplates, used []*fragment, of func(*File) orderedTemplates) orderedTemplates {
+	owner := owners(el, section, used, func(g *File) []namedTemplate { return of(g) }, func(t namedTemplate) (string, int) { return t.Name, t.Line })
 	out := slices.Clone(own)
 	for _, t := range own {
 		if o, ok := owner[t.Name]; ok {
-			el.add("templates."+t.Name, "line %d: also defined by fragment %s (%s)", t.Line, o.frag.name, where(o.frag.source, o.line))
+			el.add(section+"."+t.Name, "line %d: also defined by fragment %s (%s)", t.Line, o.frag.name, where(o.frag.source, o.line))
 		}
 	}
 	for _, fr := range used {
-		for _, t := range fr.file.Templates {
+		for _, t := range of(fr.file) {
 			if owner[t.Name].frag == fr {
 				out = append(out, t)
 			}

@@ -137,6 +137,7 @@ func compile(source string, f *File, lib fragments) (*Playbook, error) {
 	if f.Fleet != nil {
 		compileFleet(el, p, f.Fleet, names)
 	}
+	compileConditions(el, p, f.Conditions, names)
 	compileNamedTemplates(el, p, f.Templates)
 	compileVerdicts(el, p, f.Verdicts)
 	compileCharts(el, p, f.Charts)
@@ -349,8 +350,9 @@ func compileVerdicts(el *errList, p *Playbook, verdicts verdictList) {
 			}
 			v.Actions = append(v.Actions, t)
 		}
-		// the named templates it calls read facts too
+		// its named conditions and the named templates it calls read facts too
 		withCalled := vf
+		withCalled.When = v.When
 		withCalled.Actions = append(slices.Clone(vf.Actions), p.templateTexts(vf)...)
 		v.facts = readsFacts(withCalled)
 		p.Verdicts = append(p.Verdicts, v)
@@ -363,6 +365,12 @@ func compileCondition(el *errList, p *Playbook, v *Verdict, path string, env map
 		el.add(path+".when", "a condition is required (use \"true\" for a catch-all)")
 		return
 	}
+	full, err := p.expandConditions(v.When)
+	if err != nil {
+		el.add(path+".when", "%v", err)
+		return
+	}
+	v.When = full
 	prog, err := expr.Compile(v.When, expr.Env(env), expr.AsBool())
 	if err != nil {
 		el.add(path+".when", "%s", exprError(err))

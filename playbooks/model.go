@@ -32,6 +32,9 @@ type File struct {
 	// Templates are named templates (Go text/template bodies) that titles, summaries and
 	// actions call with {{ template "name" . }}: wording said once.
 	Templates orderedTemplates `yaml:"templates"`
+	// Conditions are named condition snippets (Falco's macros) that a rule's when reads by name:
+	// the name stands for the snippet, as if written there.
+	Conditions orderedTemplates `yaml:"conditions"`
 	Verdicts  verdictList      `yaml:"verdicts"`
 	Charts    []ChartFile      `yaml:"charts"`
 	// Labels is not a playbook key: it is decoded only to be rejected with a message that says
@@ -121,6 +124,8 @@ type Playbook struct {
 	// templateSrc their texts by name.
 	templates   *template.Template
 	templateSrc map[string]string
+	// conditions are the named conditions by name (their texts).
+	conditions map[string]string
 }
 
 // Query is a compiled named query.
