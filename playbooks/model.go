@@ -35,8 +35,8 @@ type File struct {
 	// Conditions are named condition snippets (Falco's macros) that a rule's when reads by name:
 	// the name stands for the snippet, as if written there.
 	Conditions orderedTemplates `yaml:"conditions"`
-	Verdicts  verdictList      `yaml:"verdicts"`
-	Charts    []ChartFile      `yaml:"charts"`
+	Verdicts   verdictList      `yaml:"verdicts"`
+	Charts     []ChartFile      `yaml:"charts"`
 	// Labels is not a playbook key: it is decoded only to be rejected with a message that says
 	// what to write instead (match, scope), where a plain unknown key would not.
 	Labels yaml.Node `yaml:"labels"`
