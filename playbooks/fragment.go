@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -124,15 +125,6 @@ func where(source string, line int) string { return fmt.Sprintf("%s line %d", so
 // itself when it uses none. The errors are the playbook's: which fragment is unknown, which
 // name is defined twice, which override replaces nothing.
 func merge(el *errList, f *File, lib fragments) *File {
-	if len(f.Uses) == 0 {
-		for i, v := range f.Verdicts {
-			if v.Spread != "" {
-				el.add(fmt.Sprintf("verdicts[%d]", i), "%s%s: this playbook uses no fragment %q", spreadPrefix, v.Spread, v.Spread)
-			}
-		}
-		checkNoOverrides(el, f)
-		return f
-	}
 	var used []*fragment
 	for i, name := range f.Uses {
 		fr, ok := lib[name]
@@ -147,39 +139,12 @@ func merge(el *errList, f *File, lib fragments) *File {
 	}
 	out := *f
 	out.Params = mergeParams(el, f.Params, used)
-	out.Queries = mergeQueries(el, "queries", f.Queries, used, func(g *File) orderedQueries { return g.Queries })
+	out.Queries = mergeQueries(el, "queries", f.Queries, used, lib, func(g *File) orderedQueries { return g.Queries })
 	out.Templates = mergeTemplates(el, "templates", f.Templates, used, func(g *File) orderedTemplates { return g.Templates })
 	out.Conditions = mergeTemplates(el, "conditions", f.Conditions, used, func(g *File) orderedTemplates { return g.Conditions })
-	out.Fleet = mergeFleet(el, f.Fleet, used)
+	out.Fleet = mergeFleet(el, f.Fleet, used, lib)
 	out.Verdicts = mergeVerdicts(el, f.Verdicts, used)
 	return &out
-}
-
-// checkNoOverrides reports the overrides of a playbook that uses no fragment.
-func checkNoOverrides(el *errList, f *File) {
-	for _, nq := range f.Queries {
-		if nq.Query.Override != "" {
-			el.add("queries."+nq.Name+".override", "this playbook uses no fragment %q", nq.Query.Override)
-		}
-		if nq.Spread != "" {
-			el.add("queries."+spreadPrefix+nq.Spread, "this playbook uses no fragment %q", nq.Spread)
-		}
-	}
-	if f.Fleet != nil {
-		for _, nq := range f.Fleet.Queries {
-			if nq.Query.Override != "" {
-				el.add("fleet.queries."+nq.Name+".override", "this playbook uses no fragment %q", nq.Query.Override)
-			}
-			if nq.Spread != "" {
-				el.add("fleet.queries."+spreadPrefix+nq.Spread, "this playbook uses no fragment %q", nq.Spread)
-			}
-		}
-	}
-	for i, v := range f.Verdicts {
-		if v.Override != "" {
-			el.add(fmt.Sprintf("verdicts[%d].override", i), "this playbook uses no fragment %q", v.Override)
-		}
-	}
 }
 
 // owners maps every name a section of the used fragments defines to the fragment and line that
@@ -227,10 +192,16 @@ func mergeParams(el *errList, own orderedFloats, used []*fragment) orderedFloats
 // mergeQueries merges a query section (queries or fleet.queries): the playbook's own entries in
 // their order, each fragment's block where a spread places it (else after them), an override in
 // the place of the entry it replaces.
-func mergeQueries(el *errList, section string, own orderedQueries, used []*fragment, of func(*File) orderedQueries) orderedQueries {
+func mergeQueries(el *errList, section string, own orderedQueries, used []*fragment, lib fragments, of func(*File) orderedQueries) orderedQueries {
 	owner := owners(el, section, used, func(g *File) []namedQuery { return of(g) }, func(q namedQuery) (string, int) { return q.Name, q.Line })
 	replaced := map[string]namedQuery{} // query name -> the playbook's override
 	placed := map[string]bool{}
+	own = slices.Clone(own)
+	for i, nq := range own {
+		if nq.Query.From != "" {
+			own[i] = takeFrom(el, section, nq, used, lib, of)
+		}
+	}
 	for _, nq := range own {
 		switch {
 		case nq.Spread != "":
@@ -291,6 +262,32 @@ func mergeQueries(el *errList, section string, own orderedQueries, used []*fragm
 	return out
 }
 
+// takeFrom is the query `NAME: {from: FRAGMENT}` stands for: fragment FRAGMENT's query NAME (a
+// fragment the playbook does not use whole: a library of queries several playbooks read, each
+// in its own order). Anything else written beside from is an error: the definition is the
+// fragment's.
+func takeFrom(el *errList, section string, nq namedQuery, used []*fragment, lib fragments, of func(*File) orderedQueries) namedQuery {
+	path := section + "." + nq.Name + ".from"
+	fr, ok := lib[nq.Query.From]
+	switch {
+	case !ok:
+		el.add(path, "line %d: unknown fragment %q (known: %s)", nq.Line, nq.Query.From, strings.Join(lib.names(), ", "))
+		return nq
+	case slices.ContainsFunc(used, func(u *fragment) bool { return u.name == fr.name }):
+		el.add(path, "line %d: this playbook uses fragment %s whole: its queries are here already (place them with %s%s:)", nq.Line, fr.name, spreadPrefix, fr.name)
+		return nq
+	case !reflect.DeepEqual(nq.Query, QueryFile{From: nq.Query.From}):
+		el.add(section+"."+nq.Name, "line %d: a query taken from a fragment is the fragment's: write only from", nq.Line)
+		return nq
+	}
+	i := slices.IndexFunc(of(fr.file), func(q namedQuery) bool { return q.Name == nq.Name })
+	if i < 0 {
+		el.add(path, "line %d: fragment %s has no %s entry %q", nq.Line, fr.name, section, nq.Name)
+		return nq
+	}
+	return of(fr.file)[i]
+}
+
 // mergeTemplates is every named template (or named condition: section) of the playbook and its
 // fragments; a name defined twice is an error, except that a fragment may leave a name for the
 // playbook to define (a fragment's rules may call a template or read a condition that each
@@ -315,7 +312,7 @@ func mergeTemplates(el *errList, section string, own orderedTemplates, used []*f
 
 // mergeFleet merges the fleet sections: the settings the playbook sets, else a fragment's (two
 // fragments may not both set one), and the queries as mergeQueries does.
-func mergeFleet(el *errList, own *FleetFile, used []*fragment) *FleetFile {
+func mergeFleet(el *errList, own *FleetFile, used []*fragment, lib fragments) *FleetFile {
 	var theirs []*fragment
 	for _, fr := range used {
 		if fr.file.Fleet != nil {
@@ -323,15 +320,17 @@ func mergeFleet(el *errList, own *FleetFile, used []*fragment) *FleetFile {
 		}
 	}
 	if len(theirs) == 0 {
-		if own != nil {
-			for _, nq := range own.Queries {
-				if nq.Query.Override != "" || nq.Spread != "" {
-					mergeQueries(el, "fleet.queries", own.Queries, used, func(g *File) orderedQueries { return nil })
-					break
-				}
-			}
+		if own == nil {
+			return nil
 		}
-		return own
+		out := *own
+		out.Queries = mergeQueries(el, "fleet.queries", own.Queries, used, lib, func(g *File) orderedQueries {
+			if g.Fleet == nil {
+				return nil
+			}
+			return g.Fleet.Queries
+		})
+		return &out
 	}
 	out := &FleetFile{}
 	if own != nil {
@@ -362,7 +361,7 @@ func mergeFleet(el *errList, own *FleetFile, used []*fragment) *FleetFile {
 	if own != nil {
 		ownQueries = own.Queries
 	}
-	out.Queries = mergeQueries(el, "fleet.queries", ownQueries, used, func(g *File) orderedQueries {
+	out.Queries = mergeQueries(el, "fleet.queries", ownQueries, used, lib, func(g *File) orderedQueries {
 		if g.Fleet == nil {
 			return nil
 		}

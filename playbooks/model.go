@@ -71,6 +71,9 @@ type QueryFile struct {
 	// place). Without it, a name a used fragment defines is an error: a fragment's query is
 	// never shadowed by accident.
 	Override string `yaml:"override"`
+	// From takes this query's definition from a fragment's query of the same name, placed here
+	// (and nothing else of that fragment): `prefill_mean: {from: series}`.
+	From string `yaml:"from"`
 }
 
 // VerdictFile is one rule of the ordered verdict list; the first whose condition holds wins.
