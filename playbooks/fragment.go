@@ -53,12 +53,13 @@ func parseFragment(source string, f *File) (*fragment, error) {
 	if !playbookNameRE.MatchString(f.Fragment) {
 		el.add("fragment", "%q must be lower-case letters, digits and dashes", f.Fragment)
 	}
-	for key, set := range map[string]bool{
-		"name": f.Name != "", "match": len(f.Match) > 0, "on_demand": f.OnDemand, "scope": len(f.Scope) > 0,
-		"window": f.Window != "", "charts": len(f.Charts) > 0, "uses": len(f.Uses) > 0, "labels": !f.Labels.IsZero(),
-	} {
-		if set {
-			el.add(key, "a fragment has no %s: the playbooks that use it do", key)
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"name", f.Name != ""}, {"match", len(f.Match) > 0}, {"on_demand", f.OnDemand}, {"window", f.Window != ""},
+		{"charts", len(f.Charts) > 0}, {"uses", len(f.Uses) > 0}, {"labels", !f.Labels.IsZero()}} {
+		if k.set {
+			el.add(k.key, "a fragment has no %s: the playbooks that use it do", k.key)
 		}
 	}
 	seen := map[string]int{}
@@ -138,6 +139,7 @@ func merge(el *errList, f *File, lib fragments) *File {
 		}
 	}
 	out := *f
+	out.Scope = mergeScope(el, f.Scope, used)
 	out.Params = mergeParams(el, f.Params, used)
 	out.Queries = mergeQueries(el, "queries", f.Queries, used, lib, func(g *File) orderedQueries { return g.Queries })
 	out.Templates = mergeTemplates(el, "templates", f.Templates, used, func(g *File) orderedTemplates { return g.Templates })
@@ -145,6 +147,11 @@ func merge(el *errList, f *File, lib fragments) *File {
 	out.Fleet = mergeFleet(el, f.Fleet, used, lib)
 	out.Verdicts = mergeVerdicts(el, f.Verdicts, used)
 	return &out
+}
+
+// kindOf names what a section holds, for messages.
+func kindOf(section string) string {
+	return map[string]string{"queries": "query", "fleet.queries": "fleet query", "templates": "template", "conditions": "condition"}[section]
 }
 
 // owners maps every name a section of the used fragments defines to the fragment and line that
@@ -173,6 +180,31 @@ type ownerOf struct {
 	line int
 }
 
+// mergeScope: a fragment's scope is the alert labels its queries and texts read. A playbook that
+// sets no scope takes its fragments' (in order, each label once); one that sets its own must
+// hold theirs.
+func mergeScope(el *errList, own []string, used []*fragment) []string {
+	if len(own) == 0 {
+		var out []string
+		for _, fr := range used {
+			for _, l := range fr.file.Scope {
+				if !slices.Contains(out, l) {
+					out = append(out, l)
+				}
+			}
+		}
+		return out
+	}
+	for _, fr := range used {
+		for _, l := range fr.file.Scope {
+			if !slices.Contains(own, l) {
+				el.add("scope", "fragment %s reads the alert's label %s (its scope: %s): add it", fr.name, l, strings.Join(fr.file.Scope, ", "))
+			}
+		}
+	}
+	return own
+}
+
 // mergeParams: the playbook's params, then the fragments' others; a playbook's param of a
 // fragment's name sets that param's value.
 func mergeParams(el *errList, own orderedFloats, used []*fragment) orderedFloats {
@@ -193,16 +225,22 @@ func mergeParams(el *errList, own orderedFloats, used []*fragment) orderedFloats
 // their order, each fragment's block where a spread places it (else after them), an override in
 // the place of the entry it replaces.
 func mergeQueries(el *errList, section string, own orderedQueries, used []*fragment, lib fragments, of func(*File) orderedQueries) orderedQueries {
-	owner := owners(el, section, used, func(g *File) []namedQuery { return of(g) }, func(q namedQuery) (string, int) { return q.Name, q.Line })
+	owner := owners(el, kindOf(section), used, func(g *File) []namedQuery { return of(g) }, func(q namedQuery) (string, int) { return q.Name, q.Line })
 	replaced := map[string]namedQuery{} // query name -> the playbook's override
 	placed := map[string]bool{}
-	own = slices.Clone(own)
-	for i, nq := range own {
-		if nq.Query.From != "" {
-			own[i] = takeFrom(el, section, nq, used, lib, of)
-		}
-	}
+	var kept orderedQueries
 	for _, nq := range own {
+		if nq.Query.From != "" {
+			var ok bool
+			if nq, ok = takeFrom(el, section, nq, used, lib, of); !ok {
+				continue
+			}
+		}
+		kept = append(kept, nq)
+	}
+	own = kept
+	dropped := map[int]bool{} // own entries reported as clashing, left out
+	for i, nq := range own {
 		switch {
 		case nq.Spread != "":
 			if !slices.ContainsFunc(used, func(u *fragment) bool { return u.name == nq.Spread }) {
@@ -217,7 +255,7 @@ func mergeQueries(el *errList, section string, own orderedQueries, used []*fragm
 			case !slices.ContainsFunc(used, func(u *fragment) bool { return u.name == nq.Query.Override }):
 				el.add(section+"."+nq.Name+".override", "line %d: this playbook does not use fragment %q", nq.Line, nq.Query.Override)
 			case !ok || o.frag.name != nq.Query.Override:
-				el.add(section+"."+nq.Name+".override", "line %d: fragment %s has no %s entry %q to override", nq.Line, nq.Query.Override, section, nq.Name)
+				el.add(section+"."+nq.Name+".override", "line %d: fragment %s has no %s %q to override", nq.Line, nq.Query.Override, kindOf(section), nq.Name)
 			default:
 				replaced[nq.Name] = nq
 			}
@@ -225,6 +263,7 @@ func mergeQueries(el *errList, section string, own orderedQueries, used []*fragm
 			if o, ok := owner[nq.Name]; ok {
 				el.add(section+"."+nq.Name, "line %d: also defined by fragment %s (%s): to replace it, write override: %s",
 					nq.Line, o.frag.name, where(o.frag.source, o.line), o.frag.name)
+				dropped[i] = true
 			}
 		}
 	}
@@ -242,14 +281,14 @@ func mergeQueries(el *errList, section string, own orderedQueries, used []*fragm
 		return out
 	}
 	var out orderedQueries
-	for _, nq := range own {
+	for i, nq := range own {
 		switch {
 		case nq.Spread != "":
 			if i := slices.IndexFunc(used, func(u *fragment) bool { return u.name == nq.Spread }); i >= 0 {
 				out = append(out, block(used[i])...)
 			}
-		case nq.Query.Override != "":
-			// in the place of the entry it replaces
+		case nq.Query.Override != "", dropped[i]:
+			// in the place of the entry it replaces; or reported
 		default:
 			out = append(out, nq)
 		}
@@ -266,26 +305,26 @@ func mergeQueries(el *errList, section string, own orderedQueries, used []*fragm
 // fragment the playbook does not use whole: a library of queries several playbooks read, each
 // in its own order). Anything else written beside from is an error: the definition is the
 // fragment's.
-func takeFrom(el *errList, section string, nq namedQuery, used []*fragment, lib fragments, of func(*File) orderedQueries) namedQuery {
+func takeFrom(el *errList, section string, nq namedQuery, used []*fragment, lib fragments, of func(*File) orderedQueries) (namedQuery, bool) {
 	path := section + "." + nq.Name + ".from"
 	fr, ok := lib[nq.Query.From]
 	switch {
 	case !ok:
 		el.add(path, "line %d: unknown fragment %q (known: %s)", nq.Line, nq.Query.From, strings.Join(lib.names(), ", "))
-		return nq
+		return nq, false
 	case slices.ContainsFunc(used, func(u *fragment) bool { return u.name == fr.name }):
 		el.add(path, "line %d: this playbook uses fragment %s whole: its queries are here already (place them with %s%s:)", nq.Line, fr.name, spreadPrefix, fr.name)
-		return nq
+		return nq, false
 	case !reflect.DeepEqual(nq.Query, QueryFile{From: nq.Query.From}):
 		el.add(section+"."+nq.Name, "line %d: a query taken from a fragment is the fragment's: write only from", nq.Line)
-		return nq
+		return nq, false
 	}
 	i := slices.IndexFunc(of(fr.file), func(q namedQuery) bool { return q.Name == nq.Name })
 	if i < 0 {
-		el.add(path, "line %d: fragment %s has no %s entry %q", nq.Line, fr.name, section, nq.Name)
-		return nq
+		el.add(path, "line %d: fragment %s has no %s %q", nq.Line, fr.name, kindOf(section), nq.Name)
+		return nq, false
 	}
-	return of(fr.file)[i]
+	return of(fr.file)[i], true
 }
 
 // mergeTemplates is every named template (or named condition: section) of the playbook and its
@@ -293,12 +332,14 @@ func takeFrom(el *errList, section string, nq namedQuery, used []*fragment, lib 
 // playbook to define (a fragment's rules may call a template or read a condition that each
 // playbook words its own way). A fragment's own is not overridden: give new wording a name.
 func mergeTemplates(el *errList, section string, own orderedTemplates, used []*fragment, of func(*File) orderedTemplates) orderedTemplates {
-	owner := owners(el, section, used, func(g *File) []namedTemplate { return of(g) }, func(t namedTemplate) (string, int) { return t.Name, t.Line })
-	out := slices.Clone(own)
+	owner := owners(el, kindOf(section), used, func(g *File) []namedTemplate { return of(g) }, func(t namedTemplate) (string, int) { return t.Name, t.Line })
+	var out orderedTemplates
 	for _, t := range own {
 		if o, ok := owner[t.Name]; ok {
 			el.add(section+"."+t.Name, "line %d: also defined by fragment %s (%s)", t.Line, o.frag.name, where(o.frag.source, o.line))
+			continue
 		}
+		out = append(out, t)
 	}
 	for _, fr := range used {
 		for _, t := range of(fr.file) {
