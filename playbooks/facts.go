@@ -16,7 +16,7 @@ import (
 // what vLLM's label-valued LoRA series says (lora.Names: --max-loras, the adapters running). The
 // evidence engine looks a source up beside the queries when a rule on the way to the verdict
 // reads one of its facts (Diagnosis.FactSources); a fixture records them under `facts:` (or
-// `kube:`, kube-state-metrics' only). Each fact is read by one name in conditions and templates
+// `kube:`, kube-state-metrics' only; package fixture). Each fact is read by one name in conditions and templates
 // alike, and is either a number (nil when unknown, as a missing query value is) or a label
 // value, a name such as the workload or the restart reason ("" when unknown, so that `{{ with
 // .kube_workload }}` and `kube_workload != ""` test for it). A missing fact is not missing
@@ -67,28 +67,6 @@ var sampleFacts = func() *facts.Facts {
 	}
 	return f
 }()
-
-// recordedFacts reads a fixture's facts: `facts:` any fact, `kube:` kube-state-metrics' (the
-// older key). Either present: every source counts as looked up (a fixture's facts are all there
-// is). Neither: nil, none looked up.
-func recordedFacts(kubeSection, factsSection map[string]any) (*facts.Facts, string) {
-	if kubeSection == nil && factsSection == nil {
-		return nil, ""
-	}
-	f := facts.New(factSources...)
-	if err := f.From(kube.Names(), kubeSection); err != nil {
-		return nil, "kube: " + err.Error()
-	}
-	for name := range factsSection {
-		if _, dup := kubeSection[name]; dup {
-			return nil, "facts." + name + ": also under kube:"
-		}
-	}
-	if err := f.From(allFacts, factsSection); err != nil {
-		return nil, "facts: " + err.Error()
-	}
-	return f, ""
-}
 
 // reserveFacts claims the facts' names, so that a query or param of the same name is an error.
 func reserveFacts(names map[string]string) {

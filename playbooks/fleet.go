@@ -56,6 +56,18 @@ type Fleet struct {
 	index    map[string]int
 }
 
+// Query returns the fleet query of that name (false without it, or without a fleet section).
+func (fl *Fleet) Query(name string) (*Query, bool) {
+	if fl == nil {
+		return nil, false
+	}
+	i, ok := fl.index[name]
+	if !ok {
+		return nil, false
+	}
+	return fl.Queries[i], true
+}
+
 // Aggregation is how several values add up to one: a pod's series to the pod's value, the pods'
 // values to the fleet's max, sum or mean.
 type Aggregation string

@@ -64,20 +64,6 @@ func TestALabelsKeyIsRejectedEvenWhenEmpty(t *testing.T) {
 	}
 }
 
-// A fixture file is decoded as strictly as a playbook: a typo in expect is named with its line,
-// not taken for a fixture that expects nothing.
-func TestAFixtureTypoNamesItsLineAndKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x_test.yaml")
-	src := "tests:\n  - name: one\n    playbook: triage\n    values: {waiting: 1, running: ~}\n    expect:\n      verdit: healthy\n"
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := LoadFixtures(path)
-	if want := path + `: line 6: unknown key "tests[0].expect.verdit"`; err == nil || err.Error() != want {
-		t.Fatalf("error\n  %v\nwant\n  %s", err, want)
-	}
-}
-
 func TestUserPlaybookOverridesBuiltinByNameAndParamsOverrideThresholds(t *testing.T) {
 	builtin, err := Builtin()
 	if err != nil {
@@ -115,58 +101,6 @@ verdicts:
 	_, err = NewSet(builtin, nil, SetOptions{Params: map[string]map[string]float64{"ttft-p99-high": {"kv_ful": 0.95}}})
 	if err == nil || !strings.Contains(err.Error(), `playbooks.params.ttft-p99-high.kv_ful: playbook ttft-p99-high has no param "kv_ful"`) {
 		t.Fatalf("a param typo must be an error, got %v", err)
-	}
-}
-
-func TestFixturesPassAndAFailingFixtureShowsADiff(t *testing.T) {
-	builtin, err := Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := NewSet(builtin, nil, SetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := LoadFixtures("tests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 6 {
-		t.Fatalf("want fixtures for every built-in playbook, got %d files", len(files))
-	}
-	seen := map[string]map[string]bool{}
-	for _, r := range RunFixtures(set, files) {
-		if r.Diff != "" {
-			t.Errorf("%s: %s:\n%s", r.File, r.Name, r.Diff)
-		}
-	}
-	for _, f := range files {
-		for _, fx := range f.Tests {
-			pb := fx.Playbook
-			if pb == "" {
-				p, _ := set.Match(fx.Alert)
-				pb = p.Name
-			}
-			if seen[pb] == nil {
-				seen[pb] = map[string]bool{}
-			}
-			seen[pb][fx.Expect.Verdict] = true
-		}
-	}
-	// Every verdict a built-in playbook can give has a fixture.
-	for _, p := range set.All() {
-		for _, v := range p.Verdicts {
-			if !seen[p.Name][v.ID] {
-				t.Errorf("playbook %s: no fixture expects verdict %s", p.Name, v.ID)
-			}
-		}
-	}
-
-	bad := map[string]*FixtureFile{"x_test.yaml": {Tests: []Fixture{{Name: "wrong", Playbook: "triage",
-		Values: map[string]*float64{}, Expect: FixtureExpect{Verdict: VerdictHealthy}}}}}
-	res := RunFixtures(set, bad)
-	if len(res) != 1 || !strings.Contains(res[0].Diff, "-expected: healthy") || !strings.Contains(res[0].Diff, "+got:      no-data") {
-		t.Fatalf("a failing fixture must show a diff, got %+v", res)
 	}
 }
 
