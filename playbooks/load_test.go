@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every playbook error names its file and place, so an author can fix it without guessing.
@@ -182,5 +183,33 @@ verdicts:
 		if strings.Contains(n, "accepted") {
 			t.Errorf("note %q about an optional query", n)
 		}
+	}
+}
+
+// playbooks.window is a load option, as params are: the set's playbooks read it, the compiled
+// playbooks it was made from keep their own (NewSet may be called again with other options).
+func TestTheWindowIsASetOptionThatLeavesTheLoadedPlaybooksAlone(t *testing.T) {
+	builtin, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(builtin, nil, SetOptions{Window: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range set.All() {
+		if p.Window != 2*time.Minute {
+			t.Errorf("%s: window %s in the set, want 2m", p.Name, p.Window)
+		}
+	}
+	for _, p := range builtin {
+		if p.Window != 5*time.Minute {
+			t.Errorf("%s: the loaded playbook's window became %s", p.Name, p.Window)
+		}
+	}
+	p, _ := set.Get("ttft-p99-high")
+	q, _ := p.Query("ttft_p99")
+	if q := p.Expand(q, map[string]string{"pod": "vllm-0"}); !strings.Contains(q, "[2m]") {
+		t.Errorf("the set's window is not in the queries: %s", q)
 	}
 }

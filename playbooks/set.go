@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
@@ -58,6 +59,9 @@ type Set struct {
 type SetOptions struct {
 	// Params overrides thresholds: playbook name -> param -> value.
 	Params map[string]map[string]float64
+	// Window, when positive, is every playbook's window (playbooks.window), whatever its file
+	// says.
+	Window time.Duration
 	// Triage names the on-demand playbook (default "triage").
 	Triage string
 	// Naming renames the vLLM metrics of every query (vllm.metric_prefix) and excludes router
@@ -108,6 +112,13 @@ func NewSet(builtin, user []*Playbook, o SetOptions) (*Set, error) {
 			cp.Params[k] = o.Params[name][k]
 		}
 		s.byName[name] = &cp
+	}
+	if o.Window > 0 {
+		for name, p := range s.byName {
+			cp := *p
+			cp.Window = o.Window
+			s.byName[name] = &cp
+		}
 	}
 	naming := vllmnames.Default()
 	if o.Naming != nil {
