@@ -23,15 +23,9 @@ func compileConditions(el *errList, p *Playbook, conds orderedTemplates, names m
 	p.conditions = map[string]string{}
 	for _, c := range conds {
 		el := el.from(c.Source)
-		path := "conditions." + c.Name
-		if !validName(el, path, c.Name) {
+		if !claimName(el, "conditions."+c.Name, c.Name, "condition", names) {
 			continue
 		}
-		if kind := names[c.Name]; kind != "" {
-			el.add(path, "name already used by a %s", kind)
-			continue
-		}
-		names[c.Name] = "condition"
 		p.conditions[c.Name] = strings.TrimSpace(c.Text)
 	}
 	env := exprEnv(p)

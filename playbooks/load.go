@@ -216,14 +216,9 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 	for _, nq := range queries {
 		path := "queries." + nq.Name
 		el := el.from(nq.Source)
-		if !validName(el, path, nq.Name) {
+		if !claimName(el, path, nq.Name, "query", names) {
 			continue
 		}
-		if kind := names[nq.Name]; kind != "" {
-			el.add(path, "name already used by a %s", kind)
-			continue
-		}
-		names[nq.Name] = "query"
 		q := &Query{Name: nq.Name, source: nq.Source, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
 			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, BaselineOf: nq.Query.BaselineOf, Hidden: nq.Query.Hidden, Optional: nq.Query.Optional,
 			Quantile: nq.Query.Quantile, SaturatesAt: nq.Query.SaturatesAt}
@@ -264,6 +259,20 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 			q.vector = e.Type() == promparser.ValueTypeVector
 		}
 	}
+}
+
+// claimName records name as a kind (query, condition) in names when it is a valid name not used
+// yet, and adds the error when not.
+func claimName(el *errList, path, name, kind string, names map[string]string) bool {
+	if !validName(el, path, name) {
+		return false
+	}
+	if used := names[name]; used != "" {
+		el.add(path, "name already used by a %s", used)
+		return false
+	}
+	names[name] = kind
+	return true
 }
 
 // validName reports whether name can name a param or a query, and adds the error when not.

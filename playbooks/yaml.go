@@ -64,10 +64,17 @@ type namedFloat struct {
 
 // UnmarshalYAML reads the params as a strictyaml.Map.
 func (o *orderedFloats) UnmarshalYAML(n *yaml.Node) error {
-	var m strictyaml.Map[float64]
+	return decodeOrdered(n, o, func(e strictyaml.Entry[float64]) namedFloat {
+		return namedFloat{Name: e.Key, Value: e.Value, Line: e.Line}
+	})
+}
+
+// decodeOrdered reads a mapping as a strictyaml.Map and appends each entry, made an E, to out.
+func decodeOrdered[V, E any, L ~[]E](n *yaml.Node, out *L, each func(strictyaml.Entry[V]) E) error {
+	var m strictyaml.Map[V]
 	err := strictyaml.Decode(n, &m)
 	for _, e := range m {
-		*o = append(*o, namedFloat{Name: e.Key, Value: e.Value, Line: e.Line})
+		*out = append(*out, each(e))
 	}
 	return err
 }
@@ -82,14 +89,11 @@ type namedTemplate struct {
 	Source string // as namedQuery's
 }
 
-// UnmarshalYAML reads the named templates as a strictyaml.Map.
+// UnmarshalYAML reads the named templates (or conditions) as a strictyaml.Map.
 func (o *orderedTemplates) UnmarshalYAML(n *yaml.Node) error {
-	var m strictyaml.Map[string]
-	err := strictyaml.Decode(n, &m)
-	for _, e := range m {
-		*o = append(*o, namedTemplate{Name: e.Key, Text: e.Value, Line: e.Line})
-	}
-	return err
+	return decodeOrdered(n, o, func(e strictyaml.Entry[string]) namedTemplate {
+		return namedTemplate{Name: e.Key, Text: e.Value, Line: e.Line}
+	})
 }
 
 // verdictList is a playbook's ordered verdicts: rules, and spreads (`- ...capacity`) that place
