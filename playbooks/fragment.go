@@ -4,29 +4,32 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 )
 
 // Fragments: a part of several playbooks, said once. A fragment file (`fragment: NAME`) holds
-// params, queries, named templates, a fleet section and verdicts, as a playbook does, but no
-// name, match, scope, window or charts: it is not run on its own. A playbook takes it with one
-// line, `uses: [NAME]`, and the compiler merges it in before anything is compiled:
+// params, queries, named templates and conditions, a fleet section and verdicts, as a playbook
+// does, and the scope its rules read, but no name, match, window or charts: it is not run on its
+// own. A playbook takes it with one line, `uses: [NAME]`, and the compiler merges it in before
+// anything is compiled:
 //
-//   - params, queries, fleet queries and named templates are merged by name. A name two of the
-//     parts define is an error naming both files and lines, with one exception each: a playbook
-//     may set a fragment's param to its own value (as the config's playbooks.params does), and
-//     a query, fleet query or rule written with `override: NAME` replaces fragment NAME's entry
-//     of that name in its place (a rule is matched by its `name:`). An override of a name the
-//     fragment does not define is an error: nothing is shadowed by accident, nothing overridden
-//     in vain.
+//   - params, queries, fleet queries, named templates and named conditions are merged by name.
+//     A name two of the parts define is an error naming both files and lines, with two
+//     exceptions: a playbook may set a fragment's param to its own value (as the config's
+//     playbooks.params does), and a query, fleet query or rule written with `override: NAME`
+//     replaces fragment NAME's entry of that name in its place (a rule is matched by its
+//     `name:`). An override of a name the fragment does not define is an error: nothing is
+//     shadowed by accident, nothing overridden in vain.
 //   - a fragment's verdicts stand ahead of the playbook's own, in the order of uses (the gate:
 //     restarts, pauses and stalls are decided before anything else), or where the playbook's
 //     verdicts write `- ...NAME`.
 //   - a fragment's queries (and fleet queries) stand after the playbook's own, or where the
 //     playbook's section writes `...NAME:` (the evidence is listed in that order).
 //   - a fragment's fleet settings (by, focus, affected, columns) hold unless the playbook sets
-//     its own.
+//     its own; its scope is the playbook's when the playbook sets none, and must be in it when
+//     it does.
+//   - `NAME: {from: FRAGMENT}` among a playbook's queries takes one query of a fragment it does
+//     not use whole (the `series` library), in its place.
 //
 // The merged playbook is then compiled as if it had been written in one file; an error in a
 // fragment's part names the fragment's file and the playbook that uses it. Falco's rules files
@@ -494,20 +497,6 @@ func mergeVerdicts(el *errList, own verdictList, used []*fragment) verdictList {
 		default:
 			out = append(out, v)
 		}
-	}
-	return out
-}
-
-// fragmentUsers lists, for each fragment, the playbooks of pbs that use it, sorted.
-func fragmentUsers(pbs []*Playbook) map[string][]string {
-	out := map[string][]string{}
-	for _, p := range pbs {
-		for _, u := range p.Uses {
-			out[u] = append(out[u], p.Name)
-		}
-	}
-	for _, v := range out {
-		sort.Strings(v)
 	}
 	return out
 }
