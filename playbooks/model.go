@@ -10,17 +10,18 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// File is a playbook or a fragment as written in YAML. Load compiles a playbook into a Playbook,
-// with the fragments it uses spliced in (fragment.go).
+// File is a playbook or a fragment as written in YAML. compile turns a playbook into a
+// Playbook, with the fragments it uses merged in (fragment.go).
 type File struct {
 	Name string `yaml:"name"`
 	// Fragment names a fragment file (a part that playbooks take with uses:): it has params,
-	// queries, templates, a fleet and verdicts, and no name, match, scope, window or charts.
+	// queries, templates, conditions, a fleet, verdicts and the scope they read, and no name,
+	// match, window or charts.
 	Fragment    string `yaml:"fragment"`
 	Description string `yaml:"description"`
 	// Uses names the fragments this playbook takes, in order: their params, queries, fleet
-	// queries and templates are merged by name, their verdicts spliced ahead of the playbook's
-	// own (or where the verdicts say `- ...NAME`).
+	// queries, templates and conditions are merged by name, their verdicts spliced ahead of the
+	// playbook's own (or where the verdicts say `- ...NAME`).
 	Uses  []string          `yaml:"uses"`
 	Match map[string]string `yaml:"match"`
 	// OnDemand marks the playbook run by `/vllm triage` and `responder triage` without --alert.
