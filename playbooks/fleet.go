@@ -50,8 +50,8 @@ type Fleet struct {
 	// ranks, or a pod scraped at two instances): the query's own outer aggregation (sum, max,
 	// min, avg), sum by default.
 	Aggs []Aggregation
-	// Shown are the indexes in Queries of the columns shown, in order.
-	Shown    []int
+	// shown are the indexes in Queries of the columns shown, in order.
+	shown    []int
 	affected *vm.Program
 	index    map[string]int
 }
@@ -352,7 +352,7 @@ func compileColumns(el *errList, fl *Fleet, columns []string) {
 	if len(columns) == 0 {
 		for i, q := range fl.Queries {
 			if !q.Hidden {
-				fl.Shown = append(fl.Shown, i)
+				fl.shown = append(fl.shown, i)
 			}
 		}
 		return
@@ -364,10 +364,10 @@ func compileColumns(el *errList, fl *Fleet, columns []string) {
 			el.add(fmt.Sprintf("fleet.columns[%d]", i), "unknown fleet query %q", name)
 		case fl.Queries[qi].Hidden:
 			el.add(fmt.Sprintf("fleet.columns[%d]", i), "%s is hidden: a hidden query is not shown", name)
-		case slices.Contains(fl.Shown, qi):
+		case slices.Contains(fl.shown, qi):
 			el.add(fmt.Sprintf("fleet.columns[%d]", i), "%s shown twice", name)
 		default:
-			fl.Shown = append(fl.Shown, qi)
+			fl.shown = append(fl.shown, qi)
 		}
 	}
 }

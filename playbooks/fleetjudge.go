@@ -217,7 +217,7 @@ func (t *fleetTable) pooled() bool { return len(t.roles) > 0 }
 // row is one line of the view: the values of the shown (not hidden) queries.
 func (t *fleetTable) row(label, ns, role string, vals []*float64) FleetRow {
 	r := FleetRow{Pod: label, Namespace: ns, Role: role}
-	for _, i := range t.fl.Shown {
+	for _, i := range t.fl.shown {
 		r.Values = append(r.Values, vals[i])
 		r.Texts = append(r.Texts, FormatValue(vals[i], t.fl.Queries[i].Unit))
 	}
@@ -249,7 +249,7 @@ func (t *fleetTable) layOut(labels map[string]string, exprs []string) {
 			view.Siblings[s] = v
 		}
 	}
-	for _, i := range fl.Shown {
+	for _, i := range fl.shown {
 		q := fl.Queries[i]
 		view.Columns = append(view.Columns, FleetColumn{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[i]})
 	}
