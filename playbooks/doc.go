@@ -8,7 +8,9 @@
 //  1. YAML. A playbook is a file: the built-ins in builtin/*.yaml (embedded, see Builtin in
 //     set.go), the user's from playbooks.dir (LoadDir in load.go). model.go holds the YAML shape
 //     (File, QueryFile, VerdictFile, ChartFile; FleetFile in fleet.go) next to the compiled one
-//     (Playbook, Query, Verdict, Chart, Matcher).
+//     (Playbook, Query, Verdict, Chart, Matcher). A fragment (builtin/common/*.yaml, or a file
+//     of playbooks.dir with `fragment: NAME`) is a part several playbooks share, taken with
+//     `uses:` (fragment.go): the gate of progress, scrapes, restarts and pauses is one.
 //
 //  2. Parse (load.go, yaml.go). Parse decodes one file strictly with internal/strictyaml, the
 //     loader the configuration uses too: an unknown key is an error named with its line and full
@@ -16,14 +18,17 @@
 //     queries and params in the order they are written. Every error names its file and place
 //     ("x.yaml: verdicts[2].when: ..."): see Error.
 //
-//  3. Compile (load.go; the fleet section in fleet.go). compile checks and compiles every
-//     section once, at load time, so that a typo fails `responder check` rather than an
-//     incident: match (label matchers, regexps anchored), scope, window, params, queries
+//  3. Compile (load.go; the fleet section in fleet.go). compile first merges the fragments the
+//     playbook uses (fragment.go: by name, a name defined twice an error naming both files,
+//     override: to replace, spreads to place), then checks and compiles every section once, at
+//     load time, so that a typo fails `responder check` rather than an incident: match (label
+//     matchers, regexps anchored), scope, window, params, queries
 //     (placeholders known, PromQL parsed after a sample expansion; a baseline_of query's three
-//     expressions derived from its query's template, baseline.go), fleet, verdicts (expr
+//     expressions derived from its query's template, baseline.go), fleet, named conditions
+//     (conditions.go: written into each rule's condition), named templates, verdicts (expr
 //     conditions and Go templates, each tried against sample data) and charts. It reports every
 //     error of a file at once. NewSet (set.go) then combines built-ins and user playbooks, applies
-//     the config's param overrides and renames the vLLM metrics (vllm.metric_prefix, the router
+//     the config's window and param overrides and renames the vLLM metrics (vllm.metric_prefix, the router
 //     exclusion; promql.go and internal/vllmnames).
 //
 //  4. Expansion (promql.go). ExpandAll renders every query for one alert's labels: $scope from
@@ -42,12 +47,12 @@
 //     wins. A condition that needs a missing value is false and the diagnosis notes it. The
 //     winner's templates render the title, summary and actions with the values formatted for
 //     people (format.go). The Diagnosis (diagnosis.go) carries a Record of what was judged
-//     (record.go), from which a fixture can be written, and, when it was judged without facts
-//     that a rule on the way to its verdict reads, says so (NeedsFacts).
+//     (record.go), from which a fixture can be written (package fixture), and, when it was
+//     judged without facts that a rule on the way to its verdict reads, says so (NeedsFacts).
 //
 // Judge is pure and the only judgement: the evidence engine calls it with what Prometheus
-// answered, and fixtures (fixture.go, tests/*_test.yaml; `responder playbooks test`) call it with
-// recorded values, so a fixture decides exactly as an incident would.
+// answered, and fixtures (package fixture, tests/*_test.yaml; `responder playbooks test`) call
+// it with recorded values, so a fixture decides exactly as an incident would.
 //
 // What is not here: sending queries, batching, caching, decoding Prometheus' answers, the fleet
 // request, the traces lookup and the facts' lookup are the evidence package's

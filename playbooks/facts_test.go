@@ -1,10 +1,7 @@
 package playbooks
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/vllm-responder/vllm-responder/facts"
@@ -68,46 +65,6 @@ func TestConditionsAndTemplatesReadFactsByName(t *testing.T) {
 	}
 }
 
-// A fixture's kube: section stands for a lookup: the facts by name, checked, and a fixture
-// written from a diagnosis carries them.
-func TestFixturesRecordFactsAndRefuseUnknownOnes(t *testing.T) {
-	p, err := Parse("facts.yaml", []byte(factsPlaybook), sources.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := NewSet(nil, []*Playbook{p}, SetOptions{Triage: "facts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := 9.0
-	kf, _ := kube.FactsFrom(map[string]any{"kube_hpa_found": 1, "kube_hpa_current": 3, "kube_hpa_max": 3, "kube_workload_kind": "Deployment"})
-	d := p.Judge(Observation{Values: map[string]*float64{"waiting": &w}, Facts: kf})
-	out, err := FixtureFromDiagnosis(d, VerdictCapacityPastKnee)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(out), "kube:\n") || !strings.Contains(string(out), "kube_workload_kind: Deployment") {
-		t.Fatalf("the fixture lacks the facts:\n%s", out)
-	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a_test.yaml"), out, 0o644)
-	os.WriteFile(filepath.Join(dir, "b_test.yaml"), []byte(`tests:
-  - name: a typo in a fact
-    playbook: facts
-    values: {waiting: 9}
-    kube: {kube_hpa_maxx: 3}
-    expect: {verdict: capacity-past-knee}
-`), 0o644)
-	files, err := LoadFixtures(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := RunFixtures(set, files)
-	if len(res) != 2 || res[0].Diff != "" || !strings.HasPrefix(res[1].Diff, "kube: kube_hpa_maxx: no such fact") {
-		t.Fatalf("got %+v", res)
-	}
-}
-
 // A diagnosis made without facts says whether a rule on the way to its verdict reads one: the
 // evidence engine looks them up only then.
 func TestADiagnosisSaysWhetherFactsCouldChangeIt(t *testing.T) {
@@ -167,8 +124,10 @@ verdicts:
 		t.Fatal(err)
 	}
 	f := func(x float64) *float64 { return &x }
-	withLoRA, _ := recordedFacts(sources.Catalog(), nil, map[string]any{"lora_max": 2, "lora_running": 2, "lora_running_adapters": "a, b"})
-	withLoRA.Sources = []string{lora.SourceName}
+	withLoRA := facts.New(lora.SourceName)
+	if err := withLoRA.From(sources.Catalog().Facts(), map[string]any{"lora_max": 2, "lora_running": 2, "lora_running_adapters": "a, b"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		values  map[string]*float64

@@ -35,6 +35,9 @@ type FleetFile struct {
 	// Affected is a condition over one pod's fleet values and the params: the pods it holds for
 	// are "affected" ("1 of 3 pods").
 	Affected string `yaml:"affected"`
+	// Columns are the queries the comparison shows, in order (default: every query not hidden,
+	// in the order written). A query not shown is still read by conditions and templates.
+	Columns []string `yaml:"columns"`
 }
 
 // Fleet is a compiled fleet section.
@@ -46,9 +49,23 @@ type Fleet struct {
 	// Aggs is how each query's series of one pod add up to the pod's value (its data-parallel
 	// ranks, or a pod scraped at two instances): the query's own outer aggregation (sum, max,
 	// min, avg), sum by default.
-	Aggs     []Aggregation
+	Aggs []Aggregation
+	// shown are the indexes in Queries of the columns shown, in order.
+	shown    []int
 	affected *vm.Program
 	index    map[string]int
+}
+
+// Query returns the fleet query of that name (false without it, or without a fleet section).
+func (fl *Fleet) Query(name string) (*Query, bool) {
+	if fl == nil {
+		return nil, false
+	}
+	i, ok := fl.index[name]
+	if !ok {
+		return nil, false
+	}
+	return fl.Queries[i], true
 }
 
 // Aggregation is how several values add up to one: a pod's series to the pod's value, the pods'
@@ -254,7 +271,8 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 	seen := map[string]bool{}
 	for _, nq := range f.Queries {
 		path := "fleet.queries." + nq.Name
-		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title, Unit: nq.Query.Unit,
+		el := el.from(nq.Source)
+		q := &Query{Name: nq.Name, source: nq.Source, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title, Unit: nq.Query.Unit,
 			Hidden: nq.Query.Hidden}
 		if !validName(el, path, nq.Name) {
 			continue
@@ -316,6 +334,7 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 			el.add(fmt.Sprintf("fleet.focus[%d]", i), "unknown fleet query %q", n)
 		}
 	}
+	compileColumns(el, fl, f.Columns)
 	if fl.Affected != "" {
 		prog, err := expr.Compile(fl.Affected, expr.Env(fleetPodEnv(p, fl, nil)), expr.AsBool())
 		if err != nil {
@@ -325,6 +344,32 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		}
 	}
 	p.Fleet = fl
+}
+
+// compileColumns sets the columns shown: those named, in their order, else every query not
+// hidden.
+func compileColumns(el *errList, fl *Fleet, columns []string) {
+	if len(columns) == 0 {
+		for i, q := range fl.Queries {
+			if !q.Hidden {
+				fl.shown = append(fl.shown, i)
+			}
+		}
+		return
+	}
+	for i, name := range columns {
+		qi, ok := fl.index[name]
+		switch {
+		case !ok:
+			el.add(fmt.Sprintf("fleet.columns[%d]", i), "unknown fleet query %q", name)
+		case fl.Queries[qi].Hidden:
+			el.add(fmt.Sprintf("fleet.columns[%d]", i), "%s is hidden: a hidden query is not shown", name)
+		case slices.Contains(fl.shown, qi):
+			el.add(fmt.Sprintf("fleet.columns[%d]", i), "%s shown twice", name)
+		default:
+			fl.shown = append(fl.shown, qi)
+		}
+	}
 }
 
 // siblingScope is the scope without the fleet label: what a pod shares with its siblings.

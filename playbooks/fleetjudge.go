@@ -217,11 +217,9 @@ func (t *fleetTable) pooled() bool { return len(t.roles) > 0 }
 // row is one line of the view: the values of the shown (not hidden) queries.
 func (t *fleetTable) row(label, ns, role string, vals []*float64) FleetRow {
 	r := FleetRow{Pod: label, Namespace: ns, Role: role}
-	for i, q := range t.fl.Queries {
-		if !q.Hidden {
-			r.Values = append(r.Values, vals[i])
-			r.Texts = append(r.Texts, FormatValue(vals[i], q.Unit))
-		}
+	for _, i := range t.fl.shown {
+		r.Values = append(r.Values, vals[i])
+		r.Texts = append(r.Texts, FormatValue(vals[i], t.fl.Queries[i].Unit))
 	}
 	return r
 }
@@ -251,10 +249,9 @@ func (t *fleetTable) layOut(labels map[string]string, exprs []string) {
 			view.Siblings[s] = v
 		}
 	}
-	for i, q := range fl.Queries {
-		if !q.Hidden {
-			view.Columns = append(view.Columns, FleetColumn{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[i]})
-		}
+	for _, i := range fl.shown {
+		q := fl.Queries[i]
+		view.Columns = append(view.Columns, FleetColumn{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[i]})
 	}
 	focusAffected := false
 	for _, pod := range t.ranked {

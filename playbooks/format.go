@@ -115,6 +115,25 @@ var templateFuncs = template.FuncMap{
 	// they differ a lot, that the condition has eased or worsened since: " (eased since: 3 now)".
 	// Empty when they are close or either is missing.
 	"since": since,
+	// dict makes a map of its key, value pairs: the argument of a named template that needs more
+	// than one value, as in Helm ({{ template "stalled_for" (dict "for" .stalled_for_this
+	// "window" .window) }}). An odd count or a key that is not a string is an error.
+	"dict": dict,
+}
+
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict needs key, value pairs, got %d arguments", len(kv))
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
 }
 
 // sinceMinChange is the smallest change, per unit, that since reports.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,33 +55,70 @@ func (e *Error) Error() string {
 // errList collects every error of one file, so an author fixes them all in one go.
 type errList struct {
 	source string
-	errs   []error
+	// usedBy is set on the view of a fragment's entries (from): the playbook that uses it.
+	usedBy string
+	errs   *[]error
+}
+
+func newErrList(source string) *errList { return &errList{source: source, errs: new([]error)} }
+
+// from is the list for an entry written in src (a fragment's file; "" the playbook's own): its
+// errors name that file, and the playbook that uses it.
+func (l *errList) from(src string) *errList {
+	if src == "" || src == l.source {
+		return l
+	}
+	return &errList{source: src, usedBy: l.source, errs: l.errs}
 }
 
 func (l *errList) add(path, format string, args ...any) {
-	l.errs = append(l.errs, &Error{Source: l.source, Path: path, Msg: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if l.usedBy != "" {
+		msg += " (as used by " + l.usedBy + ")"
+	}
+	*l.errs = append(*l.errs, &Error{Source: l.source, Path: path, Msg: msg})
 }
 
-func (l *errList) err() error { return errors.Join(l.errs...) }
+func (l *errList) err() error { return errors.Join(*l.errs...) }
 
-// Parse decodes and compiles one playbook, whose rules may read the facts of cat (nil: none;
-// facts/sources.Catalog is every source's). source names the file in errors.
+// Parse decodes and compiles one playbook, which may use the built-in fragments. source names
+// the file in errors.
 func Parse(source string, data []byte, cat *facts.Catalog) (*Playbook, error) {
+	lib, err := builtinFragments()
+	if err != nil {
+		return nil, err
+	}
+	f, err := decodePlaybook(source, data)
+	if err != nil {
+		return nil, err
+	}
+	if f.Fragment != "" {
+		return nil, &Error{Source: source, Path: "fragment", Msg: "a fragment, not a playbook: playbooks take it with uses: [" + f.Fragment + "]"}
+	}
+	return compile(source, f, lib, cat)
+}
+
+// decodePlaybook decodes a playbook or fragment file strictly.
+func decodePlaybook(source string, data []byte) (*File, error) {
 	var f File
 	if err := decodeFile(source, data, &f); err != nil {
 		return nil, err
 	}
-	return compile(source, &f, cat)
+	if f.Name != "" && f.Fragment != "" {
+		return nil, &Error{Source: source, Path: "fragment", Msg: "a file is a playbook (name) or a fragment (fragment), not both"}
+	}
+	return &f, nil
 }
 
 // compile checks and compiles a decoded playbook, section by section, and reports every error
 // of the file at once. The order matters: params before queries (placeholders name them),
 // queries before the fleet (name clashes) and the fleet before the verdicts (which read its
 // values).
-func compile(source string, f *File, cat *facts.Catalog) (*Playbook, error) {
-	el := &errList{source: source}
+func compile(source string, f *File, lib fragments, cat *facts.Catalog) (*Playbook, error) {
+	el := newErrList(source)
+	f = merge(el, f, lib)
 	p := &Playbook{
-		Name: f.Name, Description: f.Description, Source: source, OnDemand: f.OnDemand,
+		Name: f.Name, Description: f.Description, Source: source, OnDemand: f.OnDemand, Uses: f.Uses,
 		Params: map[string]float64{}, byName: map[string]*Query{}, index: map[string]int{}, catalog: cat,
 	}
 	if !playbookNameRE.MatchString(f.Name) {
@@ -100,6 +138,8 @@ func compile(source string, f *File, cat *facts.Catalog) (*Playbook, error) {
 	if f.Fleet != nil {
 		compileFleet(el, p, f.Fleet, names)
 	}
+	compileConditions(el, p, f.Conditions, names)
+	compileNamedTemplates(el, p, f.Templates)
 	compileVerdicts(el, p, f.Verdicts)
 	compileCharts(el, p, f.Charts)
 	if err := el.err(); err != nil {
@@ -151,6 +191,7 @@ func compileWindow(el *errList, p *Playbook, window string) {
 func compileParams(el *errList, p *Playbook, params orderedFloats, names map[string]string) {
 	for _, prm := range params {
 		path := "params." + prm.Name
+		el := el.from(prm.Source)
 		if !validName(el, path, prm.Name) {
 			continue
 		}
@@ -175,15 +216,11 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 	}
 	for _, nq := range queries {
 		path := "queries." + nq.Name
-		if !validName(el, path, nq.Name) {
+		el := el.from(nq.Source)
+		if !claimName(el, path, nq.Name, "query", names) {
 			continue
 		}
-		if kind := names[nq.Name]; kind != "" {
-			el.add(path, "name already used by a %s", kind)
-			continue
-		}
-		names[nq.Name] = "query"
-		q := &Query{Name: nq.Name, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
+		q := &Query{Name: nq.Name, source: nq.Source, Expr: strings.TrimSpace(nq.Query.Expr), Title: nq.Query.Title,
 			Unit: nq.Query.Unit, Baseline: nq.Query.Baseline, BaselineOf: nq.Query.BaselineOf, Hidden: nq.Query.Hidden, Optional: nq.Query.Optional,
 			Quantile: nq.Query.Quantile, SaturatesAt: nq.Query.SaturatesAt}
 		switch {
@@ -202,6 +239,7 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 	}
 	for _, q := range p.Queries {
 		path := "queries." + q.Name
+		el := el.from(q.source)
 		if q.Baseline != "" {
 			if _, ok := p.byName[q.Baseline]; !ok {
 				el.add(path+".baseline", "unknown query %q", q.Baseline)
@@ -218,10 +256,24 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 		if q.variantOf == "" {
 			continue
 		}
-		if e := compileExpr(el, p, q, "queries."+q.variantOf+".baseline_of", "scope", `model_name="m",pod="p"`, names); e != nil {
+		if e := compileExpr(el.from(q.source), p, q, "queries."+q.variantOf+".baseline_of", "scope", `model_name="m",pod="p"`, names); e != nil {
 			q.vector = e.Type() == promparser.ValueTypeVector
 		}
 	}
+}
+
+// claimName records name as a kind (query, condition) in names when it is a valid name not used
+// yet, and adds the error when not.
+func claimName(el *errList, path, name, kind string, names map[string]string) bool {
+	if !validName(el, path, name) {
+		return false
+	}
+	if used := names[name]; used != "" {
+		el.add(path, "name already used by a %s", used)
+		return false
+	}
+	names[name] = kind
+	return true
 }
 
 // validName reports whether name can name a param or a query, and adds the error when not.
@@ -270,14 +322,23 @@ func compileExpr(el *errList, p *Playbook, q *Query, path, scope, sampleScope st
 
 // compileVerdicts compiles each verdict's condition (over the queries, params and fleet values)
 // and its templates.
-func compileVerdicts(el *errList, p *Playbook, verdicts []VerdictFile) {
+func compileVerdicts(el *errList, p *Playbook, verdicts verdictList) {
 	env := exprEnv(p)
 	if len(verdicts) == 0 {
 		el.add("verdicts", "at least one verdict is required")
 	}
-	for i, vf := range verdicts {
-		path := fmt.Sprintf("verdicts[%d]", i)
-		v := &Verdict{ID: vf.ID, When: strings.TrimSpace(vf.When), Meaning: strings.TrimSpace(vf.Meaning), OfferProfile: vf.OfferProfile}
+	for _, ve := range verdicts {
+		vf := ve.VerdictFile
+		path := fmt.Sprintf("verdicts[%d]", ve.Index)
+		el := el.from(ve.Source)
+		from := ve.Source
+		if from == "" {
+			from = p.Source
+		}
+		if ve.Name != "" && !playbookNameRE.MatchString(ve.Name) {
+			el.add(path+".name", "%q must be lower-case letters, digits and dashes", ve.Name)
+		}
+		v := &Verdict{Name: ve.Name, From: from, ID: vf.ID, When: strings.TrimSpace(vf.When), Meaning: strings.TrimSpace(vf.Meaning), OfferProfile: vf.OfferProfile}
 		if !slices.Contains(KnownVerdicts, vf.ID) {
 			el.add(path+".id", "unknown verdict %q (one of: %s)", vf.ID, strings.Join(KnownVerdicts, ", "))
 		}
@@ -299,7 +360,11 @@ func compileVerdicts(el *errList, p *Playbook, verdicts []VerdictFile) {
 			}
 			v.Actions = append(v.Actions, t)
 		}
-		v.facts = readsFacts(p.catalog, vf)
+		// its named conditions and the named templates it calls read facts too
+		withCalled := vf
+		withCalled.When = v.When
+		withCalled.Actions = append(slices.Clone(vf.Actions), p.templateTexts(vf)...)
+		v.facts = readsFacts(p.catalog, withCalled)
 		p.Verdicts = append(p.Verdicts, v)
 	}
 }
@@ -310,6 +375,12 @@ func compileCondition(el *errList, p *Playbook, v *Verdict, path string, env map
 		el.add(path+".when", "a condition is required (use \"true\" for a catch-all)")
 		return
 	}
+	full, err := p.expandConditions(v.When)
+	if err != nil {
+		el.add(path+".when", "%v", err)
+		return
+	}
+	v.When = full
 	prog, err := expr.Compile(v.When, expr.Env(env), expr.AsBool())
 	if err != nil {
 		el.add(path+".when", "%s", exprError(err))
@@ -436,11 +507,62 @@ func firstLine(s string) string {
 var sampleTraces = &traces.Report{Service: "vllm-m", Summary: "The slowest request (2.0s) spent 50% of its time queued.",
 	Requests: []traces.Request{{TraceID: "1", Duration: 2 * time.Second, Queue: time.Second, Prefill: time.Second / 2, Decode: time.Second / 2}}}
 
+// compileNamedTemplates parses the named templates (the playbook's and its fragments') into the
+// set every title, summary and action is parsed with, so that {{ template "name" . }} calls one.
+func compileNamedTemplates(el *errList, p *Playbook, named orderedTemplates) {
+	p.templates = template.New("").Option("missingkey=error").Funcs(templateFuncs)
+	p.templateSrc = map[string]string{}
+	for _, nt := range named {
+		el := el.from(nt.Source)
+		path := "templates." + nt.Name
+		if !identRE.MatchString(nt.Name) {
+			el.add(path, "name must be lower-case letters, digits and underscores")
+			continue
+		}
+		if _, dup := p.templateSrc[nt.Name]; dup {
+			el.add(path, "defined twice")
+			continue
+		}
+		if _, err := p.templates.New(nt.Name).Parse(nt.Text); err != nil {
+			el.add(path, "%s", strings.TrimPrefix(err.Error(), "template: "+nt.Name+":"))
+			continue
+		}
+		p.templateSrc[nt.Name] = nt.Text
+	}
+}
+
+var templateCallRE = regexp.MustCompile(`\{\{-?\s*template\s+"([^"]+)"`)
+
+// templateTexts are the named templates a rule's texts call, and those they call in turn.
+func (p *Playbook) templateTexts(vf VerdictFile) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(text string)
+	walk = func(text string) {
+		for _, m := range templateCallRE.FindAllStringSubmatch(text, -1) {
+			if src, ok := p.templateSrc[m[1]]; ok && !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, src)
+				walk(src)
+			}
+		}
+	}
+	walk(strings.Join(append([]string{vf.Title, vf.Summary}, vf.Actions...), "\n"))
+	return out
+}
+
 // compileTemplate parses a summary/title/action template and executes it once against sample
 // data, so that an unknown name fails at load time rather than during an incident.
 func compileTemplate(src string, p *Playbook) (*template.Template, error) {
-	t, err := template.New("").Option("missingkey=error").Funcs(templateFuncs).Parse(src)
+	base := p.templates
+	if base == nil {
+		base = template.New("").Option("missingkey=error").Funcs(templateFuncs)
+	}
+	t, err := base.Clone()
 	if err != nil {
+		return nil, err
+	}
+	if _, err := t.Parse(src); err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: :"))
 	}
 	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces, p.catalog.Known())
@@ -482,10 +604,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// loadFS loads every *.yaml / *.yml playbook under dir of fsys, in name order, compiled against
-// cat.
-func loadFS(fsys fs.FS, dir, prefix string, cat *facts.Catalog) ([]*Playbook, error) {
-	var out []*Playbook
+// decodedFile is one file of a playbooks directory, decoded.
+type decodedFile struct {
+	source string
+	file   *File
+}
+
+// decodeFS decodes every *.yaml / *.yml file under dir of fsys, in name order: playbooks and
+// fragments, not fixtures (*_test.yaml) nor testdata. prefix names them in errors.
+func decodeFS(fsys fs.FS, dir, prefix string) ([]decodedFile, error) {
+	var out []decodedFile
 	var errs []error
 	err := fs.WalkDir(fsys, dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -510,12 +638,12 @@ func loadFS(fsys fs.FS, dir, prefix string, cat *facts.Catalog) ([]*Playbook, er
 			return err
 		}
 		name := filepath.ToSlash(filepath.Join(prefix, strings.TrimPrefix(path, dir+"/")))
-		p, err := Parse(name, data, cat)
+		f, err := decodePlaybook(name, data)
 		if err != nil {
 			errs = append(errs, err)
 			return nil
 		}
-		out = append(out, p)
+		out = append(out, decodedFile{name, f})
 		return nil
 	})
 	if err != nil {
@@ -524,10 +652,67 @@ func loadFS(fsys fs.FS, dir, prefix string, cat *facts.Catalog) ([]*Playbook, er
 	return out, errors.Join(errs...)
 }
 
-// LoadDir loads the user's playbooks from a directory on disk, compiled against cat.
+// fragmentsOf adds the fragments among files to a copy of base: a name base or another file
+// has already is an error.
+func fragmentsOf(files []decodedFile, base fragments) (fragments, error) {
+	lib := maps.Clone(base)
+	if lib == nil {
+		lib = fragments{}
+	}
+	var errs []error
+	for _, df := range files {
+		if df.file.Fragment == "" {
+			continue
+		}
+		fr, err := parseFragment(df.source, df.file)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, ok := lib[fr.name]; ok {
+			errs = append(errs, &Error{Source: df.source, Path: "fragment", Msg: fmt.Sprintf("%q is already the name of %s", fr.name, prev.source)})
+			continue
+		}
+		lib[fr.name] = fr
+	}
+	return lib, errors.Join(errs...)
+}
+
+// compileAll compiles the playbooks among files with the fragments of lib.
+func compileAll(files []decodedFile, lib fragments, cat *facts.Catalog) ([]*Playbook, error) {
+	var out []*Playbook
+	var errs []error
+	for _, df := range files {
+		if df.file.Fragment != "" {
+			continue
+		}
+		p, err := compile(df.source, df.file, lib, cat)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, errors.Join(errs...)
+}
+
+// loadFS loads the playbooks under dir of fsys, with the fragments there and those of base.
+func loadFS(fsys fs.FS, dir, prefix string, base fragments, cat *facts.Catalog) ([]*Playbook, error) {
+	files, err := decodeFS(fsys, dir, prefix)
+	lib, ferr := fragmentsOf(files, base)
+	pbs, cerr := compileAll(files, lib, cat)
+	return pbs, errors.Join(err, ferr, cerr)
+}
+
+// LoadDir loads the user's playbooks from a directory on disk. They may use the built-in
+// fragments and the fragments in the directory.
 func LoadDir(dir string, cat *facts.Catalog) ([]*Playbook, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("playbooks directory: %w", err)
 	}
-	return loadFS(os.DirFS(dir), ".", dir, cat)
+	lib, err := builtinFragments()
+	if err != nil {
+		return nil, err
+	}
+	return loadFS(os.DirFS(dir), ".", dir, lib, cat)
 }

@@ -1,12 +1,12 @@
 package playbooks
 
 import (
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"time"
 )
 
 // Every playbook error names its file and place, so an author can fix it without guessing.
@@ -67,20 +67,6 @@ func TestALabelsKeyIsRejectedEvenWhenEmpty(t *testing.T) {
 	}
 }
 
-// A fixture file is decoded as strictly as a playbook: a typo in expect is named with its line,
-// not taken for a fixture that expects nothing.
-func TestAFixtureTypoNamesItsLineAndKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x_test.yaml")
-	src := "tests:\n  - name: one\n    playbook: triage\n    values: {waiting: 1, running: ~}\n    expect:\n      verdit: healthy\n"
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := LoadFixtures(path)
-	if want := path + `: line 6: unknown key "tests[0].expect.verdit"`; err == nil || err.Error() != want {
-		t.Fatalf("error\n  %v\nwant\n  %s", err, want)
-	}
-}
-
 func TestUserPlaybookOverridesBuiltinByNameAndParamsOverrideThresholds(t *testing.T) {
 	builtin, err := Builtin(sources.Catalog())
 	if err != nil {
@@ -119,58 +105,6 @@ verdicts:
 	_, err = NewSet(builtin, nil, SetOptions{Params: map[string]map[string]float64{"ttft-p99-high": {"kv_ful": 0.95}}})
 	if err == nil || !strings.Contains(err.Error(), `playbooks.params.ttft-p99-high.kv_ful: playbook ttft-p99-high has no param "kv_ful"`) {
 		t.Fatalf("a param typo must be an error, got %v", err)
-	}
-}
-
-func TestFixturesPassAndAFailingFixtureShowsADiff(t *testing.T) {
-	builtin, err := Builtin(sources.Catalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := NewSet(builtin, nil, SetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := LoadFixtures("tests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 6 {
-		t.Fatalf("want fixtures for every built-in playbook, got %d files", len(files))
-	}
-	seen := map[string]map[string]bool{}
-	for _, r := range RunFixtures(set, files) {
-		if r.Diff != "" {
-			t.Errorf("%s: %s:\n%s", r.File, r.Name, r.Diff)
-		}
-	}
-	for _, f := range files {
-		for _, fx := range f.Tests {
-			pb := fx.Playbook
-			if pb == "" {
-				p, _ := set.Match(fx.Alert)
-				pb = p.Name
-			}
-			if seen[pb] == nil {
-				seen[pb] = map[string]bool{}
-			}
-			seen[pb][fx.Expect.Verdict] = true
-		}
-	}
-	// Every verdict a built-in playbook can give has a fixture.
-	for _, p := range set.All() {
-		for _, v := range p.Verdicts {
-			if !seen[p.Name][v.ID] {
-				t.Errorf("playbook %s: no fixture expects verdict %s", p.Name, v.ID)
-			}
-		}
-	}
-
-	bad := map[string]*FixtureFile{"x_test.yaml": {Tests: []Fixture{{Name: "wrong", Playbook: "triage",
-		Values: map[string]*float64{}, Expect: FixtureExpect{Verdict: VerdictHealthy}}}}}
-	res := RunFixtures(set, bad)
-	if len(res) != 1 || !strings.Contains(res[0].Diff, "-expected: healthy") || !strings.Contains(res[0].Diff, "+got:      no-data") {
-		t.Fatalf("a failing fixture must show a diff, got %+v", res)
 	}
 }
 
@@ -254,5 +188,33 @@ verdicts:
 		if strings.Contains(n, "accepted") {
 			t.Errorf("note %q about an optional query", n)
 		}
+	}
+}
+
+// playbooks.window is a load option, as params are: the set's playbooks read it, the compiled
+// playbooks it was made from keep their own (NewSet may be called again with other options).
+func TestTheWindowIsASetOptionThatLeavesTheLoadedPlaybooksAlone(t *testing.T) {
+	builtin, err := Builtin(sources.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(builtin, nil, SetOptions{Window: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range set.All() {
+		if p.Window != 2*time.Minute {
+			t.Errorf("%s: window %s in the set, want 2m", p.Name, p.Window)
+		}
+	}
+	for _, p := range builtin {
+		if p.Window != 5*time.Minute {
+			t.Errorf("%s: the loaded playbook's window became %s", p.Name, p.Window)
+		}
+	}
+	p, _ := set.Get("ttft-p99-high")
+	q, _ := p.Query("ttft_p99")
+	if q := p.Expand(q, map[string]string{"pod": "vllm-0"}); !strings.Contains(q, "[2m]") {
+		t.Errorf("the set's window is not in the queries: %s", q)
 	}
 }

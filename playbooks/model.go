@@ -12,19 +12,34 @@ import (
 	"github.com/vllm-responder/vllm-responder/facts"
 )
 
-// File is a playbook as written in YAML. Load compiles it into a Playbook.
+// File is a playbook or a fragment as written in YAML. compile turns a playbook into a
+// Playbook, with the fragments it uses merged in (fragment.go).
 type File struct {
-	Name        string            `yaml:"name"`
-	Description string            `yaml:"description"`
-	Match       map[string]string `yaml:"match"`
+	Name string `yaml:"name"`
+	// Fragment names a fragment file (a part that playbooks take with uses:): it has params,
+	// queries, templates, conditions, a fleet, verdicts and the scope they read, and no name,
+	// match, window or charts.
+	Fragment    string `yaml:"fragment"`
+	Description string `yaml:"description"`
+	// Uses names the fragments this playbook takes, in order: their params, queries, fleet
+	// queries, templates and conditions are merged by name, their verdicts spliced ahead of the
+	// playbook's own (or where the verdicts say `- ...NAME`).
+	Uses  []string          `yaml:"uses"`
+	Match map[string]string `yaml:"match"`
 	// OnDemand marks the playbook run by `/vllm triage` and `responder triage` without --alert.
 	OnDemand bool           `yaml:"on_demand"`
 	Scope    []string       `yaml:"scope"`
 	Window   string         `yaml:"window"`
 	Params   orderedFloats  `yaml:"params"`
 	Queries  orderedQueries `yaml:"queries"`
-	Verdicts []VerdictFile  `yaml:"verdicts"`
-	Charts   []ChartFile    `yaml:"charts"`
+	// Templates are named templates (Go text/template bodies) that titles, summaries and
+	// actions call with {{ template "name" . }}: wording said once.
+	Templates orderedTemplates `yaml:"templates"`
+	// Conditions are named condition snippets (Falco's macros) that a rule's when reads by name:
+	// the name stands for the snippet, as if written there.
+	Conditions orderedTemplates `yaml:"conditions"`
+	Verdicts   verdictList      `yaml:"verdicts"`
+	Charts     []ChartFile      `yaml:"charts"`
 	// Labels is not a playbook key: it is decoded only to be rejected with a message that says
 	// what to write instead (match, scope), where a plain unknown key would not.
 	Labels yaml.Node `yaml:"labels"`
@@ -55,12 +70,24 @@ type QueryFile struct {
 	// across versions), and a value pinned at one is reported as a lower bound, not trusted.
 	Quantile    bool      `yaml:"quantile"`
 	SaturatesAt []float64 `yaml:"saturates_at"`
+	// Override names the fragment whose query of the same name this one replaces (in its
+	// place). Without it, a name a used fragment defines is an error: a fragment's query is
+	// never shadowed by accident.
+	Override string `yaml:"override"`
+	// From takes this query's definition from a fragment's query of the same name, placed here
+	// (and nothing else of that fragment): `prefill_mean: {from: series}`.
+	From string `yaml:"from"`
 }
 
 // VerdictFile is one rule of the ordered verdict list; the first whose condition holds wins.
 type VerdictFile struct {
-	ID   string `yaml:"id"`
-	When string `yaml:"when"`
+	// Name names the rule (unique in a playbook with its fragments), so that a playbook can
+	// replace a fragment's rule: a rule with the same name and `override: FRAGMENT` stands in
+	// its place.
+	Name     string `yaml:"name"`
+	Override string `yaml:"override"`
+	ID       string `yaml:"id"`
+	When     string `yaml:"when"`
 	// Meaning says what this rule's verdict means for this playbook and what to do (quoted by
 	// the MCP tool explain_verdict); the verdict id's own meaning is VerdictMeaning.
 	Meaning      string   `yaml:"meaning"`
@@ -82,27 +109,37 @@ type Playbook struct {
 	Name        string
 	Description string
 	Source      string // file it came from ("builtin/ttft-p99-high.yaml" or a path)
-	Builtin     bool
-	OnDemand    bool
-	Matchers    []Matcher
-	Scope       []string
-	Window      time.Duration
-	Params      map[string]float64
-	ParamOrder  []string
-	Queries     []*Query
-	Verdicts    []*Verdict
-	Charts      []Chart
+	// Uses are the fragments it takes (uses:), in order.
+	Uses       []string
+	Builtin    bool
+	OnDemand   bool
+	Matchers   []Matcher
+	Scope      []string
+	Window     time.Duration
+	Params     map[string]float64
+	ParamOrder []string
+	Queries    []*Query
+	Verdicts   []*Verdict
+	Charts     []Chart
 	// Fleet is the sibling comparison; nil when the playbook declares none.
 	Fleet *Fleet
 
-	byName  map[string]*Query
-	index   map[string]int // query name -> position in Queries
-	catalog *facts.Catalog // the facts its rules may read (facts.go)
+	byName map[string]*Query
+	index  map[string]int // query name -> position in Queries
+	// catalog is the facts its rules may read (facts.go).
+	catalog *facts.Catalog
+	// templates holds the named templates every title, summary and action is parsed with;
+	// templateSrc their texts by name.
+	templates   *template.Template
+	templateSrc map[string]string
+	// conditions are the named conditions by name (their texts).
+	conditions map[string]string
 }
 
 // Query is a compiled named query.
 type Query struct {
 	Name        string
+	source      string // the fragment's file it was written in ("" the playbook's own)
 	Expr        string // with $scope, $window and $param placeholders
 	Title       string
 	Unit        string
@@ -131,6 +168,10 @@ func (q *Query) Vector() bool { return q.vector }
 
 // Verdict is a compiled verdict rule.
 type Verdict struct {
+	// Name is the rule's name (empty when it has none); From is the file it was written in (a
+	// fragment's, for a rule the playbook takes from one).
+	Name         string
+	From         string
 	ID           string
 	When         string
 	Meaning      string

@@ -7,18 +7,40 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
-//go:embed builtin/*.yaml
+//go:embed builtin
 var builtinFS embed.FS
+
+// builtinFiles are the built-in playbooks and fragments (builtin/common/), decoded once.
+var builtinFiles = sync.OnceValues(func() ([]decodedFile, error) { return decodeFS(builtinFS, "builtin", "builtin") })
+
+// builtinFragments are the built-in fragments, which every playbook may use.
+var builtinFragments = sync.OnceValues(func() (fragments, error) {
+	files, err := builtinFiles()
+	if err != nil {
+		return nil, err
+	}
+	return fragmentsOf(files, nil)
+})
 
 // Builtin loads the playbooks embedded in the binary, compiled against cat (their rules read
 // the facts of every source: facts/sources.Catalog).
 func Builtin(cat *facts.Catalog) ([]*Playbook, error) {
-	pbs, err := loadFS(builtinFS, "builtin", "builtin", cat)
+	files, err := builtinFiles()
+	if err != nil {
+		return nil, err
+	}
+	lib, err := builtinFragments()
+	if err != nil {
+		return nil, err
+	}
+	pbs, err := compileAll(files, lib, cat)
 	for _, p := range pbs {
 		p.Builtin = true
 	}
@@ -39,6 +61,9 @@ type Set struct {
 type SetOptions struct {
 	// Params overrides thresholds: playbook name -> param -> value.
 	Params map[string]map[string]float64
+	// Window, when positive, is every playbook's window (playbooks.window), whatever its file
+	// says.
+	Window time.Duration
 	// Triage names the on-demand playbook (default "triage").
 	Triage string
 	// Naming renames the vLLM metrics of every query (vllm.metric_prefix) and excludes router
@@ -89,6 +114,13 @@ func NewSet(builtin, user []*Playbook, o SetOptions) (*Set, error) {
 			cp.Params[k] = o.Params[name][k]
 		}
 		s.byName[name] = &cp
+	}
+	if o.Window > 0 {
+		for name, p := range s.byName {
+			cp := *p
+			cp.Window = o.Window
+			s.byName[name] = &cp
+		}
 	}
 	naming := vllmnames.Default()
 	if o.Naming != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/playbooks/fixture"
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -112,12 +113,12 @@ func runPlaybooksTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	files, err := playbooks.LoadFixtures(dirs...)
+	files, err := fixture.Load(dirs...)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	results := playbooks.RunFixtures(set, files)
+	results := fixture.Run(set, files)
 	if len(results) == 0 {
 		fmt.Fprintf(stderr, "no fixtures (*_test.yaml) found in %s\n", strings.Join(dirs, ", "))
 		return 1

@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/notify/console"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/playbooks/fixture"
 	"github.com/vllm-responder/vllm-responder/triage"
 )
 
@@ -135,7 +136,7 @@ func checkFixtureFlags(file, expect string) error {
 
 // writeFixture writes the diagnosis as a fixture expecting expect; an existing file is kept.
 func writeFixture(file string, d *playbooks.Diagnosis, expect string) error {
-	out, err := playbooks.FixtureFromDiagnosis(d, expect)
+	out, err := fixture.FromDiagnosis(d, expect)
 	if err != nil {
 		return err
 	}

@@ -186,13 +186,9 @@ func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error
 		}
 		user = append(user, pbs...)
 	}
-	if w := c.Playbooks.Window; w > 0 {
-		for _, p := range append(builtin, user...) {
-			p.Window = w
-		}
-	}
 	naming := c.VLLM.Naming()
-	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Triage: c.Playbooks.Triage, Naming: &naming})
+	return playbooks.NewSet(builtin, user, playbooks.SetOptions{Params: c.Playbooks.Params, Window: c.Playbooks.Window,
+		Triage: c.Playbooks.Triage, Naming: &naming})
 }
 
 // newPrometheusAPI returns the v1 API client for the configured Prometheus. Its transport is

@@ -11,6 +11,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/playbooks/fixture"
 )
 
 // maxInlineFixture is the longest fixture posted as a code block in the thread; a longer one (a
@@ -46,7 +47,7 @@ func (a *app) correctVerdict(ctx context.Context, log zerolog.Logger, c click) {
 		a.tell(ctx, log, c, fmt.Sprintf(":information_source: `%s` is the verdict given; pick the one you believe is right.", chosen))
 		return
 	}
-	fixture, err := playbooks.FixtureFromRecord(rec, chosen)
+	fixture, err := fixture.FromRecord(rec, chosen)
 	if err != nil {
 		a.tell(ctx, log, c, ":x: No fixture: "+oneLine(err))
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/playbooks/fixture"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/triage"
 )
@@ -114,17 +115,17 @@ func (e *env) choose(t *testing.T, value, user string) {
 }
 
 // runFixture runs `playbooks test` on fixture text: its diff ("" when it passed).
-func runFixture(t *testing.T, set *playbooks.Set, fixture string) string {
+func runFixture(t *testing.T, set *playbooks.Set, text string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "wrong_test.yaml"), []byte(fixture), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "wrong_test.yaml"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, err := playbooks.LoadFixtures(dir)
+	files, err := fixture.Load(dir)
 	if err != nil {
-		t.Fatalf("the fixture posted does not load: %v\n%s", err, fixture)
+		t.Fatalf("the fixture posted does not load: %v\n%s", err, text)
 	}
-	res := playbooks.RunFixtures(set, files)
+	res := fixture.Run(set, files)
 	if len(res) != 1 {
 		t.Fatalf("want one test, got %+v", res)
 	}
