@@ -143,6 +143,8 @@ func (iv *IncidentView) Counts() string {
 		return "1 alert, firing"
 	case iv.Firing == iv.Alerts:
 		return fmt.Sprintf("%d alerts, all firing", iv.Alerts)
+	case iv.Firing == 0:
+		return alerts(iv.Alerts) + ", none firing"
 	}
 	return fmt.Sprintf("%s, %d firing", alerts(iv.Alerts), iv.Firing)
 }

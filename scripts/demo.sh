@@ -325,14 +325,14 @@ run_scenario() { # [--fleet [--incident] | --pod NAME ADDR BACK] scenario alert 
   if [ "$incident" = 1 ]; then
     # The other pods' alerts join as they fire (a minute at most after the first).
     waitfor 60 "the model's alerts on every pod to join its incident" incident_joined "$line" 4 || true
-    read -r parents members < <(incidents_after "$line")
+    read -r parents members < <(incidents_after "$line" "namespace=\"$NS\"")
     note="; $parents parent(s) for the model, $members alerts as its lines"
     [ "$parents" = 1 ] || { got="$got, $parents parents"; }
   fi
   conclude "$sc" "$alert" "$got" "$want" "$t0" "$line" "$note"
 }
 # incident_joined LINE N: an incident opened after line LINE has N alerts or more.
-incident_joined() { local p m; read -r p m < <(incidents_after "$1"); [ "$m" -ge "$2" ]; }
+incident_joined() { local p m; read -r p m < <(incidents_after "$1" "namespace=\"$NS\""); [ "$m" -ge "$2" ]; }
 
 # run_triage scenario expected-verdict description: on-demand triage of pod 0 (as /vllm triage),
 # every 5 s until it gives the verdict (or DEMO_TIMEOUT seconds); its answer is shown.

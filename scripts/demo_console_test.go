@@ -82,7 +82,7 @@ VLLMQueueDepthHigh namespace="demo" pod="vllm-demo-0"
 incident 3fa9c1d2e0a1  model_name="llama" namespace="demo"  (6 alerts, all firing; 1 alert joined)
   - VLLMTimeToFirstTokenP99High pod vllm-demo-2: capacity-past-knee, symptom  (new)
 [FIRING] VLLMTimeToFirstTokenP99High  (1 alert(s), group g3)
-incident 0123456789ab  model_name="other" namespace="demo"  (2 alerts, all firing; opened)
+incident 0123456789ab  model_name="llama" namespace="demo-ring"  (2 alerts, all firing; opened)
 `
 	f := filepath.Join(t.TempDir(), "responder.out")
 	if err := os.WriteFile(f, []byte(out), 0o600); err != nil {
@@ -93,6 +93,11 @@ incident 0123456789ab  model_name="other" namespace="demo"  (2 alerts, all firin
 		if err != nil || strings.TrimSpace(got) != want {
 			t.Errorf("incidents_after %s = %q (%v), want %q", from, got, err, want)
 		}
+	}
+	// Of one key: the same model in another namespace (the demo's second ring) is another
+	// incident.
+	if got, err := run(t, f, `incidents_after 0 'namespace="demo"'`); err != nil || strings.TrimSpace(got) != "1 6" {
+		t.Errorf("incidents_after 0 of namespace demo = %q (%v)", got, err)
 	}
 	// The incident lines are no alert of the pod: the verdict is still the alert's own.
 	if got, err := run(t, f, `verdict_after 0 VLLMQueueDepthHigh`); err != nil || strings.TrimSpace(got) != "capacity-past-knee" {

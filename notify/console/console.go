@@ -99,6 +99,9 @@ func writeIncident(b *strings.Builder, iv *notify.IncidentView) {
 	if w := iv.Where(); w != "" {
 		cause += " " + w
 	}
+	if !playbooks.NamesCause(iv.Verdict) {
+		cause = "none named (" + cause + ")"
+	}
 	fmt.Fprintf(b, "  cause:    %s: %s\n", cause, iv.Title)
 	if iv.Summary != "" {
 		fmt.Fprintf(b, "            %s\n", iv.Summary)
