@@ -273,7 +273,7 @@ func (r *record) causePods() []string {
 
 // causeOf is what a member that brings the incident's verdict says of it.
 func causeOf(it notify.Item) notify.Cause {
-	c := notify.Cause{Alertname: clip(it.Alert.Labels["alertname"], maxTitle), Title: it.Verdict()}
+	c := notify.Cause{Alertname: clip(it.Alert.Labels["alertname"], maxTitle), Title: "no playbook matches " + clip(it.Alert.Labels["alertname"], maxTitle)}
 	if d := it.Diagnosis; d != nil {
 		c.Title, c.Summary = clip(cmp.Or(d.Title, d.Verdict), maxTitle), clip(d.Summary, maxSummary)
 		for _, a := range d.Actions[:min(len(d.Actions), maxActions)] {

@@ -538,3 +538,18 @@ func TestAnUnreadableRecordIsReplacedByANewIncident(t *testing.T) {
 		t.Errorf("no new incident in place of the unreadable one: %+v", inc)
 	}
 }
+
+// An alert of the model that no playbook matches joins the incident as an unexplained member;
+// opening one, it says so rather than naming a verdict.
+func TestAnAlertNoPlaybookMatchesJoinsAsUnexplained(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	custom := alert("MyTeamsOwnAlert", "llama", "p0")
+	inc := e.send(group("custom", notify.Item{Alert: custom, Unmatched: true}))
+	if inc.Verdict != "unmatched" || inc.Cause.Title != "no playbook matches MyTeamsOwnAlert" || inc.Members[0].Role != notify.RoleUnexplained {
+		t.Errorf("incident %+v", inc)
+	}
+	inc = e.send(group("queue", firing(alert("VLLMQueueDepthHigh", "llama", "p0"), playbooks.VerdictCapacityPastKnee)))
+	if inc.Verdict != playbooks.VerdictCapacityPastKnee || inc.Change.VerdictWas != "unmatched" || roles(inc)["MyTeamsOwnAlert@p0"] != "unmatched,unexplained" {
+		t.Errorf("a diagnosed member did not take the verdict over: %+v", inc)
+	}
+}
