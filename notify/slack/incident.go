@@ -176,12 +176,7 @@ func (n *notifier) followIncident(ctx context.Context, log zerolog.Logger, nt *n
 	}
 	if len(evidence) > 0 {
 		blocks, text := replyBlocks(nt, evidence, nil, th.Alertname, n.render)
-		blocks = capBlocks(append([]slackgo.Block{section(evidenceNote(iv))}, blocks...))
-		if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
-			slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
-			return err
-		}
-		n.api.metrics.Messages.WithLabelValues("reply").Inc()
+		return n.reply(ctx, log, th, capBlocks(append([]slackgo.Block{section(evidenceNote(iv))}, blocks...)), text)
 	}
 	if err := n.saveThread(ctx, th); err != nil {
 		log.Error().Err(err).Msg("saving slack thread state")
@@ -190,33 +185,15 @@ func (n *notifier) followIncident(ctx context.Context, log zerolog.Logger, nt *n
 }
 
 // resolveIncident edits the incident's parent to resolved, with how long it lasted, and says so
-// in its thread.
+// in its thread; a new incident of the model, after the quiet time, has a parent of its own.
 func (n *notifier) resolveIncident(ctx context.Context, log zerolog.Logger, iv *notify.IncidentView, th *thread, seq int64) error {
-	blocks := incidentParent(iv, th.body())
-	if err := n.api.Update(ctx, th.Channel, th.TS, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(incidentText(iv), false)); err != nil {
-		return err
-	}
-	th.Status, th.ResolvedAt, th.IncidentSeq = notify.StatusResolved, iv.Resolved, seq
-	if err := n.saveThread(ctx, th); err != nil {
-		log.Error().Err(err).Msg("saving slack thread state")
-	}
-	// A new incident of the model, after the quiet time, has a parent of its own.
-	if err := n.store.Unclaim(ctx, parentKey(th.GroupKey)); err != nil {
-		log.Warn().Err(err).Msg("releasing the parent message claim")
-	}
 	reply := ":large_green_circle: Every alert of the incident resolved"
 	if d, ok := iv.Lasted(); ok {
 		reply += " after " + notify.HumanDuration(d)
 	}
 	reply += ". An alert of it that fires again soon rejoins this thread."
-	if err := rateLimitRetried(ctx, n.cfg, func(ctx context.Context) error {
-		_, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionText(reply, false))
-		return err
-	}); err != nil {
-		log.Warn().Err(err).Msg("posting the incident's resolution reply")
-	}
-	n.api.metrics.Messages.WithLabelValues("resolved").Inc()
-	return nil
+	th.IncidentSeq = seq
+	return n.closeThread(ctx, log, th, incidentParent(iv, th.body()), incidentText(iv), reply, iv.Resolved)
 }
 
 // body is the parent's diagnosis below the incident, as it was posted.

@@ -12,11 +12,9 @@ import (
 	"github.com/prometheus/alertmanager/template"
 	"github.com/rs/zerolog"
 
-	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
 	incidents "github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/playbooks"
-	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // incidentClock is the incidents' clock, set by the tests.
@@ -236,21 +234,9 @@ func TestWithoutIncidentsEveryGroupIsAThread(t *testing.T) {
 // per model, never two, and the other group lands in it. As
 // TestTwoRespondersSharingRedisPostOneParentPerGroup for groups.
 func TestTwoRespondersSharingRedisPostOneParentPerIncident(t *testing.T) {
-	addr := testenv.RedisAddr(t)
-	prefix := fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
-	newStore := func() store.Store {
-		s, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	newStore := sharedRedis(t)
 	a := newHarness(t, newStore(), nil, "chat.postMessage", "chat.update")
-	b := newHarness(t, newStore(), nil)
-	b.cfg.APIURL = a.cfg.APIURL
-	b.api = newAPI(b.cfg, b.m, a.api.log, nil)
-	b.n.api = b.api
+	b := sameSlack(t, a, newStore())
 	clock := &incidentClock{now: t0}
 	trackers := []notify.Notifier{withIncidents(t, a, clock), withIncidents(t, b, clock)}
 
@@ -285,10 +271,7 @@ func TestTwoRespondersSharingRedisPostOneParentPerIncident(t *testing.T) {
 	}
 
 	// A responder that starts while the incident is open (a restart) keeps joining its thread.
-	c := newHarness(t, newStore(), nil)
-	c.cfg.APIURL = a.cfg.APIURL
-	c.api = newAPI(c.cfg, c.m, a.api.log, nil)
-	c.n.api = c.api
+	c := sameSlack(t, a, newStore())
 	if _, err := withIncidents(t, c, clock).Notify(context.Background(), groupOf("VLLMKVCacheNearFull", "model-0", "vllm-1", playbooks.VerdictKVPressure)); err != nil {
 		t.Fatal(err)
 	}

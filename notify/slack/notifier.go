@@ -503,15 +503,7 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 		return nil
 	}
 	blocks, text := replyBlocks(nt, news, resolved, th.Alertname, n.render)
-	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
-		slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
-		return err
-	}
-	n.api.metrics.Messages.WithLabelValues("reply").Inc()
-	if err := n.saveThread(ctx, th); err != nil {
-		log.Error().Err(err).Msg("saving slack thread state")
-	}
-	return nil
+	return n.reply(ctx, log, th, blocks, text)
 }
 
 // news is what nt brings to the thread: alerts new to it, fired again or with another verdict,
@@ -571,6 +563,13 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 		end = n.now()
 	}
 	blocks, text, reply := resolvedMessage(th, end)
+	return n.closeThread(ctx, log, th, blocks, text, reply, end)
+}
+
+// closeThread edits the thread's parent to its resolved blocks and text, records the thread
+// resolved at end, frees the claim on its parent (the next firing is a new message) and replies
+// in it.
+func (n *notifier) closeThread(ctx context.Context, log zerolog.Logger, th *thread, blocks []slackgo.Block, text, reply string, end time.Time) error {
 	if err := n.api.Update(ctx, th.Channel, th.TS, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false)); err != nil {
 		return err
 	}
@@ -579,7 +578,6 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	if err := n.saveThread(ctx, th); err != nil {
 		log.Error().Err(err).Msg("saving slack thread state")
 	}
-	// The next firing of this group is a new incident with a parent message of its own.
 	if err := n.store.Unclaim(ctx, parentKey(th.GroupKey)); err != nil {
 		log.Warn().Err(err).Msg("releasing the parent message claim")
 	}
@@ -592,6 +590,19 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 		log.Warn().Err(err).Msg("posting the resolution reply")
 	}
 	n.api.metrics.Messages.WithLabelValues("resolved").Inc()
+	return nil
+}
+
+// reply posts blocks (and their fallback text) in the thread, and saves the thread's record.
+func (n *notifier) reply(ctx context.Context, log zerolog.Logger, th *thread, blocks []slackgo.Block, text string) error {
+	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
+		slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
+		return err
+	}
+	n.api.metrics.Messages.WithLabelValues("reply").Inc()
+	if err := n.saveThread(ctx, th); err != nil {
+		log.Error().Err(err).Msg("saving slack thread state")
+	}
 	return nil
 }
 
