@@ -418,6 +418,17 @@ func RecordedPrometheus(t testing.TB, pods []VLLMLoad) *PromServer {
 	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(time.Now(), pods)})
 }
 
+// RecordedPrometheusWithRules is RecordedPrometheus with the recording rules of ruleFiles (the
+// shipped deploy/prometheus files: the stall history) evaluated over the recorded 20 minutes,
+// as a Prometheus that has run them all along holds them.
+func RecordedPrometheusWithRules(t testing.TB, pods []VLLMLoad, ruleFiles ...string) *PromServer {
+	t.Helper()
+	now := time.Now()
+	end := now.Truncate(15 * time.Second)
+	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods), BackfillRules: ruleFiles,
+		BackfillFrom: end.Add(-20 * time.Minute), BackfillTo: end})
+}
+
 // openMetrics groups samples by metric family (OpenMetrics wants each family contiguous) and
 // declares their types.
 func openMetrics(raw string) string {
