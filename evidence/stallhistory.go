@@ -11,14 +11,16 @@ import (
 // key beside the gate fragment's stalled_for and stalled_recent, expanded as their expr is):
 // copies of the two fleet queries every built-in playbook shares, over the recording rules
 // deploy/prometheus ships (group vllm-responder-stall-history). They say what the raw forms
-// say: stalled_for, seconds since the engine's token counters last moved (an hour at most, to
-// 5 s within the last 15 minutes); stalled_recent, the seconds of the last 15 minutes in which
-// it held requests without progress, each stall's first minute added back.
+// say, to the rules' interval instead of 5 s steps: stalled_for, seconds since the engine's
+// token counters last moved (an hour at most); stalled_recent, the seconds of the last 15
+// minutes in which it held requests without progress, each stall's first minute added back.
 
 // Recorded forms of the fleet queries, with the fleet's placeholders ($siblings: the model's
 // pods; $by: what the fleet groups by).
 const (
-	recordedStalledFor = `min by ($by) (time() - min_over_time((timestamp(engine:vllm_progress_tokens:sum{$siblings}) and engine:vllm_progress_tokens:sum{$siblings} == engine:vllm_progress_tokens:sum{$siblings} @ end())[1h:5s]))`
+	// The last move of the hour, or the oldest sample when there was none (the record's sign
+	// says which): no subquery over the hour.
+	recordedStalledFor = `min by ($by) (time() - abs(max_over_time(engine:vllm_tokens_moved:timestamp{$siblings}[1h])))`
 
 	recordedStalledRecent = `max by ($by) (count_over_time((engine:vllm_stall_held:1m{$siblings} > 0)[15m:5s]) * 5` +
 		` + 60 * clamp_min(count_over_time((engine:vllm_stall_held:1m{$siblings} > 0 unless engine:vllm_stall_held:1m{$siblings} offset 5s > 0)[15m:5s])` +

@@ -81,7 +81,7 @@ type SpecDecodeAlert struct {
 
 // RecordNames are the recording rules, in the order the rules file defines them: the stall
 // history the responder's playbooks read where they find it (evidence.Alternatives).
-var RecordNames = []string{"engine:vllm_progress_tokens:sum", "engine:vllm_stall_held:1m"}
+var RecordNames = []string{"engine:vllm_tokens_moved:timestamp", "engine:vllm_stall_held:1m"}
 
 // RecordBy is what the recording rules group by: one series per engine of a pod, with what the
 // playbooks' fleet groups by (namespace, pod, instance, engine, the role) and model_name, which
