@@ -34,8 +34,9 @@ const (
 )
 
 // StallHistory is the AlternativesFunc of the stall history: recorded forms for the fleet
-// queries named stalled_for and stalled_recent of any playbook, with vLLM's series named as n
-// says (the check reads one of vLLM's own).
+// queries named stalled_for and stalled_recent of the built-in playbooks (a user's playbook may
+// mean something else by those names), with vLLM's series named as n says (the check reads one
+// of vLLM's own).
 func StallHistory(n vllmnames.Naming) AlternativesFunc {
 	// $siblings stands in for matchers of its length while the parser reads the template.
 	present, err := n.RewriteTemplate(recordedPresent, strings.ReplaceAll(recordedPresent, "$siblings", `_s="1234"`))
@@ -43,7 +44,7 @@ func StallHistory(n vllmnames.Naming) AlternativesFunc {
 		panic("evidence: the stall history's check does not parse: " + err.Error())
 	}
 	return func(p *playbooks.Playbook, labels map[string]string, ps playbooks.PodScope) Alternatives {
-		if p.Fleet == nil {
+		if p.Fleet == nil || !p.Builtin {
 			return Alternatives{}
 		}
 		var scope []string

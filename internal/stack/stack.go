@@ -199,6 +199,9 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		Observer:          obs,
 		Naming:            n,
 		Logger:            log,
+		// The stall history read from the shipped recording rules where they run
+		// (deploy/prometheus, group vllm-responder-stall-history), its raw form elsewhere.
+		Alternatives: evidence.StallHistory(n),
 	}
 	if c.Kubernetes.Enabled {
 		opt.Kube = &c.Kubernetes
