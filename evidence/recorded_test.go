@@ -154,6 +154,34 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 			t.Errorf("raw: %s (%s); recorded: %s (%s)", raw.Verdict, raw.Title, rec.Verdict, rec.Title)
 		}
 	})
+	// One evaluation of the stall history for every playbook of a model: it travels in a request
+	// of its own, the same PromQL for the TTFT, the queue and the KV playbooks and for triage,
+	// so within the cache's life it is sent once (and the check once).
+	t.Run("the stall history is one request for every playbook of a model", func(t *testing.T) {
+		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
+		e := NewEngine(q, EngineOptions{Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)})
+		for _, name := range []string{"ttft-p99-high", "queue-depth-high", "kv-cache-near-full"} {
+			p, _ := set.Get(name)
+			if _, err := e.RunAt(context.Background(), p, map[string]string{"namespace": "r", "model_name": "llama-r", "pod": "stopped-75s"}, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.RunAt(context.Background(), set.Triage(), map[string]string{"namespace": "r", "model_name": "llama-r"}, at); err != nil {
+			t.Fatal(err)
+		}
+		history, checks := 0, 0
+		for _, s := range q.sent {
+			switch {
+			case strings.Contains(s, "engine:vllm_stall_held:1m{") && strings.Contains(s, "[15m:5s]"):
+				history++
+			case strings.HasPrefix(s, "group(engine:vllm_stall_held:1m{"):
+				checks++
+			}
+		}
+		if history != 1 || checks != 1 {
+			t.Errorf("the stall history sent %d times, its check %d times, for four playbooks of one model; want once each", history, checks)
+		}
+	})
 	// A model the rules have not recorded (the check finds no series): the raw form.
 	t.Run("a model without the rules' series", func(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
