@@ -235,6 +235,25 @@ func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest
 	return RecordedRequests(p, labels, queriesPerRequest, nil)
 }
 
+// RequestsWith is what a run of an engine with the recorded alternatives alts sends, its cache
+// empty: the checks of the alternatives (once each), then RecordedRequests where the rules'
+// series are found (recorded), Requests where not.
+func RequestsWith(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, alts AlternativesFunc, recorded bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	a := alts(p, labels, playbooks.PodScope{})
+	for _, alt := range append(a.Queries, a.Fleet...) {
+		if alt.Expr != "" && alt.Present != "" && !seen[alt.Present] {
+			seen[alt.Present] = true
+			out = append(out, alt.Present)
+		}
+	}
+	if recorded {
+		return append(out, RecordedRequests(p, labels, queriesPerRequest, alts)...)
+	}
+	return append(out, Requests(p, labels, queriesPerRequest)...)
+}
+
 // RecordedRequests is Requests where the recorded alternatives alts gives are used (their
 // checks answered), the checks not counted: what a run sends where the shipped recording rules
 // run. A nil alts is Requests.

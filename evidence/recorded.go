@@ -17,9 +17,10 @@ import (
 // diagnosis pays for it once in a while, not each time.
 //
 // The queries that have an alternative are the history every playbook shares (the gate): on the
-// fleet they travel in a request of their own, whose PromQL is the same for every playbook of a
-// model, so that the cache and the sharing of identical requests in flight evaluate it once for
-// all of them (fleet.go).
+// fleet, in their recorded form, they travel in a request of their own, whose PromQL is the same
+// for every playbook of a model, so that the cache and the sharing of identical requests in
+// flight evaluate it once for all of them (fleet.go). Their raw form travels with the rest of the
+// fleet's queries, as it did before there were recorded forms.
 
 // Alternative is a query's recorded form, expanded for one run.
 type Alternative struct {
@@ -82,7 +83,7 @@ func (e *Engine) useRecorded(ctx context.Context, pl *plan) {
 	pl.x.Fleet = swapped(pl.x.Fleet, alts.Fleet, checks)
 	pl.sharedFleet = make([]bool, len(pl.x.Fleet))
 	for i, a := range alts.Fleet {
-		pl.sharedFleet[i] = i < len(pl.x.Fleet) && a.Expr != ""
+		pl.sharedFleet[i] = i < len(pl.x.Fleet) && a.Expr != "" && checks[a.Present]
 	}
 }
 
