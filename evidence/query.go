@@ -139,10 +139,10 @@ func tooLong(n, maxBytes int) result {
 		"a backend may accept (VictoriaMetrics' -search.maxQueryLen); the scope's label values make it this long", n, maxBytes)}
 }
 
-// Refused is how a query's problem begins when the backend refused it (Prometheus' 400 or 422
+// refusedPrefix is how a query's problem begins when the backend refused it (Prometheus' 400 or 422
 // with an error, VictoriaMetrics' 422 "too long query", a 4xx from a proxy): the query was
 // answered, with a refusal, which is not the absence of its evidence.
-const Refused = "the backend refused the query: "
+const refusedPrefix = "the backend refused the query: "
 
 // refusal reports whether apiErr is the backend refusing the query, rather than failing to
 // answer it: Prometheus' bad_data and execution errors (its 400 and 422), the error types
@@ -181,7 +181,7 @@ func interpret(v model.Value, err error, ctx context.Context) result {
 				}
 				msg += ": " + detail
 			}
-			return result{status: QueryError, refused: true, problem: Refused + msg}
+			return result{status: QueryError, refused: true, problem: refusedPrefix + msg}
 		case ctx.Err() != nil:
 			return result{status: QueryTimeout, problem: context.Cause(ctx).Error()}
 		default:

@@ -19,41 +19,9 @@ import (
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
-// stallLoads are pods of one model whose engines stop, sleep or serve, as the real-vLLM
-// end-to-end test and cmd/responder's progress test record them: stops of 75 s (scraped every
-// 15 s and every second), two stops, a stop 6m10s ago still on, a hang of 5 minutes that ended,
-// an engine asleep on purpose, and an idle, a slow and a quiet pod.
-func stallLoads() []testenv.VLLMLoad {
-	pod := func(name string, f func(*testenv.VLLMLoad)) testenv.VLLMLoad {
-		l := testenv.HealthyLoad
-		l.Namespace, l.Pod, l.Model = "r", name, "llama-r"
-		f(&l)
-		return l
-	}
-	return []testenv.VLLMLoad{
-		pod("hung", func(l *testenv.VLLMLoad) { l.Running, l.Waiting, l.KV, l.HangFrom = 2, 0, 0.04, 8*time.Minute }),
-		pod("asleep", func(l *testenv.VLLMLoad) { l.Running, l.Waiting, l.HangFrom, l.Asleep = 2, 1, 8*time.Minute, true }),
-		pod("recovered", func(l *testenv.VLLMLoad) {
-			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 9*time.Minute, 5*time.Minute, 30, 34, 35
-		}),
-		pod("stopped-75s", func(l *testenv.VLLMLoad) {
-			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
-		}),
-		pod("stopped-75s-1s", func(l *testenv.VLLMLoad) {
-			l.Step, l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = time.Second, 135*time.Second, 75*time.Second, 30, 34, 35
-		}),
-		pod("stopped-twice", func(l *testenv.VLLMLoad) {
-			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
-			l.EarlierHangFrom, l.EarlierHangFor = 8*time.Minute, 75*time.Second
-		}),
-		pod("stopped-370s-1s", func(l *testenv.VLLMLoad) {
-			l.Step, l.Running, l.Waiting, l.HangFrom = time.Second, 2, 0, 370*time.Second
-		}),
-		pod("idle", func(l *testenv.VLLMLoad) { l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0 }),
-		pod("slow", func(l *testenv.VLLMLoad) { l.ReqRate, l.Running, l.Waiting = 0.05, 4, 2 }),
-		pod("ok", func(*testenv.VLLMLoad) {}),
-	}
-}
+// stallLoads are the pods of one model whose engines stop, sleep, restart or serve
+// (testenv.ProgressLoads, as cmd/responder's progress test records them).
+func stallLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("r", "llama-r") }
 
 // shippedRules is the committed production rules file (its stall history is evaluated every
 // 15 s).
