@@ -68,17 +68,20 @@ func (e *Engine) useRecorded(ctx context.Context, pl *plan) {
 	if len(checks) == 0 {
 		return
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	answered := make([]bool, 0, len(checks))
+	asked := make([]string, 0, len(checks))
 	for c := range checks {
-		wg.Go(func() {
-			ok := e.present(ctx, c, pl.cacheSuffix, pl.at)
-			mu.Lock()
-			checks[c] = ok
-			mu.Unlock()
-		})
+		asked = append(asked, c)
+		answered = append(answered, false)
+	}
+	var wg sync.WaitGroup
+	for i, c := range asked {
+		wg.Go(func() { answered[i] = e.present(ctx, c, pl.cacheSuffix, pl.at) })
 	}
 	wg.Wait()
+	for i, c := range asked {
+		checks[c] = answered[i]
+	}
 	pl.x.Queries = swapped(pl.x.Queries, alts.Queries, checks)
 	pl.x.Fleet = swapped(pl.x.Fleet, alts.Fleet, checks)
 	pl.sharedFleet = make([]bool, len(pl.x.Fleet))

@@ -127,7 +127,8 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 	// so within the cache's life it is sent once (and the check once).
 	t.Run("the stall history is one request for every playbook of a model", func(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
-		e := NewEngine(q, EngineOptions{Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)})
+		// (a cache that outlives the four runs however busy the machine)
+		e := NewEngine(q, EngineOptions{CacheTTL: time.Hour, Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)})
 		for _, name := range []string{"ttft-p99-high", "queue-depth-high", "kv-cache-near-full"} {
 			p, _ := set.Get(name)
 			if _, err := e.RunAt(context.Background(), p, map[string]string{"namespace": "r", "model_name": "llama-r", "pod": "stopped-75s"}, at); err != nil {
