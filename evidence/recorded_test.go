@@ -55,7 +55,8 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Now().Truncate(time.Second)
+	// Where the recorded history ends: the rules' series were backfilled up to there.
+	at := prom.RecordedUntil
 	set := builtinSet(t)
 	ttft, _ := set.Get("ttft-p99-high")
 	run := func(p *playbooks.Playbook, labels map[string]string, recorded bool) (*playbooks.Diagnosis, []string) {

@@ -70,6 +70,11 @@ type PromServer struct {
 	Proc    *Process
 	opts    PromOptions
 	cfgPath string
+	// RecordedUntil is when the recorded history ends (RecordedPrometheusWithRules): the rules'
+	// series are backfilled up to it and no further, so that evaluating there reads both alike
+	// (past it, a backfilled series, which has no staleness marker, would seem to go on for the
+	// lookback while the raw series have ended).
+	RecordedUntil time.Time
 }
 
 // Prometheus starts a real Prometheus on a loopback port and waits until it is ready.

@@ -425,8 +425,10 @@ func RecordedPrometheusWithRules(t testing.TB, pods []VLLMLoad, ruleFiles ...str
 	t.Helper()
 	now := time.Now()
 	end := now.Truncate(15 * time.Second)
-	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods), BackfillRules: ruleFiles,
+	p := Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods), BackfillRules: ruleFiles,
 		BackfillFrom: end.Add(-20 * time.Minute), BackfillTo: end})
+	p.RecordedUntil = end
+	return p
 }
 
 // openMetrics groups samples by metric family (OpenMetrics wants each family contiguous) and
