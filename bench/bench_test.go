@@ -19,6 +19,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/handlers"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -46,7 +47,7 @@ func payload(seq int) []byte {
 }
 
 func playbookSet(b *testing.B) *playbooks.Set {
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,8 +131,8 @@ func (staticQuerier) Query(context.Context, string, time.Time) (model.Value, err
 // 5 playbook runs (13 queries each, answered at once, cache off) and the console notification.
 func BenchmarkDiagnoseNewGroup(b *testing.B) {
 	set := playbookSet(b)
-	engine := evidence.NewEngine(staticQuerier{}, evidence.EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()})
-	out := console.New(io.Discard)
+	engine := evidence.NewEngine(staticQuerier{}, evidence.EngineOptions{CacheTTL: -1, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()})
+	out := console.New(io.Discard, notify.ViewOptions{StormThreshold: 5})
 	msg, err := handlers.DecodeMessage(payload(0))
 	if err != nil {
 		b.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/teams"
 	"github.com/vllm-responder/vllm-responder/notify/webhook"
+	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/profile"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -49,11 +51,17 @@ type Config struct {
 	Playbooks    PlaybooksConfig    `yaml:"playbooks"`
 	Dispatch     DispatchConfig     `yaml:"dispatch"`
 	Profile      profile.Config     `yaml:"profile"`
-	VLLM         VLLMConfig         `yaml:"vllm"`
+	// Probe confirms a stall with one 1-token request to the pod before the diagnosis says so
+	// (off by default).
+	Probe probe.Config `yaml:"probe"`
+	VLLM  VLLMConfig   `yaml:"vllm"`
 	// Traces finds the slowest requests of every diagnosis in Jaeger (off when its url is empty).
 	Traces traces.Config `yaml:"traces"`
 	// MCP serves the read-only MCP tools on /mcp of `responder serve`.
 	MCP MCPConfig `yaml:"mcp"`
+	// Triage bounds on-demand triage (`responder triage`, the MCP triage tool, `/vllm triage`,
+	// the Re-run triage button).
+	Triage TriageConfig `yaml:"triage"`
 	// Teams posts every diagnosis to a Teams channel through a Workflows webhook (off when its
 	// webhook_url is empty), beside Slack or instead of it.
 	Teams teams.Config `yaml:"teams"`
@@ -63,6 +71,41 @@ type Config struct {
 	// Kubernetes reads kube-state-metrics' series for the pod of every diagnosis: its workload,
 	// the autoscaler that scales it, pending pods, node, restart reasons (on by default).
 	Kubernetes kube.Config `yaml:"kubernetes"`
+
+	// Deprecated says, one line each, which deprecated keys the file set and what to set
+	// instead (`responder check` prints them, `responder serve` logs them).
+	Deprecated []string `yaml:"-"`
+}
+
+// takeDeprecated moves what deprecated keys set (root is the parsed file) to their new keys,
+// noting each in Deprecated, and refuses a file that sets both to different values.
+func (c *Config) takeDeprecated(root *yaml.Node) error {
+	if s := c.Slack.StormThreshold; s > 0 {
+		if d := c.Dispatch.StormThreshold; setIn(root, "dispatch", "storm_threshold") && d != s {
+			return configerr.New("slack.storm_threshold", "deprecated, and it differs from dispatch.storm_threshold (%d, %d): set only dispatch.storm_threshold", s, d)
+		}
+		c.Dispatch.StormThreshold = s
+		c.Deprecated = append(c.Deprecated, "slack.storm_threshold is deprecated: set dispatch.storm_threshold, which every notifier and the dispatcher read")
+	}
+	return nil
+}
+
+// setIn reports whether the mapping at root sets the key at path.
+func setIn(root *yaml.Node, path ...string) bool {
+	n := root
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n != nil
 }
 
 // MCPConfig is the MCP endpoint of `responder serve` (`responder mcp` serves stdio without it).
@@ -73,6 +116,32 @@ type MCPConfig struct {
 	// own token, not the webhook's.
 	BearerToken     secret.Secret `yaml:"bearer_token"`
 	BearerTokenFile string        `yaml:"bearer_token_file"`
+}
+
+// TriageConfig bounds on-demand triage. Alerts are diagnosed whatever their namespace.
+type TriageConfig struct {
+	// Namespaces, when set, are the only namespaces a triage reads: a request naming another is
+	// refused, one naming none is about the models of these only. Empty: whoever can triage (the
+	// MCP token, the Slack app, the CLI) can triage any namespace Prometheus holds.
+	Namespaces []string `yaml:"namespaces"`
+}
+
+// namespaceRE is a Kubernetes namespace name (a DNS-1123 label).
+var namespaceRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks the triage section.
+func (t *TriageConfig) Validate() error {
+	var errs []error
+	for i, ns := range t.Namespaces {
+		key := fmt.Sprintf("namespaces[%d]", i)
+		switch {
+		case !namespaceRE.MatchString(ns):
+			errs = append(errs, configerr.New(key, "%q is not a Kubernetes namespace name", ns))
+		case slices.Index(t.Namespaces, ns) < i:
+			errs = append(errs, configerr.New(key, "%q is listed twice", ns))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // VLLMConfig says how vLLM's series are named and labelled in Prometheus.
@@ -198,6 +267,10 @@ type DispatchConfig struct {
 	NotifyTimeout time.Duration `yaml:"notify_timeout"`
 	// DrainTimeout is how long shutdown waits for accepted work to finish.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// StormThreshold: a notification with more firing alerts than this is a storm: the
+	// dispatcher diagnoses it once per playbook from group-wide queries, and every notifier
+	// shows it as one summary. It was slack.storm_threshold, which still works, deprecated.
+	StormThreshold int `yaml:"storm_threshold"`
 }
 
 // Default returns a configuration with every default set.
@@ -212,12 +285,13 @@ func Default() *Config {
 		Redis:        RedisConfig{KeyPrefix: "vllm-responder:"},
 		Playbooks:    PlaybooksConfig{Triage: "triage"},
 		Dispatch: DispatchConfig{Workers: 4, QueueSize: 256, DedupWindow: 4 * time.Hour, GroupCooldown: time.Second,
-			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second},
+			RunTimeout: 30 * time.Second, NotifyTimeout: 60 * time.Second, DrainTimeout: 30 * time.Second, StormThreshold: 5},
 	}
 	c.VLLM = VLLMConfig{MetricPrefix: vllmnames.DefaultPrefix, RouterLabel: vllmnames.DefaultRouterLabel, PodLabel: vllmnames.DefaultPodLabel,
 		RoleLabel: vllmnames.DefaultRoleLabel}
 	c.Slack.SetDefaults()
 	c.Profile.SetDefaults()
+	c.Probe.SetDefaults()
 	c.Traces.SetDefaults()
 	c.Teams.SetDefaults()
 	c.Kubernetes.SetDefaults()
@@ -250,6 +324,9 @@ func Parse(source string, data []byte) (*Config, error) {
 		return nil, inSource(source, err)
 	}
 	if err := readSecretFiles(reflect.ValueOf(c).Elem(), ""); err != nil {
+		return nil, inSource(source, err)
+	}
+	if err := c.takeDeprecated(root); err != nil {
 		return nil, inSource(source, err)
 	}
 	if err := c.Validate(); err != nil {
@@ -363,6 +440,7 @@ const (
 	maxConcurrentQueries = 1024
 	maxQueriesPerRequest = 100
 	maxOutboundWebhooks  = 10
+	maxStormThreshold    = 10_000
 )
 
 // Validate checks every section, then the sections against each other. It returns every error,
@@ -379,7 +457,7 @@ func (c *Config) Validate() error {
 	}{
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
-		{"profile", &c.Profile}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"teams", &c.Teams},
+		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"triage", &c.Triage}, {"teams", &c.Teams},
 		{"kubernetes", &c.Kubernetes},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
@@ -387,6 +465,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateOutboundWebhooks())
 	if c.Dispatch.RunTimeout < c.Prometheus.QueryTimeout {
 		errs = append(errs, configerr.New("dispatch.run_timeout", "must be at least prometheus.query_timeout (%s)", configerr.FormatDuration(c.Prometheus.QueryTimeout)))
+	}
+	if c.Probe.Enabled && c.Probe.Timeout >= c.Dispatch.RunTimeout {
+		errs = append(errs, configerr.New("probe.timeout", "must be shorter than dispatch.run_timeout (%s): a stalled diagnosis waits for the probe", configerr.FormatDuration(c.Dispatch.RunTimeout)))
 	}
 	if c.Traces.Enabled() && c.Traces.Timeout >= c.Dispatch.RunTimeout {
 		errs = append(errs, configerr.New("traces.timeout", "must be shorter than dispatch.run_timeout (%s): the diagnosis is posted without traces rather than late", configerr.FormatDuration(c.Dispatch.RunTimeout)))
@@ -481,7 +562,8 @@ func (r *RedisConfig) Validate() error {
 func (d *DispatchConfig) Validate() error {
 	return errors.Join(
 		inRange("workers", int64(d.Workers), 1, maxWorkers),
-		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize))
+		inRange("queue_size", int64(d.QueueSize), 1, maxQueueSize),
+		inRange("storm_threshold", int64(d.StormThreshold), 1, maxStormThreshold))
 }
 
 // Validate checks the vllm section.

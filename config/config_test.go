@@ -32,6 +32,7 @@ webhook: {bearer_token_file: ` + file + `}
 slack: {bot_token: "${TEST_SLACK_TOKEN}", signing_secret: "sign-789", channel: "#x"}
 redis: {url: "redis://:hunter2@localhost:6379/0", password: "redis-pw-000"}
 mcp: {enabled: true, bearer_token_file: ` + file + `}
+probe: {enabled: true, api_key: "probe-key-321"}
 `
 	c, err := Parse("test.yaml", []byte(cfg))
 	if err != nil {
@@ -48,7 +49,7 @@ mcp: {enabled: true, bearer_token_file: ` + file + `}
 	}
 	j, _ := json.Marshal(c)
 	for _, out := range []string{c.Redacted(), string(j)} {
-		for _, s := range []string{"from-a-file-123", "xoxb-from-env-456", "sign-789", "hunter2", "redis-pw-000"} {
+		for _, s := range []string{"from-a-file-123", "xoxb-from-env-456", "sign-789", "hunter2", "redis-pw-000", "probe-key-321"} {
 			if strings.Contains(out, s) {
 				t.Fatalf("rendered config leaks %q:\n%s", s, out)
 			}
@@ -165,6 +166,10 @@ var badConfigs = []struct {
 	}},
 	{"mapping_for_a_map_of_numbers.yaml", []string{`test.yaml: line 3: playbooks.params: want a mapping, got "none"`}},
 	{"mcp_without_token.yaml", []string{"test.yaml: mcp.bearer_token: required with mcp.enabled (or mcp.bearer_token_file)"}},
+	{"triage_namespaces.yaml", []string{
+		`test.yaml: triage.namespaces[1]: "Team_B" is not a Kubernetes namespace name`,
+		`test.yaml: triage.namespaces[2]: "team-a" is listed twice`,
+	}},
 	{"outbound_webhooks_each_entry_checked.yaml", []string{
 		"test.yaml: outbound_webhooks[1].url: must be an http(s) URL",
 		"test.yaml: outbound_webhooks[1].secret: must start with whsec_ (the value is not shown)",
@@ -212,6 +217,13 @@ var badConfigs = []struct {
 		"test.yaml: profile.lock_ttl: must be positive, got 0s",
 		"test.yaml: profile.janitor_interval: must be positive, got 0s",
 	}},
+	{"probe_bad_values.yaml", []string{
+		"test.yaml: probe.timeout: must be between 500ms and 20s, got 100ms",
+		"test.yaml: probe.min_interval: must be at least timeout (100ms), got 50ms: a pod is probed at most once per interval",
+		`test.yaml: probe.url_template: must render an http(s) URL with a host, got "10.0.0.1:8000"`,
+		`test.yaml: probe.allowed_networks[1]: "10.0.0.1" is not a CIDR (10.0.0.0/8, fd00::/8)`,
+	}},
+	{"probe_timeout_past_the_run.yaml", []string{"test.yaml: probe.timeout: must be shorter than dispatch.run_timeout (10s): a stalled diagnosis waits for the probe"}},
 	{"only_comments.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
 	{"only_document_marker.yaml", []string{"test.yaml: the file is empty (nothing but comments or whitespace): write {} to take every default"}},
 	{"prometheus_header_files_missing.yaml", []string{
@@ -238,6 +250,7 @@ var badConfigs = []struct {
 		"test.yaml: redis.password_file: open /nonexistent/redis-password: no such file or directory",
 		"test.yaml: redis.sentinel.password_file: open /nonexistent/sentinel-password: no such file or directory",
 		"test.yaml: profile.bearer_token_file: open /nonexistent/profile-token: no such file or directory",
+		"test.yaml: probe.api_key_file: open /nonexistent/probe-key: no such file or directory",
 		"test.yaml: mcp.bearer_token_file: open /nonexistent/mcp-token: no such file or directory",
 	}},
 	{"slack_allowed_ids.yaml", []string{
@@ -267,7 +280,7 @@ var badConfigs = []struct {
 	}},
 	{"slack_unknown_key.yaml", []string{`test.yaml: line 3: unknown key "slack.chanel"`}},
 	{"slack_url_template_results.yaml", []string{
-		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type slack.linkData`,
+		`test.yaml: slack.grafana_url_template: template: grafana:1:25: executing "grafana" at <.Modle>: can't evaluate field Modle in type notify.linkData`,
 		`test.yaml: slack.traces_url_template: result "m" is not an absolute http(s) URL`,
 	}},
 	{"slack_url_templates.yaml", []string{
@@ -319,6 +332,8 @@ var badConfigs = []struct {
 		`test.yaml: vllm.pod_label: "pod-name" is not a valid label name`,
 		`test.yaml: vllm.role_label: "llm-d.ai/role" is not a valid label name (empty turns the prefill/decode pools off)`,
 	}},
+	{"storm_threshold_twice.yaml", []string{"test.yaml: slack.storm_threshold: deprecated, and it differs from dispatch.storm_threshold (7, 5): set only dispatch.storm_threshold"}},
+	{"storm_threshold_zero.yaml", []string{"test.yaml: dispatch.storm_threshold: must be between 1 and 10000, got 0"}},
 	{"webhook_two_auth_methods.yaml", []string{"test.yaml: webhook: set bearer_token or basic_auth, not both"}},
 	{"webhook_username_without_password.yaml", []string{"test.yaml: webhook.basic_auth.password: required with a username"}},
 }
@@ -402,5 +417,34 @@ func TestAnEmptyMappingTakesEveryDefault(t *testing.T) {
 	}
 	if c.Redacted() != Default().Redacted() {
 		t.Fatalf("{} loaded\n%s\nwant the defaults\n%s", c.Redacted(), Default().Redacted())
+	}
+}
+
+// slack.storm_threshold, deprecated, still sets the one storm threshold (dispatch's, which every
+// notifier reads) and says so; alone, dispatch.storm_threshold is the threshold and nothing is
+// deprecated; the two may agree.
+func TestTheDeprecatedSlackStormThresholdStillSetsTheThreshold(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		want       int
+		deprecated bool
+	}{
+		{"neither", `{}`, 5, false},
+		{"dispatch's", `dispatch: {storm_threshold: 9}`, 9, false},
+		{"slack's, deprecated", `slack: {storm_threshold: 7}`, 7, true},
+		{"both, agreeing", "slack: {storm_threshold: 7}\ndispatch: {storm_threshold: 7}", 7, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse("test.yaml", []byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Dispatch.StormThreshold != c.want || (len(cfg.Deprecated) > 0) != c.deprecated {
+				t.Errorf("threshold %d, deprecated %q; want %d, deprecated %v", cfg.Dispatch.StormThreshold, cfg.Deprecated, c.want, c.deprecated)
+			}
+			if c.deprecated && !strings.Contains(strings.Join(cfg.Deprecated, "\n"), "set dispatch.storm_threshold") {
+				t.Errorf("the deprecation does not say what to set: %q", cfg.Deprecated)
+			}
+		})
 	}
 }

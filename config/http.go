@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	promconfig "github.com/prometheus/common/config"
+
+	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 )
 
 // HTTPClientConfig is prometheus/common's HTTP client configuration, the http_config that
@@ -20,14 +22,15 @@ func DefaultHTTPClientConfig() HTTPClientConfig { return promconfig.DefaultHTTPC
 
 // NewHTTPRoundTripper returns the round tripper for a section's HTTP client configuration:
 // prometheus/common's, which adds the credentials and headers, reloads TLS files when they
-// change, keeps up to 1000 idle connections per host and never asks for compression. name
+// change, keeps up to 1000 idle connections per host (closed after httpconfig.IdleConnTimeout
+// idle) and never asks for compression. name
 // labels its connections. Any section of this configuration (prometheus, alertmanager, and
 // others that take an HTTP client configuration) builds its client through this.
 func NewHTTPRoundTripper(name string, h HTTPClientConfig) (http.RoundTripper, error) {
-	return promconfig.NewRoundTripperFromConfig(h, name, promconfig.WithUserAgent("vllm-responder"))
+	return promconfig.NewRoundTripperFromConfig(h, name, httpconfig.Options()...)
 }
 
 // NewHTTPClient is NewHTTPRoundTripper as an *http.Client (redirects as follow_redirects says).
 func NewHTTPClient(name string, h HTTPClientConfig) (*http.Client, error) {
-	return promconfig.NewClientFromConfig(h, name, promconfig.WithUserAgent("vllm-responder"))
+	return promconfig.NewClientFromConfig(h, name, httpconfig.Options()...)
 }

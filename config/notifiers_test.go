@@ -30,7 +30,7 @@ teams:
   proxy_url: http://proxy.example:3128
 outbound_webhooks:
   - name: incident-tool
-    url: https://user:pw-456@tool.example/hook
+    url: https://user:pw-456@tool.example/hook/path-tok-321?token=query-tok-654
     secret: "${TEST_TOOL_SECRET}"
     request_timeout: 3s
   - name: bot
@@ -56,12 +56,12 @@ outbound_webhooks:
 	}
 	j, _ := json.Marshal(c)
 	out := c.Redacted()
-	for _, s := range []string{"teams-sig-123", "MfKQ9r8", "C2FVsBQ", "pw-456", "bot-token-789"} {
+	for _, s := range []string{"teams-sig-123", "MfKQ9r8", "C2FVsBQ", "pw-456", "bot-token-789", "path-tok-321", "query-tok-654"} {
 		if strings.Contains(out, s) || strings.Contains(string(j), s) {
 			t.Errorf("the printed config shows %q:\n%s", s, out)
 		}
 	}
-	for _, want := range []string{"teams:\n", "outbound_webhooks:\n", "name: incident-tool", "request_timeout: 3s", "https://user:xxxxx@tool.example/hook"} {
+	for _, want := range []string{"teams:\n", "outbound_webhooks:\n", "name: incident-tool", "request_timeout: 3s", "url: https://tool.example\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the printed config lacks %q:\n%s", want, out)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -48,7 +49,7 @@ func (c *collector) all() []*notify.Notification {
 // diagnosis is degraded the way it is when Prometheus is down).
 func engineOn(t *testing.T, url string) (*playbooks.Set, *evidence.Engine) {
 	t.Helper()
-	b, err := playbooks.Builtin()
+	b, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

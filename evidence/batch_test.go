@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -45,7 +46,7 @@ func (c countingQuerier) drain() []string {
 // a scalar query travels alone; a request Prometheus answers with an error is sent again query
 // by query, a request that cannot reach Prometheus is not.
 func TestARunSendsItsQueriesAFewToARequest(t *testing.T) {
-	p, err := playbooks.Parse("fake.yaml", []byte(strings.Replace(fakePlaybook, "queries:\n", "queries:\n  s: {expr: 'scalar(sum(s{$scope}))', unit: count}\n", 1)))
+	p, err := playbooks.Parse("fake.yaml", []byte(strings.Replace(fakePlaybook, "queries:\n", "queries:\n  s: {expr: 'scalar(sum(s{$scope}))', unit: count}\n", 1)), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

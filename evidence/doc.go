@@ -17,9 +17,10 @@
 //     query reached Prometheus, a degraded diagnosis (inconclusive, Error set) and an
 //     *UnavailableError, which matches ErrPrometheusUnavailable.
 //  4. facts, only when the judgement says a rule on the way to its verdict reads them
-//     (playbooks.Diagnosis.NeedsFacts): what kube-state-metrics says about the pod (the alert's,
-//     or the fleet's focus; kube.Config.Lookup, its queries sent as the others are, kube.go),
-//     then the judgement again with them, their evidence and notes.
+//     (playbooks.Diagnosis.NeedsFacts): the first such source of EngineOptions.Facts (the list:
+//     facts/sources; kube-state-metrics, vLLM's LoRA series) looks them up for the pod (the
+//     alert's, or the fleet's focus), its queries sent as the others are (facts.go), then the
+//     judgement again with them, their evidence and notes; a source at a time.
 //
 // The transport (transport.go) and the instant-vector decoder (vectorjson.go) keep an incident's
 // queries cheap for Prometheus and for the responder.

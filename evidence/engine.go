@@ -13,9 +13,9 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
-	"github.com/vllm-responder/vllm-responder/kube"
-	"github.com/vllm-responder/vllm-responder/lora"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -49,11 +49,14 @@ type EngineOptions struct {
 	Naming vllmnames.Naming
 	// Traces, when set, looks up the slowest traced requests of every run, beside the queries.
 	Traces TraceFinder
-	// Kube, when set and enabled, reads what kube-state-metrics says about the diagnosed pod
-	// (kube.Config.Lookup) when a rule on the way to the verdict reads it
-	// (playbooks.Diagnosis.FactSources), and judges again with it. The LoRA facts (package
-	// lora) need no option: they are vLLM's own series, looked up the same way.
-	Kube   *kube.Config
+	// Facts are the sources of the facts a playbook reads beyond its queries (the list:
+	// facts/sources.List), each looked up for the diagnosed pod when a rule on the way to the
+	// verdict reads one of its facts (playbooks.Diagnosis.FactSources), and the playbook judged
+	// again with them (facts.go). None: no fact is looked up, and every fact is unknown.
+	Facts []facts.Source
+	// Probe, when set, sends one 1-token request to the pod of an engine-stalled diagnosis and
+	// shows what it found in the evidence (probe.enabled).
+	Probe  StallProber
 	Logger zerolog.Logger
 	Now    func() time.Time
 }
@@ -120,6 +123,9 @@ func (e *Engine) Run(ctx context.Context, p *playbooks.Playbook, labels map[stri
 // before it) and the diagnosis' EvaluatedAt is at. A zero at is the current time.
 func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[string]string, at time.Time) (*playbooks.Diagnosis, error) {
 	start := e.opt.Now()
+	if d := e.labelTooLong(p, labels, cmp.Or(at, start)); d != nil {
+		return d, nil
+	}
 	pl := e.plan(p, labels, start, at)
 	e.useRecorded(ctx, &pl)
 	g := e.gather(ctx, pl)
@@ -130,9 +136,36 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 	for err == nil && d.NeedsFacts() && e.lookupFacts(ctx, pl, &g, d.FactSources()) {
 		d, err = e.judge(pl, g)
 	}
+	if err == nil && e.opt.Probe != nil && d.Verdict == playbooks.VerdictEngineStalled && at.IsZero() {
+		e.probeStall(ctx, pl, d)
+	}
 	d.Duration = e.opt.Now().Sub(start)
 	d.DurationMS = float64(d.Duration.Microseconds()) / 1000
 	return d, err
+}
+
+// labelTooLong is the diagnosis of a run whose labels hold a value longer than
+// promql.MaxLabelValue among those that reach a query (the playbook's scope, the labels that
+// name a pod, the namespace), nil otherwise. No query is sent, and the diagnosis says why, so
+// that the alert is still posted with it.
+func (e *Engine) labelTooLong(p *playbooks.Playbook, labels map[string]string, at time.Time) *playbooks.Diagnosis {
+	names := append(slices.Clone(p.Scope), e.pods.Name(), vllmnames.DefaultPodLabel, vllmnames.FallbackPodLabel, "namespace")
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		err := promql.CheckLabelValue(name, labels[name])
+		if err == nil {
+			continue
+		}
+		return &playbooks.Diagnosis{Playbook: p.Name, EvaluatedAt: at, Verdict: playbooks.VerdictInconclusive,
+			Error: err.Error(),
+			Title: "Label value too long: no query sent",
+			Summary: fmt.Sprintf("The %s label is %d bytes long, more than the %d bytes the responder puts into a query "+
+				"(no Kubernetes name is longer), so Prometheus was not queried and nothing is known of the cause.",
+				name, len(labels[name]), promql.MaxLabelValue),
+			Actions: []string{fmt.Sprintf("Check the alerting rule and the scrape config that set the %s label", name),
+				"Run responder triage with the model or pod named"}}
+	}
+	return nil
 }
 
 // plan is what one run asks of Prometheus: p's queries expanded for the labels, evaluated at at.
@@ -164,9 +197,8 @@ type gathered struct {
 	fleetNotes []string
 	traces     *traces.Report
 	tracesNote string
-	kube       *kube.Report // nil: not looked up
-	lora       *lora.Report // nil: not looked up
-	looked     []string     // the fact sources looked up (facts.Source*), made or not
+	looked     []string                 // the fact sources looked up (by name), made or not
+	found      map[string]*facts.Result // what the lookups that were made found, by source
 }
 
 // gather sends the plan's queries, its fleet request and its trace lookup at once and waits for
@@ -257,7 +289,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		d, err = unreachable(p, t, pl.at), &UnavailableError{Reason: t.lastErr}
 		d.Notes = notes
 	} else {
-		kf, factNotes := factsOf(g)
+		kf, factNotes := e.factsOf(g)
 		notes = append(notes, factNotes...)
 		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
 			PodScope: e.pods, At: pl.at, Facts: kf})
@@ -275,7 +307,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
 	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.pods))
 	if d.Record != nil {
-		d.Evidence = append(d.Evidence, factEvidence(g, d.Record.Facts)...)
+		d.Evidence = append(d.Evidence, e.factEvidence(g, d.Record.Facts)...)
 	}
 	d.Charts = charts(p, pl.x.Queries)
 	return d, err

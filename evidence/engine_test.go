@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -179,7 +182,7 @@ func evidence(d *playbooks.Diagnosis, name string) playbooks.Evidence {
 // what the diagnosis says: a value, or a missing value with its reason named, and a verdict
 // that degrades (inconclusive, with notes) rather than a crash or a made-up number.
 func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
-	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook))
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +465,7 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 // The chosen verdict's templates render with the values the answers gave, and evidence keeps the
 // query as sent, with the alert's label quoted in it.
 func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
-	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook))
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,6 +483,33 @@ func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
 	}
 	if len(d.Missing) != 0 || len(d.Notes) != 0 || d.Degraded() {
 		t.Fatalf("missing %q, notes %q: nothing should be", d.Missing, d.Notes)
+	}
+}
+
+// An alert whose label that reaches a query is longer than promql.MaxLabelValue (a pod label of
+// 16 KiB on the webhook path) is diagnosed without a query: inconclusive, saying which label is
+// too long, so that the alert is still posted. The hard negative: a value of the bound is queried.
+func TestALabelValueLongerThanTheBoundSendsNoQueryAndSaysSo(t *testing.T) {
+	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("p", 16<<10)
+	d, err := NewEngine(&fakePrometheus{t: t}, EngineOptions{CacheTTL: -1}).
+		Run(context.Background(), p, map[string]string{"alertname": "X", "pod": long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != playbooks.VerdictInconclusive || d.Title != "Label value too long: no query sent" ||
+		d.Error != `label "pod": value too long (16384 bytes, at most 253)` || !strings.Contains(d.Summary, "The pod label is 16384 bytes long") {
+		t.Fatalf("verdict %s, title %q, error %q, summary %q", d.Verdict, d.Title, d.Error, d.Summary)
+	}
+	// A label no query reads (not in the scope, naming no pod) is not bounded here.
+	answers := map[string]answer{"a": one(1), "b": one(1), "ttft_bucket": one(0.2)}
+	d, err = NewEngine(&fakePrometheus{t: t, answers: answers}, EngineOptions{CacheTTL: -1}).
+		Run(context.Background(), p, map[string]string{"alertname": "X", "pod": strings.Repeat("p", promql.MaxLabelValue), "description": long})
+	if err != nil || d.Verdict != playbooks.VerdictHealthy {
+		t.Fatalf("a value of the bound: verdict %s, %v; want it queried (healthy)", d.Verdict, err)
 	}
 }
 

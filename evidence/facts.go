@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
-	"github.com/vllm-responder/vllm-responder/kube"
-	"github.com/vllm-responder/vllm-responder/lora"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -28,58 +25,62 @@ import (
 // decided before the next source is needed.
 
 // lookupFacts looks up the first of sources (in the order of the rules that read them) that g
-// has not looked up yet and marks it looked up, a source that is off or has no pod to look up
-// marked and passed over. It reports whether a lookup was made. One source at a time: judged
-// again with it, the verdict may be decided before the next source's first reader (a LoRA slot
-// shortage asks nothing of kube-state-metrics).
+// has not looked up yet and marks it looked up, a source that is not in the engine's list,
+// is off or has nothing to look up (no pod) marked and passed over. It reports whether a lookup
+// was made. One source at a time: judged again with it, the verdict may be decided before the
+// next source's first reader (a LoRA slot shortage asks nothing of kube-state-metrics).
 func (e *Engine) lookupFacts(ctx context.Context, pl plan, g *gathered, sources []string) bool {
-	for _, src := range sources {
-		if slices.Contains(g.looked, src) {
+	for _, name := range sources {
+		if slices.Contains(g.looked, name) {
 			continue
 		}
-		g.looked = append(g.looked, src)
-		switch src {
-		case facts.SourceKube:
-			if e.opt.Kube == nil || !e.opt.Kube.Enabled {
-				continue
+		g.looked = append(g.looked, name)
+		i := slices.IndexFunc(e.opt.Facts, func(s facts.Source) bool { return s.Name() == name })
+		if i < 0 {
+			continue
+		}
+		if r := e.opt.Facts[i].Lookup(ctx, e.factsAsker(pl.cacheSuffix, pl.at), e.subject(pl, g.fleet)); r != nil {
+			if g.found == nil {
+				g.found = map[string]*facts.Result{}
 			}
-			if pod, ok := e.factsPod(pl, g.fleet); ok {
-				g.kube = e.opt.Kube.Lookup(ctx, e.factsAsker(pl.cacheSuffix, pl.at), kube.PodRef{Namespace: pod[0], Name: pod[1]}, pl.at, pl.p.Window)
-				return true
-			}
-		case facts.SourceLoRA:
-			if sel, ok := e.loraSelector(pl, g.fleet); ok {
-				g.lora = lora.Lookup(ctx, e.factsAsker(pl.cacheSuffix, pl.at), sel)
-				return true
-			}
+			g.found[name] = r
+			return true
 		}
 	}
 	return false
 }
 
-// factsOf are the facts g looked up (nil: none), with the lookups' notes.
-func factsOf(g gathered) (*facts.Facts, []string) {
+// factsOf are the facts g looked up (nil: none), with the lookups' notes, in the order of the
+// engine's sources.
+func (e *Engine) factsOf(g gathered) (*facts.Facts, []string) {
 	if len(g.looked) == 0 {
 		return nil, nil
 	}
 	f := facts.New(g.looked...)
 	var notes []string
-	if g.kube != nil {
-		f.Merge(g.kube.Facts())
-		notes = append(notes, kubeNotes(g.kube)...)
-	}
-	if g.lora != nil {
-		f.Merge(g.lora.Facts())
-		notes = append(notes, g.lora.Notes()...)
+	for _, src := range e.opt.Facts {
+		if r := g.found[src.Name()]; r != nil {
+			f.Merge(r.Facts)
+			notes = append(notes, r.Notes...)
+		}
 	}
 	return f, notes
+}
+
+// subject is what a lookup is about: the alert's pod, or the fleet's focus pod, and the
+// selector of its vLLM series.
+func (e *Engine) subject(pl plan, fleet playbooks.FleetValues) facts.Subject {
+	pod, ok := e.factsPod(pl, fleet)
+	s := facts.Subject{Namespace: pod[0], Pod: pod[1], At: pl.at, Window: pl.p.Window}
+	s.Series = e.podSeries(pl, pod, ok)
+	return s
 }
 
 // factsPod is the pod whose facts are looked up: the alert's, or the fleet's focus pod. Its
 // namespace is "" when the labels have none.
 func (e *Engine) factsPod(pl plan, fleet playbooks.FleetValues) ([2]string, bool) {
 	if pod, ok := kubePod(pl.labels, e.pods); ok {
-		return [2]string{pod.Namespace, pod.Name}, true
+		return pod, true
 	}
 	if pl.p.Fleet != nil {
 		if ns, name, ok := pl.p.FocusPod(fleet, pl.labels, e.pods); ok {
@@ -89,10 +90,11 @@ func (e *Engine) factsPod(pl plan, fleet playbooks.FleetValues) ([2]string, bool
 	return [2]string{}, false
 }
 
-// loraSelector selects the pod's series of vLLM's LoRA family: by namespace and pod (the pod
-// scope's label, or the instance standing in for it), never by model_name (the family has
-// none), renamed as every vLLM query is.
-func (e *Engine) loraSelector(pl plan, fleet playbooks.FleetValues) (string, bool) {
+// podSeries selects the pod's series of a vLLM metric: by namespace and pod (the pod scope's
+// label, or the instance standing in for it), never by model_name (the API server's families,
+// vLLM's LoRA family among them, have none), renamed as every vLLM query is. Without a pod in
+// the alert's labels, the pod is the facts' pod (pod, ok false: none, and the selector "").
+func (e *Engine) podSeries(pl plan, pod [2]string, ok bool) func(metric string) string {
 	labels := map[string]string{}
 	for _, l := range []string{"namespace", e.pods.Name(), vllmnames.DefaultPodLabel, vllmnames.FallbackPodLabel} {
 		if v := pl.labels[l]; v != "" {
@@ -101,24 +103,23 @@ func (e *Engine) loraSelector(pl plan, fleet playbooks.FleetValues) (string, boo
 	}
 	m, used, _ := e.pods.Matchers([]string{"namespace", vllmnames.DefaultPodLabel}, labels)
 	if len(used) == 0 || (len(used) == 1 && used["namespace"] != "") {
-		pod, ok := e.factsPod(pl, fleet)
 		if !ok {
-			return "", false
+			return func(string) string { return "" }
 		}
 		m, _, _ = e.pods.Matchers([]string{"namespace", vllmnames.DefaultPodLabel}, map[string]string{"namespace": pod[0], e.pods.Name(): pod[1]})
 	}
-	return e.opt.Naming.Selector(lora.Metric, m), true
+	return func(metric string) string { return e.opt.Naming.Selector(metric, m) }
 }
 
 // kubePod is the pod to look up from the alert's labels: the pod the pod scope selects by the
 // pod label (not an instance standing in for it), and its namespace when the alert has one
 // (without, the pod's series name it).
-func kubePod(labels map[string]string, ps playbooks.PodScope) (kube.PodRef, bool) {
+func kubePod(labels map[string]string, ps playbooks.PodScope) ([2]string, bool) {
 	pod := labels[ps.Name()]
 	if pod == "" {
 		pod = labels[vllmnames.DefaultPodLabel]
 	}
-	return kube.PodRef{Namespace: labels["namespace"], Name: pod}, pod != ""
+	return [2]string{labels["namespace"], pod}, pod != ""
 }
 
 // vectorBatch is a request carrying several named queries whose answers are kept as series,
@@ -147,7 +148,7 @@ func (e *Engine) factsAsker(keySuffix string, at time.Time) facts.Asker {
 		a := facts.Answer{Vectors: map[string]model.Vector{}, Problems: map[string]string{}}
 		var mu sync.Mutex
 		var send func(chunk []facts.Query)
-		send = func(chunk []kube.Query) {
+		send = func(chunk []facts.Query) {
 			names, exprs := make([]string, len(chunk)), make([]string, len(chunk))
 			for i, q := range chunk {
 				names[i], exprs[i] = q.Name, q.Expr
@@ -193,47 +194,33 @@ func (e *Engine) factsAsker(keySuffix string, at time.Time) facts.Asker {
 	}
 }
 
-// kubeNotes say what kube-state-metrics lacked and which of its queries failed. A Prometheus
-// without kube-state-metrics at all (a fleet outside Kubernetes, or without it) gets no note on
-// every diagnosis: the verdicts that would have used the facts say so themselves (kube_missing).
-func kubeNotes(r *kube.Report) []string {
-	var notes []string
-	if r.Missing != "" && !r.Absent {
-		notes = append(notes, "Kubernetes: "+r.Missing)
-	}
-	if len(r.Problems) > 0 {
-		notes = append(notes, "kube-state-metrics queries failed: "+strings.Join(r.Problems, "; "))
-	}
-	return notes
-}
-
-// factEvidence lists the shown facts that have a value, each with the query it came from.
-func factEvidence(g gathered, f *facts.Facts) []playbooks.Evidence {
-	queries := map[string]map[string]string{}
-	if g.kube != nil {
-		queries[facts.SourceKube] = g.kube.Queries
-	}
-	if g.lora != nil {
-		queries[facts.SourceLoRA] = map[string]string{lora.QueryName: g.lora.Query}
-	}
+// factEvidence lists the shown facts that have a value, each with the query it came from, in
+// the order of the engine's sources.
+func (e *Engine) factEvidence(g gathered, f *facts.Facts) []playbooks.Evidence {
 	var out []playbooks.Evidence
-	for _, fc := range playbooks.Facts() {
-		if !fc.Shown || queries[fc.Source] == nil {
+	for _, src := range e.opt.Facts {
+		r := g.found[src.Name()]
+		if r == nil {
 			continue
 		}
-		ev := playbooks.Evidence{Name: fc.Name, Title: fc.Title, Unit: fc.Unit, Query: queries[fc.Source][fc.Query]}
-		if fc.Label {
-			if ev.Label = f.Label(fc.Name); ev.Label == "" {
+		for _, fc := range src.Facts() {
+			if !fc.Shown {
 				continue
 			}
-			ev.Text = ev.Label
-		} else {
-			if ev.Value = f.Number(fc.Name); ev.Value == nil {
-				continue
+			ev := playbooks.Evidence{Name: fc.Name, Title: fc.Title, Unit: fc.Unit, Query: r.Queries[fc.Query]}
+			if fc.Label {
+				if ev.Label = f.Label(fc.Name); ev.Label == "" {
+					continue
+				}
+				ev.Text = ev.Label
+			} else {
+				if ev.Value = f.Number(fc.Name); ev.Value == nil {
+					continue
+				}
+				ev.Text = playbooks.FormatValue(ev.Value, fc.Unit)
 			}
-			ev.Text = playbooks.FormatValue(ev.Value, fc.Unit)
+			out = append(out, ev)
 		}
-		out = append(out, ev)
 	}
 	return out
 }

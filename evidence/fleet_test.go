@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -81,7 +83,7 @@ var foldedSignalRE = regexp.MustCompile(`"` + signalLabel + `", "(\w+)"`)
 
 func builtinSet(t testing.TB) *playbooks.Set {
 	t.Helper()
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +272,8 @@ func TestADecodePodIsComparedWithTheDecodePoolNotThePrefillPods(t *testing.T) {
 	if !strings.Contains(d.Fleet.Scope, "the model's only decode pod (1 of 1 decode pods)") {
 		t.Errorf("scope %q", d.Fleet.Scope)
 	}
-	if len(d.Fleet.Rows) != 3 || d.Fleet.Rows[0].Role != "decode" || !strings.Contains(strings.Join(d.Fleet.Table(8), "\n"), "vllm-p-1 (prefill)") {
-		t.Errorf("rows %+v; want every pod listed with its role:\n%s", d.Fleet.Rows, strings.Join(d.Fleet.Table(8), "\n"))
+	if len(d.Fleet.Rows) != 3 || d.Fleet.Rows[0].Role != "decode" || !strings.Contains(strings.Join(fleetTable(d), "\n"), "vllm-p-1 (prefill)") {
+		t.Errorf("rows %+v; want every pod listed with its role:\n%s", d.Fleet.Rows, strings.Join(fleetTable(d), "\n"))
 	}
 }
 
@@ -299,7 +301,7 @@ func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
 	if d.Fleet.Rank != "1" || len(d.Fleet.Ranks) != 2 || d.Fleet.Ranks[0].Pod != "1" {
 		t.Errorf("engines %q %+v; want engine 1 (the deeper queue) first of 2", d.Fleet.Rank, d.Fleet.Ranks)
 	}
-	table := d.Fleet.Table(8)
+	table := fleetTable(d)
 	if len(table) != 5 || !strings.Contains(table[1], "vllm-0") || !strings.Contains(table[2], "engine 1") || !strings.Contains(table[3], "engine 0") {
 		t.Errorf("table should list vllm-0, then its engines 1 and 0, then vllm-1:\n%s", strings.Join(table, "\n"))
 	}
@@ -367,3 +369,6 @@ func TestARejectedFleetRequestFallsBackToOneRequestPerQuery(t *testing.T) {
 		t.Fatalf("fleet %+v; want both pods with values", d.Fleet)
 	}
 }
+
+// fleetTable is the sibling table as the notifiers show it (notify's view of the diagnosis).
+func fleetTable(d *playbooks.Diagnosis) []string { return notify.NewDiagnosisView(d).Fleet.Table(8) }

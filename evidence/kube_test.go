@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -87,17 +88,17 @@ verdicts:
 func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testing.T) {
 	pq := kubePrometheus(t)
 	at := time.Now() // after the first scrape (a second truncated away could be before it)
-	p, err := playbooks.Parse("kube-test.yaml", []byte(kubePlaybook))
+	p, err := playbooks.Parse("kube-test.yaml", []byte(kubePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := countingQuerier{WarningQuerier: pq, asked: make(chan string, 100)}
 	engine := func(c *kube.Config, perRequest int) *Engine {
-		return NewEngine(q, EngineOptions{CacheTTL: -1, QueriesPerRequest: perRequest, Kube: c, Logger: zerolog.Nop()})
+		return NewEngine(q, EngineOptions{CacheTTL: -1, QueriesPerRequest: perRequest, Facts: sources.List(sources.Config{Kubernetes: c}), Logger: zerolog.Nop()})
 	}
 	alert := map[string]string{"alertname": "X", "namespace": "llm", "pod": "vllm-capacity", "model_name": "llama"}
 	// Without the KV rule: a model's KV peak is its worst pod's, past 90%.
-	noKV, err := playbooks.Parse("kube-test.yaml", []byte(strings.Replace(kubePlaybook, `  - {id: kv-pressure, when: "kv_peak >= 0.9", title: KV}`+"\n", "", 1)))
+	noKV, err := playbooks.Parse("kube-test.yaml", []byte(strings.Replace(kubePlaybook, `  - {id: kv-pressure, when: "kv_peak >= 0.9", title: KV}`+"\n", "", 1)), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -63,7 +64,7 @@ func TestARunReadsTheLoRASeriesOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testing.
 		return err == nil && ok && len(vec) == 2
 	})
 	at := time.Now()
-	p, err := playbooks.Parse("lora-test.yaml", []byte(loraPlaybook))
+	p, err := playbooks.Parse("lora-test.yaml", []byte(loraPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestARunReadsTheLoRASeriesOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testing.
 	run := func(t *testing.T, labels map[string]string) (*playbooks.Diagnosis, []string) {
 		t.Helper()
 		q.drain()
-		e := NewEngine(q, EngineOptions{CacheTTL: -1, Kube: kubeConfig(t, ""), Logger: zerolog.Nop()})
+		e := NewEngine(q, EngineOptions{CacheTTL: -1, Facts: sources.List(sources.Config{Kubernetes: kubeConfig(t, "")}), Logger: zerolog.Nop()})
 		d, err := e.RunAt(context.Background(), p, labels, at)
 		if err != nil {
 			t.Fatal(err)

@@ -12,15 +12,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/lora"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
-// longestLabelValue is the longest label value the responder puts into a query: 253 bytes, the
-// longest Kubernetes name (issue 33 item 10 bounds every value there; the bound's constant is
-// internal/promql's MaxLabelValue once it lands).
-const longestLabelValue = 253
+// longestLabelValue is the longest label value the responder puts into a query
+// (promql.MaxLabelValue: 253 bytes, the longest Kubernetes name; a longer one is refused before
+// any query).
+const longestLabelValue = promql.MaxLabelValue
 
 // longValue is a value of n bytes that PromQL quoting writes as it is (a Kubernetes name, a
 // served model name): what a real scope holds at its longest.

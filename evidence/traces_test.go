@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -66,7 +67,7 @@ func slowReport() *traces.Report {
 }
 
 func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
-	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
 }
 
 func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
-	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,8 @@ queries:
   waiting: sum(vllm:num_requests_waiting{$scope})
 verdicts:
   - {id: healthy, when: "waiting < 1", title: ok}
-`))
+`), sources.Catalog())
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +151,7 @@ verdicts:
 }
 
 func TestTracesNeverHoldADiagnosisPastItsRunDeadline(t *testing.T) {
-	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +171,7 @@ func (o *traceObs) ObserveQuery(time.Duration, string) {}
 func (o *traceObs) ObserveTraceLookup(r string)        { o.results = append(o.results, r) }
 
 func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
-	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
 // `triage --at` reviews a past incident: the traces are those of the window ending at that time,
 // not at the time of the run.
 func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
-	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook))
+	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

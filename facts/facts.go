@@ -2,9 +2,14 @@
 // queries do not give, each from a source that looks them up beside the queries, through the
 // evidence engine's query path (cache, sharing, the bound on requests in flight), only when a
 // rule on the way to the verdict reads one of them. A fact is a number (nil when unknown) or a
-// label value ("" when unknown). The sources: kube-state-metrics (package kube: the pod's
-// workload, its HPA, its pods' states, its restarts) and vLLM's own label-valued series (package
-// lora: `vllm:lora_requests_info`). playbooks.Facts lists every fact of every source.
+// label value ("" when unknown).
+//
+// Every source has one shape (Source: its facts' names, titles, units and docs, and its lookup),
+// and the sources in force are one list, in package facts/sources: kube-state-metrics (package
+// kube: the pod's workload, its HPA, its pods' states, its restarts) and vLLM's own label-valued
+// series (package lora: `vllm:lora_requests_info`). A playbook compiles against their Catalog;
+// the evidence engine loops over the list. This package knows no source: the playbook language
+// imports it alone.
 package facts
 
 import (
@@ -33,15 +38,9 @@ type Fact struct {
 	Shown bool
 	// Query names the lookup query the fact comes from.
 	Query string
-	// Source names the lookup the fact comes from (SourceKube, SourceLoRA).
+	// Source names the source the fact comes from (Source.Name; set by the Catalog).
 	Source string
 }
-
-// The sources, as Facts.Sources and a playbook's rules name them.
-const (
-	SourceKube = "kube-state-metrics"
-	SourceLoRA = "vllm lora_requests_info"
-)
 
 // Kind says what a fact holds, for the runbooks' table: a label, a number, a number of seconds.
 func (f Fact) Kind() string {

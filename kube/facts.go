@@ -216,14 +216,14 @@ func Names() []facts.Fact {
 	out := make([]facts.Fact, len(table))
 	for i, f := range table {
 		out[i] = facts.Fact{Name: f.Name, Title: f.Title, Doc: f.Doc, Unit: f.Unit, Label: f.Label, Shown: f.Shown,
-			Query: f.Query, Source: facts.SourceKube}
+			Query: f.Query, Source: SourceName}
 	}
 	return out
 }
 
 // Facts are the report's facts by name.
 func (r *Report) Facts() *Facts {
-	f := facts.New(facts.SourceKube)
+	f := facts.New(SourceName)
 	for _, fc := range table {
 		switch v := fc.of(r).(type) {
 		case *float64:
@@ -237,7 +237,7 @@ func (r *Report) Facts() *Facts {
 
 // FactsFrom reads recorded kube-state-metrics facts (a fixture's `kube:` section).
 func FactsFrom(m map[string]any) (*Facts, error) {
-	f := facts.New(facts.SourceKube)
+	f := facts.New(SourceName)
 	if err := f.From(Names(), m); err != nil {
 		return nil, err
 	}

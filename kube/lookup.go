@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 )
 
 // PodRef names a pod: its namespace and name, as kube-state-metrics labels it.
@@ -55,13 +54,11 @@ func (c *Config) Lookup(ctx context.Context, ask Asker, pod PodRef, at time.Time
 
 // validName reports whether s can be a Kubernetes name: a pod name from an alert may be
 // anything (an instance, host:port, where the scrape adds no pod label), and one that cannot be
-// a pod's is not looked up.
+// a pod's is not looked up. A name that lost characters to invalid UTF-8 on its way (U+FFFD) is
+// looked up by what is left of it (promql.Matcher), and its series name the pod.
 func validName(s string) bool {
-	return s != "" && utf8.ValidString(s) && !strings.ContainsAny(s, "\"\\\n{}:/ ")
+	return s != "" && !strings.ContainsAny(s, "\"\\\n{}:/ ")
 }
-
-// quote is a label value as a PromQL string literal (Go's escaping is PromQL's).
-func quote(v string) string { return strconv.Quote(v) }
 
 // matchers writes the selector, then label="value" for each pair with a value, comma-separated.
 func (c *Config) matchers(pairs ...string) string {
@@ -71,7 +68,7 @@ func (c *Config) matchers(pairs ...string) string {
 	}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] != "" {
-			parts = append(parts, pairs[i]+"="+quote(pairs[i+1]))
+			parts = append(parts, promql.Matcher(pairs[i], pairs[i+1]))
 		}
 	}
 	return strings.Join(parts, ",")
@@ -116,7 +113,7 @@ func (c *Config) podsOf(namespace string, w Ref) string {
 			c.matchers(ns, namespace), ns, c.matchers(ns, namespace, "owner_kind", KindDeployment, "owner_name", w.Name))
 	case KindLeaderWorkerSet:
 		return fmt.Sprintf(`kube_pod_owner{%s,owner_kind="StatefulSet",owner_name=~%s}`,
-			c.matchers(ns, namespace), quote(regexp.QuoteMeta(w.Name)+"(-[0-9]+)?"))
+			c.matchers(ns, namespace), promql.Quote(regexp.QuoteMeta(w.Name)+"(-[0-9]+)?"))
 	default:
 		return "kube_pod_owner{" + c.matchers(ns, namespace, "owner_kind", w.Kind, "owner_name", w.Name) + "}"
 	}
@@ -131,7 +128,7 @@ func (c *Config) hpaTarget(namespace string, w Ref) string {
 		kinds = KindStatefulSet + "|" + KindLeaderWorkerSet
 	}
 	return fmt.Sprintf("kube_horizontalpodautoscaler_info{%s,scaletargetref_kind=~%s}",
-		c.matchers(c.NamespaceLabel, namespace, "scaletargetref_name", w.Name), quote(kinds))
+		c.matchers(c.NamespaceLabel, namespace, "scaletargetref_name", w.Name), promql.Quote(kinds))
 }
 
 // workloadQueries are the second step: the workload's pods, one series per pod and state, and
@@ -143,7 +140,7 @@ func (c *Config) workloadQueries(namespace string, w Ref) []Query {
 	pods := " and on (" + ns + ", " + c.PodLabel + ") (" + c.podsOf(namespace, w) + ")"
 	hpa := c.hpaTarget(namespace, w)
 	ofHPA := " and on (" + ns + ", horizontalpodautoscaler) " + hpa
-	nsOnly := ns + "=" + quote(namespace)
+	nsOnly := promql.Matcher(ns, namespace)
 	return []Query{
 		{Name: "pods", Expr: c.podsOf(namespace, w)},
 		{Name: "pods_phase", Expr: "kube_pod_status_phase{" + inNS + "} == 1" + pods},
@@ -163,8 +160,8 @@ func (c *Config) workloadQueries(namespace string, w Ref) []Query {
 		// KEDA names the HPA of a ScaledObject keda-hpa-<name> and labels its own metrics by
 		// scaledObject.
 		{Name: "keda", Expr: fmt.Sprintf(`keda_scaler_metrics_value{%s} and on (%s, scaledObject) label_replace(%s, "scaledObject", "$1", "horizontalpodautoscaler", %s)`,
-			nsOnly, ns, hpa, quote(kedaHPAPrefix+"(.+)"))},
+			nsOnly, ns, hpa, promql.Quote(kedaHPAPrefix+"(.+)"))},
 		// llm-d's workload variant autoscaler publishes the replicas it wants per target.
-		{Name: "wva", Expr: "wva_desired_replicas{" + nsOnly + ",target_name=" + quote(w.Name) + "}"},
+		{Name: "wva", Expr: "wva_desired_replicas{" + nsOnly + "," + promql.Matcher("target_name", w.Name) + "}"},
 	}
 }

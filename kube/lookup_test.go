@@ -199,6 +199,27 @@ func TestLookupMapsPodsToWorkloadsAndAutoscalersInARealPrometheus(t *testing.T) 
 			t.Errorf("missing: %q", r.Missing)
 		}
 	})
+	// An alert's label that carried invalid UTF-8 reaches the responder with U+FFFD in its place:
+	// the lookup still runs (Prometheus refuses U+FFFD raw in a string), and finds the pod by what
+	// is left of its name, or says that several match.
+	t.Run("a pod name that lost a character to invalid UTF-8: the pod found by what is left", func(t *testing.T) {
+		r := look("ceiling", "llama-7d9c5f-o\uFFFDm")
+		check(t, r, "kube_found=1", "kube_workload_ref=deployment/llama", "kube_hpa_max=3", "kube_restarts=2", "kube_restart_reason=OOMKilled")
+		if r.Pod.Name != "llama-7d9c5f-oom" {
+			t.Errorf("pod %q; want the series' name llama-7d9c5f-oom", r.Pod.Name)
+		}
+	})
+	t.Run("a namespace that lost a character: the pod's series name it", func(t *testing.T) {
+		r := look("ceil\uFFFDng", "llama-7d9c5f-oom")
+		check(t, r, "kube_found=1", "kube_namespace=ceiling", "kube_hpa_max=3")
+	})
+	t.Run("a lost character that several pods' names match: none is guessed, no restarts added up", func(t *testing.T) {
+		r := look("scaling", "llama-7d9c5f-\uFFFD")
+		check(t, r, "kube_found=0", "kube_workload=", "kube_restarts=nil")
+		if !strings.Contains(r.Missing, "lost characters to invalid UTF-8, and 8 pods match what is left") {
+			t.Errorf("missing: %q", r.Missing)
+		}
+	})
 	t.Run("an HPA scaling up, its new pods starting for minutes", func(t *testing.T) {
 		check(t, look("scaling", "llama-7d9c5f-0"),
 			"kube_hpa_current=8", "kube_hpa_desired=8", "kube_hpa_max=8", "kube_pods=8", "kube_ready=4", "kube_pending=2",

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 )
 
 // Workload kinds the mapping knows.
@@ -130,6 +132,9 @@ func sortedSeries(v model.Vector) model.Vector {
 // readPod reads the first step. The pod's restarts are read even without its owner (a
 // kube-state-metrics that exports only the container series still says why the pod restarted).
 func (r *Report) readPod(c *Config, a Answer) {
+	if promql.Lost(r.Pod.Name) && !r.resolveLostName(c, a) {
+		return
+	}
 	r.readRestarts(a)
 	r.Waiting = label(a.Vectors["pod_waiting"], "reason")
 	owners := a.Vectors["pod_owner"]
@@ -151,14 +156,18 @@ func (r *Report) readPod(c *Config, a Answer) {
 		}
 		return
 	}
-	if r.Pod.Namespace == "" {
+	if r.Pod.Namespace == "" || promql.Lost(r.Pod.Namespace) {
 		namespaces := map[string]bool{}
 		for _, s := range owners {
 			namespaces[string(s.Metric[model.LabelName(c.NamespaceLabel)])] = true
 		}
 		if len(namespaces) != 1 {
-			r.Missing = fmt.Sprintf("pods named %s in %d namespaces (%s), and the alert names none", r.Pod.Name, len(namespaces),
-				strings.Join(slices.Sorted(maps.Keys(namespaces)), ", "))
+			names := "the alert names none"
+			if r.Pod.Namespace != "" {
+				names = fmt.Sprintf("the alert's namespace %q lost characters to invalid UTF-8", r.Pod.Namespace)
+			}
+			r.Missing = fmt.Sprintf("pods named %s in %d namespaces (%s), and %s", r.Pod.Name, len(namespaces),
+				strings.Join(slices.Sorted(maps.Keys(namespaces)), ", "), names)
 			return
 		}
 		for ns := range namespaces {
@@ -181,6 +190,31 @@ func (r *Report) readPod(c *Config, a Answer) {
 			r.Workload = Ref{KindLeaderWorkerSet, lws}
 		}
 	}
+}
+
+// resolveLostName names the pod from its series when the alert's pod name lost characters to
+// invalid UTF-8 on its way: the first step selected the pods whose names match what is left of
+// it (promql.Matcher). One pod is the alert's; several are not guessed between (their restarts
+// would add up). It reports whether the pod was named.
+func (r *Report) resolveLostName(c *Config, a Answer) bool {
+	pods := map[string]bool{}
+	for _, q := range []string{"pod_owner", "pod_info", "pod_restarts"} {
+		for _, s := range a.Vectors[q] {
+			pods[string(s.Metric[model.LabelName(c.PodLabel)])] = true
+		}
+	}
+	switch len(pods) {
+	case 0:
+		return true // nothing found: said as for any pod kube-state-metrics does not know
+	case 1:
+		for p := range pods {
+			r.Pod.Name = p
+		}
+		return true
+	}
+	r.Missing = fmt.Sprintf("the alert's pod %q lost characters to invalid UTF-8, and %d pods match what is left (%s): none is guessed",
+		r.Pod.Name, len(pods), strings.Join(slices.Sorted(maps.Keys(pods)), ", "))
+	return false
 }
 
 // readRestarts reads the pod's restarts, added over its containers, and its last terminated

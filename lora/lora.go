@@ -25,6 +25,30 @@ const Metric = "vllm:lora_requests_info"
 // QueryName names the lookup's one query (Fact.Query of every LoRA fact).
 const QueryName = "lora_requests_info"
 
+// SourceName names the LoRA series as a fact source (facts.Source).
+const SourceName = "vllm lora_requests_info"
+
+// Source is the LoRA series as a fact source (package facts): the newest state of the
+// diagnosis' pod (Lookup), its series selected as every vLLM query's are (facts.Subject.Series).
+// It looks nothing up when the diagnosis has no pod.
+type Source struct{}
+
+// Name implements facts.Source.
+func (Source) Name() string { return SourceName }
+
+// Facts implements facts.Source.
+func (Source) Facts() []facts.Fact { return Names() }
+
+// Lookup implements facts.Source.
+func (Source) Lookup(ctx context.Context, ask facts.Asker, s facts.Subject) *facts.Result {
+	sel := s.Series(Metric)
+	if sel == "" {
+		return nil
+	}
+	r := Lookup(ctx, ask, sel)
+	return &facts.Result{Facts: r.Facts(), Notes: r.Notes(), Queries: map[string]string{QueryName: r.Query}}
+}
+
 // Report is what the newest series of the pod says.
 type Report struct {
 	// Query is the PromQL sent.
@@ -122,7 +146,7 @@ var table = []facts.Fact{
 func Names() []facts.Fact {
 	out := make([]facts.Fact, len(table))
 	for i, f := range table {
-		f.Query, f.Source = QueryName, facts.SourceLoRA
+		f.Query, f.Source = QueryName, SourceName
 		out[i] = f
 	}
 	return out
@@ -130,7 +154,7 @@ func Names() []facts.Fact {
 
 // Facts are the report's facts (r nil: none, the lookup not made).
 func (r *Report) Facts() *facts.Facts {
-	f := facts.New(facts.SourceLoRA)
+	f := facts.New(SourceName)
 	if r == nil || !r.Found {
 		return f
 	}

@@ -117,7 +117,7 @@ func TestLoRAFactsAreTheNewestSeriesOfThePod(t *testing.T) {
 			if got := str(f); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
-			if !f.Looked(facts.SourceLoRA) {
+			if !f.Looked(lora.SourceName) {
 				t.Errorf("sources %v", f.Sources)
 			}
 		})

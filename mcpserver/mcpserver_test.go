@@ -12,13 +12,14 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 func testServerOptions(t *testing.T) Options {
 	t.Helper()
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,3 +106,24 @@ func (m *Responder) ObserveTraceLookup(result string) { m.TraceLookups.WithLabel
 func (m *Responder) ObserveQuery(d time.Duration, result string) {
 	m.QueryDuration.WithLabelValues(result).Observe(d.Seconds())
 }
+
+// MemoryStore is the in-memory store as its gauges read it (store.Memory).
+type MemoryStore interface {
+	Size() (bytes, entries int)
+}
+
+// RegisterMemoryStore registers the gauges of the in-memory store (used without redis.url): the
+// bytes of keys and values it holds against its bound (store.MemoryMaxBytes), and how many.
+func RegisterMemoryStore(reg prometheus.Registerer, s MemoryStore, maxBytes int) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "vllm_responder_store_memory_bytes", Help: "Bytes of keys and values the in-memory store holds (no redis.url).",
+		}, func() float64 { b, _ := s.Size(); return float64(b) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "vllm_responder_store_memory_max_bytes", Help: "The in-memory store's bound: past it, the records written longest ago are dropped first.",
+		}, func() float64 { return float64(maxBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "vllm_responder_store_memory_entries", Help: "Records (thread state, dedup claims, delivery records) the in-memory store holds.",
+		}, func() float64 { _, n := s.Size(); return float64(n) }),
+	)
+}

@@ -58,5 +58,5 @@ func (d *HTTPDelivery) RetryPolicy() Policy {
 
 // Client builds the HTTP client; name labels its connections.
 func (d *HTTPDelivery) Client(name string) (*http.Client, error) {
-	return promconfig.NewClientFromConfig(d.HTTP, name, promconfig.WithUserAgent("vllm-responder"))
+	return promconfig.NewClientFromConfig(d.HTTP, name, httpconfig.Options()...)
 }

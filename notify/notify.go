@@ -5,6 +5,8 @@ package notify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/prometheus/alertmanager/template"
@@ -67,3 +69,10 @@ type NotifierFunc func(ctx context.Context, n *Notification) (bool, error)
 
 // Notify calls f.
 func (f NotifierFunc) Notify(ctx context.Context, n *Notification) (bool, error) { return f(ctx, n) }
+
+// GroupHash names an Alertmanager group in store keys: the hex of the first 16 bytes of the
+// SHA-256 of its group key (a group key can be long and holds label values).
+func GroupHash(groupKey string) string {
+	h := sha256.Sum256([]byte(groupKey))
+	return hex.EncodeToString(h[:16])
+}

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/internal/secret"
 )
 
 // The one POST of the notifiers that deliver to a URL (Teams, the signed webhooks): a deadline
@@ -74,6 +77,14 @@ func PostJSON(ctx context.Context, client *http.Client, target string, body []by
 		return false, nil
 	}
 	he := &HTTPError{Status: resp.StatusCode, Body: strings.TrimSpace(string(head))}
+	if resp.StatusCode/100 == 3 {
+		// A redirect the client did not follow (a signed webhook's to another host).
+		to := "nowhere"
+		if loc, err := resp.Location(); err == nil {
+			to = secret.Host(loc.String())
+		}
+		he.Body = "redirect to " + to + " not followed"
+	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		he.Wait = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
@@ -95,14 +106,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// hostOf is the scheme and host of a URL, what errors and logs may show of it.
-func hostOf(target string) string {
-	u, err := url.Parse(target)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host
-}
+// hostOf is the scheme and host of a URL, what errors and logs may show of it (secret.Host).
+func hostOf(target string) string { return cmp.Or(secret.Host(target), "(unparsable URL)") }
 
 // redact removes target from an error's text (net/http quotes the whole URL in its errors).
 func redact(err error, target string) error {

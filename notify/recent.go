@@ -3,7 +3,8 @@ package notify
 import (
 	"context"
 	"encoding/json"
-	"sync"
+	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -11,10 +12,10 @@ import (
 	"github.com/vllm-responder/vllm-responder/store"
 )
 
-// RecentKey is the store record of the recent diagnoses (RecordRecent, RecentDiagnoses).
+// RecentKey is the store's recent list of the recent diagnoses (RecordRecent, RecentDiagnoses).
 const RecentKey = "diagnoses:recent"
 
-// MaxRecent bounds the recent-diagnoses index: one record of at most this many entries, newest
+// MaxRecent bounds the recent-diagnoses index: one list of at most this many entries, newest
 // first, whatever the number of alerts.
 const MaxRecent = 100
 
@@ -34,71 +35,54 @@ type RecentDiagnosis struct {
 }
 
 // RecordRecent wraps next: every firing diagnosis it is given is added to the store's bounded
-// index of recent diagnoses first. A store that fails only loses the index entry: the
-// notification goes on. Replicas sharing a Redis may each overwrite an entry the other added at
-// the same instant (read, append, write); the index is a convenience, not an audit log.
+// index of recent diagnoses first (store.Recents: one atomic put, so replicas sharing a Redis
+// lose none of each other's). A store that fails only loses the index entry: the notification
+// goes on.
 func RecordRecent(next Notifier, st store.Store, log zerolog.Logger) Notifier {
-	r := &recorder{st: st, log: log}
 	return NotifierFunc(func(ctx context.Context, n *Notification) (bool, error) {
-		r.add(ctx, n)
+		recordRecent(ctx, st, n, log)
 		return next.Notify(ctx, n)
 	})
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	st  store.Store
-	log zerolog.Logger
-}
-
-func (r *recorder) add(ctx context.Context, n *Notification) {
-	var add []RecentDiagnosis
-	for _, it := range n.Items {
+// recordRecent puts n's firing diagnoses into the index, recorded now: of one notification's,
+// the last item is the newest (the entries' IDs order them).
+func recordRecent(ctx context.Context, st store.Store, n *Notification, log zerolog.Logger) {
+	now := time.Now()
+	var add []store.RecentEntry
+	for i, it := range n.Items {
 		d := it.Diagnosis
 		if d == nil || it.Alert.Status == StatusResolved {
 			continue
 		}
-		add = append(add, RecentDiagnosis{Playbook: d.Playbook, Verdict: d.Verdict, Title: d.Title, Summary: d.Summary,
+		b, err := json.Marshal(RecentDiagnosis{Playbook: d.Playbook, Verdict: d.Verdict, Title: d.Title, Summary: d.Summary,
 			Alertname: it.Alert.Labels["alertname"], Scope: d.Scope, Source: n.Source, EvaluatedAt: d.EvaluatedAt})
+		if err != nil {
+			continue
+		}
+		id := fmt.Sprintf("%019d-%06d-%08x", now.UnixNano(), i, rand.Uint32())
+		add = append(add, store.RecentEntry{ID: id, At: now, Val: b})
 	}
 	if len(add) == 0 {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old, err := RecentDiagnoses(ctx, r.st, MaxRecent)
-	if err != nil {
-		r.log.Warn().Err(err).Msg("recent diagnoses index not updated")
-		return
-	}
-	for i, j := 0, len(add)-1; i < j; i, j = i+1, j-1 {
-		add[i], add[j] = add[j], add[i] // newest first
-	}
-	all := append(add, old...)
-	if len(all) > MaxRecent {
-		all = all[:MaxRecent]
-	}
-	b, err := json.Marshal(all)
-	if err == nil {
-		err = r.st.Set(ctx, RecentKey, b, recentTTL)
-	}
-	if err != nil {
-		r.log.Warn().Err(err).Msg("recent diagnoses index not updated")
+	if err := st.PutRecent(ctx, RecentKey, add, MaxRecent, recentTTL); err != nil {
+		log.Warn().Err(err).Msg("recent diagnoses index not updated")
 	}
 }
 
 // RecentDiagnoses returns up to limit entries of the index, newest first.
 func RecentDiagnoses(ctx context.Context, st store.Store, limit int) ([]RecentDiagnosis, error) {
-	b, ok, err := st.Get(ctx, RecentKey)
-	if err != nil || !ok {
+	es, err := st.Recent(ctx, RecentKey, limit)
+	if err != nil {
 		return []RecentDiagnosis{}, err
 	}
-	var out []RecentDiagnosis
-	if err := json.Unmarshal(b, &out); err != nil {
-		return []RecentDiagnosis{}, nil // an unreadable index is rewritten by the next diagnosis
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	out := make([]RecentDiagnosis, 0, len(es))
+	for _, e := range es {
+		var d RecentDiagnosis
+		if json.Unmarshal(e.Val, &d) == nil { // an unreadable entry is left out
+			out = append(out, d)
+		}
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package playbooks
 import (
 	"strings"
 	"testing"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 )
 
 func baselinePlaybook(t *testing.T, of string) *Playbook {
@@ -11,7 +13,7 @@ func baselinePlaybook(t *testing.T, of string) *Playbook {
 		"  q: {expr: '" + of + "', unit: s}\n" +
 		"  q_base: {baseline_of: q, unit: s, hidden: true}\n" +
 		"verdicts: [{id: inconclusive, when: 'true', title: t}]\n"
-	p, err := Parse("b.yaml", []byte(src))
+	p, err := Parse("b.yaml", []byte(src), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestBaselineErrorsNameTheirPlace(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := "name: b\nmatch: {alertname: X}\nqueries:\n" + c.queries + "verdicts: [{id: inconclusive, when: 'true', title: t}]\n"
-			_, err := Parse("b.yaml", []byte(src))
+			_, err := Parse("b.yaml", []byte(src), sources.Catalog())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // benchPlaybook returns the built-in ttft-p99-high playbook, the one `make bench` times end to end.
 func benchPlaybook(b *testing.B) *playbooks.Playbook {
 	b.Helper()
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		b.Fatal(err)
 	}

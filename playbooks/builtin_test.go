@@ -1,10 +1,14 @@
 package playbooks
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
+)
 
 func builtinSet(t testing.TB) *Set {
 	t.Helper()
-	pbs, err := Builtin()
+	pbs, err := Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +20,7 @@ func builtinSet(t testing.TB) *Set {
 }
 
 func TestBuiltinPlaybooksLoad(t *testing.T) {
-	pbs, err := Builtin()
+	pbs, err := Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,46 +31,103 @@ const (
 	VerdictFrontendBound    = "frontend-bound"
 )
 
-// verdictMeanings are the verdict ids a playbook may use, each with what it means: one table,
-// the contract of README.md ("What it diagnoses") and docs/playbooks/README.md.
-var verdictMeanings = []struct{ id, meaning string }{
-	{VerdictCapacityPastKnee, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
-	{VerdictKVPreemption, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
-	{VerdictKVPressure, "KV cache near full, no preemptions yet: preemption imminent"},
-	{VerdictPrefillBound, "prefill time dominates the TTFT rise (longer prompts, batching); queue is short"},
-	{VerdictDecodeBound, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
-	{VerdictClientAborts, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
-	{VerdictInconclusive, "the alert is real but no rule explains it: offer a bounded profile capture"},
-	{VerdictHealthy, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
-	{VerdictNoData, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
-	{VerdictEngineStalled, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
-	{VerdictLoadImbalance, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
-	{VerdictPrefixCollapse, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
-	{VerdictEnginePaused, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
-	{VerdictEngineRestarting, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
-	{VerdictKVTransfer, "on a KV consumer (decode side of disaggregated serving), requests wait deferred for KV that does not arrive (fetch stuck, failed or expired transfers): the connector or the prefill side, not capacity"},
-	{VerdictSpecDecode, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
-	{VerdictLoRACapacity, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
-	{VerdictFrontendBound, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
+// Class is how a verdict reads at a glance: what every integration marks it by (Slack's
+// emoji, Teams' colour) and how triage orders the verdicts of several models. It is kept once,
+// beside each verdict's meaning (verdicts).
+type Class string
+
+// The classes of verdicts.
+const (
+	// ClassProblem: something is wrong and the verdict names why: act on it.
+	ClassProblem Class = "problem"
+	// ClassPressure: nothing fails yet, but it will soon (KV cache near full).
+	ClassPressure Class = "pressure"
+	// ClassPaused: the engine is held on purpose: do not act on it as a failure.
+	ClassPaused Class = "paused"
+	// ClassUnexplained: the alert is real and no rule explains it.
+	ClassUnexplained Class = "unexplained"
+	// ClassHealthy: nothing is wrong.
+	ClassHealthy Class = "healthy"
+	// ClassNoData: there is nothing to judge.
+	ClassNoData Class = "no-data"
+)
+
+// Urgency orders classes for choosing among the diagnoses of several models (0 first): a named
+// problem (or pressure, or a pause, which names its cause too), then one no rule explains, then
+// healthy, then no data. An unknown class comes with the named problems.
+func (c Class) Urgency() int {
+	switch c {
+	case ClassUnexplained:
+		return 1
+	case ClassHealthy:
+		return 2
+	case ClassNoData:
+		return 3
+	}
+	return 0
+}
+
+// verdictDef is one verdict id a playbook may use: its class and what it means. (Issue 34's
+// causal rank, cause before symptom, belongs here too.)
+type verdictDef struct {
+	ID      string
+	Class   Class
+	Meaning string
+}
+
+// verdicts is the table of verdict ids, the one place each verdict's class and meaning are
+// kept: the contract of README.md ("What it diagnoses") and docs/playbooks/README.md.
+var verdicts = []verdictDef{
+	{VerdictCapacityPastKnee, ClassProblem, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
+	{VerdictKVPreemption, ClassProblem, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
+	{VerdictKVPressure, ClassPressure, "KV cache near full, no preemptions yet: preemption imminent"},
+	{VerdictPrefillBound, ClassProblem, "prefill time dominates the TTFT rise (longer prompts, batching); queue is short"},
+	{VerdictDecodeBound, ClassProblem, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
+	{VerdictClientAborts, ClassProblem, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
+	{VerdictInconclusive, ClassUnexplained, "the alert is real but no rule explains it: offer a bounded profile capture"},
+	{VerdictHealthy, ClassHealthy, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
+	{VerdictNoData, ClassNoData, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
+	{VerdictEngineStalled, ClassProblem, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictLoadImbalance, ClassProblem, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
+	{VerdictPrefixCollapse, ClassProblem, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
+	{VerdictEnginePaused, ClassPaused, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
+	{VerdictEngineRestarting, ClassProblem, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
+	{VerdictKVTransfer, ClassProblem, "on a KV consumer (decode side of disaggregated serving), requests wait deferred for KV that does not arrive (fetch stuck, failed or expired transfers): the connector or the prefill side, not capacity"},
+	{VerdictSpecDecode, ClassProblem, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
+	{VerdictLoRACapacity, ClassProblem, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
+	{VerdictFrontendBound, ClassProblem, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
 }
 
 // KnownVerdicts lists every verdict id a playbook may use.
 var KnownVerdicts = func() []string {
-	ids := make([]string, len(verdictMeanings))
-	for i, v := range verdictMeanings {
-		ids[i] = v.id
+	ids := make([]string, len(verdicts))
+	for i, v := range verdicts {
+		ids[i] = v.ID
 	}
 	return ids
 }()
 
-// VerdictMeaning is what verdict id means ("" for an unknown id).
-func VerdictMeaning(id string) string {
-	for _, v := range verdictMeanings {
-		if v.id == id {
-			return v.meaning
+// lookupVerdict returns the table's entry of verdict id.
+func lookupVerdict(id string) (verdictDef, bool) {
+	for _, v := range verdicts {
+		if v.ID == id {
+			return v, true
 		}
 	}
-	return ""
+	return verdictDef{}, false
+}
+
+// VerdictMeaning is what verdict id means ("" for an unknown id).
+func VerdictMeaning(id string) string {
+	v, _ := lookupVerdict(id)
+	return v.Meaning
+}
+
+// ClassOf is the class of verdict id ("" for an unknown id: an alert that resolved or that no
+// playbook matched has no verdict).
+func ClassOf(id string) Class {
+	v, _ := lookupVerdict(id)
+	return v.Class
 }
 
 // Diagnosis is the result of running one playbook for one scope. It is what notifiers render and

@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,5 +36,27 @@ func TestTheRunbooksVerdictTableIsVerdictMeaning(t *testing.T) {
 		if row := "| `" + id + "` | " + VerdictMeaning(id) + " |"; !strings.Contains(string(b), row) {
 			t.Errorf("docs/playbooks/README.md has no row\n%s", row)
 		}
+	}
+}
+
+// Every verdict has a class, and the classes that integrations and triage tell apart are where
+// their meanings say: a pause on purpose is not a failure, pressure is not yet one.
+func TestEveryVerdictHasItsClass(t *testing.T) {
+	known := []Class{ClassProblem, ClassPressure, ClassPaused, ClassUnexplained, ClassHealthy, ClassNoData}
+	for _, id := range KnownVerdicts {
+		if c := ClassOf(id); !slices.Contains(known, c) {
+			t.Errorf("verdict %s has class %q, not one of %v", id, c, known)
+		}
+	}
+	for id, want := range map[string]Class{
+		VerdictEngineStalled: ClassProblem, VerdictEnginePaused: ClassPaused, VerdictKVPressure: ClassPressure,
+		VerdictInconclusive: ClassUnexplained, VerdictHealthy: ClassHealthy, VerdictNoData: ClassNoData,
+	} {
+		if got := ClassOf(id); got != want {
+			t.Errorf("ClassOf(%s) = %q, want %q", id, got, want)
+		}
+	}
+	if c := ClassOf("resolved"); c != "" {
+		t.Errorf("a word that is no verdict has class %q", c)
 	}
 }

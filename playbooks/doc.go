@@ -34,8 +34,8 @@
 //
 //  5. Judge (judge.go; the fleet in fleetjudge.go). Playbook.Judge decides over an Observation
 //     (each query's value or nil, the fleet's values by pod and rank, the alert's labels, the
-//     slowest traces, and the facts: what kube-state-metrics says about the pod, each a number
-//     or a label value read by one name, facts.go): each baseline is its first variant with a
+//     slowest traces, and the facts: what the sources of the playbook's facts.Catalog say about
+//     the pod, each a number or a label value read by one name, facts.go): each baseline is its first variant with a
 //     value (Baseline), the fleet's values become the sibling comparison (FleetView) and the
 //     q_this, q_max, ..., fleet_pods values, each named and computed by one entry of fleetStats
 //     or fleetTotals; then the verdicts are tried in order and the first whose condition holds
@@ -51,6 +51,7 @@
 //
 // What is not here: sending queries, batching, caching, decoding Prometheus' answers, the fleet
 // request, the traces lookup and the facts' lookup are the evidence package's
-// (evidence.Engine.Run; what kube-state-metrics' series are and how a pod maps to its workload
-// is package kube's); the degraded diagnosis when Prometheus cannot be reached is its too.
+// (evidence.Engine.Run; what each source's series are is its own package's, such as kube's, and
+// their list is facts/sources'); the degraded diagnosis when Prometheus cannot be reached is its
+// too.
 package playbooks

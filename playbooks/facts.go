@@ -1,47 +1,32 @@
 package playbooks
 
 import (
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/vllm-responder/vllm-responder/facts"
-	"github.com/vllm-responder/vllm-responder/kube"
-	"github.com/vllm-responder/vllm-responder/lora"
 )
 
-// allFacts are the values a playbook reads that its own queries do not give (package facts),
-// one list of every source's: what kube-state-metrics says about the pod (kube.Names: its
-// workload, the HPA that scales it, pods pending or unschedulable, node, restart reasons) and
-// what vLLM's label-valued LoRA series says (lora.Names: --max-loras, the adapters running). The
-// evidence engine looks a source up beside the queries when a rule on the way to the verdict
-// reads one of its facts (Diagnosis.FactSources); a fixture records them under `facts:` (or
-// `kube:`, kube-state-metrics' only). Each fact is read by one name in conditions and templates
-// alike, and is either a number (nil when unknown, as a missing query value is) or a label
-// value, a name such as the workload or the restart reason ("" when unknown, so that `{{ with
+// The facts are the values a playbook reads that its own queries do not give (package facts),
+// those of every source in the catalog the playbook was compiled against (facts.Catalog; the
+// sources are one list, package facts/sources): what kube-state-metrics says about the pod (its
+// workload, the HPA that scales it, pods pending or unschedulable, node, restart reasons), what
+// vLLM's label-valued LoRA series says (--max-loras, the adapters running). The evidence engine
+// looks a source up beside the queries when a rule on the way to the verdict reads one of its
+// facts (Diagnosis.FactSources); a fixture records them under `facts:` (or `kube:`,
+// kube-state-metrics' only). Each fact is read by one name in conditions and templates alike,
+// and is either a number (nil when unknown, as a missing query value is) or a label value, a
+// name such as the workload or the restart reason ("" when unknown, so that `{{ with
 // .kube_workload }}` and `kube_workload != ""` test for it). A missing fact is not missing
 // evidence: it is never listed in Diagnosis.Missing (a workload without an HPA has no HPA
 // numbers), so rules test kube_found, kube_hpa_found and the like before they compare numbers.
-var allFacts = slices.Concat(kube.Names(), lora.Names())
 
-// Facts lists every fact of every source, in order (docs/playbooks/README.md's table).
-func Facts() []facts.Fact { return slices.Clone(allFacts) }
+// kubeSource is the source whose facts a fixture's older `kube:` key holds.
+const kubeSource = "kube-state-metrics"
 
-// factSources are the sources, in allFacts' order.
-var factSources = func() []string {
-	var out []string
-	for _, f := range allFacts {
-		if !slices.Contains(out, f.Source) {
-			out = append(out, f.Source)
-		}
-	}
-	return out
-}()
-
-// factEnv puts every fact into m: for a condition (template false) a number is a float64 or
-// nil, for a template a *float64; a label value is a string. f nil: every fact unknown.
-func factEnv(m map[string]any, f *facts.Facts, template bool) {
-	for _, fc := range allFacts {
+// factEnv puts every fact of cat into m: for a condition (template false) a number is a float64
+// or nil, for a template a *float64; a label value is a string. f nil: every fact unknown.
+func factEnv(m map[string]any, cat *facts.Catalog, f *facts.Facts, template bool) {
+	for fc := range cat.All() {
 		switch {
 		case fc.Label:
 			m[fc.Name] = f.Label(fc.Name)
@@ -53,30 +38,15 @@ func factEnv(m map[string]any, f *facts.Facts, template bool) {
 	}
 }
 
-// sampleFacts are the facts conditions compile against and templates are tried with at load
-// time: every fact known.
-var sampleFacts = func() *facts.Facts {
-	f := facts.New(factSources...)
-	for _, fc := range allFacts {
-		if fc.Label {
-			f.Labels[fc.Name] = "x"
-		} else {
-			one := 1.0
-			f.Numbers[fc.Name] = &one
-		}
-	}
-	return f
-}()
-
-// recordedFacts reads a fixture's facts: `facts:` any fact, `kube:` kube-state-metrics' (the
-// older key). Either present: every source counts as looked up (a fixture's facts are all there
-// is). Neither: nil, none looked up.
-func recordedFacts(kubeSection, factsSection map[string]any) (*facts.Facts, string) {
+// recordedFacts reads a fixture's facts against cat: `facts:` any fact, `kube:`
+// kube-state-metrics' (the older key). Either present: every source counts as looked up (a
+// fixture's facts are all there is). Neither: nil, none looked up.
+func recordedFacts(cat *facts.Catalog, kubeSection, factsSection map[string]any) (*facts.Facts, string) {
 	if kubeSection == nil && factsSection == nil {
 		return nil, ""
 	}
-	f := facts.New(factSources...)
-	if err := f.From(kube.Names(), kubeSection); err != nil {
+	f := facts.New(cat.Sources()...)
+	if err := f.From(cat.Of(kubeSource), kubeSection); err != nil {
 		return nil, "kube: " + err.Error()
 	}
 	for name := range factsSection {
@@ -84,38 +54,25 @@ func recordedFacts(kubeSection, factsSection map[string]any) (*facts.Facts, stri
 			return nil, "facts." + name + ": also under kube:"
 		}
 	}
-	if err := f.From(allFacts, factsSection); err != nil {
+	if err := f.From(cat.Facts(), factsSection); err != nil {
 		return nil, "facts: " + err.Error()
 	}
 	return f, ""
 }
 
-// reserveFacts claims the facts' names, so that a query or param of the same name is an error.
-func reserveFacts(names map[string]string) {
-	for _, fc := range allFacts {
+// reserveFacts claims the names of cat's facts, so that a query or param of the same name is an
+// error.
+func reserveFacts(cat *facts.Catalog, names map[string]string) {
+	for fc := range cat.All() {
 		names[fc.Name] = fc.Source + " fact"
 	}
 }
 
-// factRE finds a fact's name as a word of a condition or a template (`kube_hpa_max >= 3`,
-// `{{ .kube_hpa }}`, `$.kube_node`).
-var factRE = func() *regexp.Regexp {
-	names := make([]string, len(allFacts))
-	for i, f := range allFacts {
-		names[i] = regexp.QuoteMeta(f.Name)
-	}
-	return regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
-}()
-
 // readsFacts lists the sources whose facts a rule's condition or templates read.
-func readsFacts(v VerdictFile) []string {
-	text := strings.Join(append([]string{v.When, v.Title, v.Summary}, v.Actions...), "\n")
-	var out []string
-	for _, name := range factRE.FindAllString(text, -1) {
-		i := slices.IndexFunc(allFacts, func(f facts.Fact) bool { return f.Name == name })
-		if src := allFacts[i].Source; !slices.Contains(out, src) {
-			out = append(out, src)
-		}
-	}
-	return out
+func readsFacts(cat *facts.Catalog, v VerdictFile) []string {
+	return cat.SourcesRead(strings.Join(append([]string{v.When, v.Title, v.Summary}, v.Actions...), "\n"))
 }
+
+// Catalog is the facts p was compiled against: the names its rules may read beyond its queries
+// (nil: none).
+func (p *Playbook) Catalog() *facts.Catalog { return p.catalog }

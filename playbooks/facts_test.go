@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/lora"
 )
 
 // factsPlaybook decides on a number fact and a label fact, and renders both.
@@ -29,7 +31,7 @@ verdicts:
 `
 
 func TestConditionsAndTemplatesReadFactsByName(t *testing.T) {
-	p, err := Parse("facts.yaml", []byte(factsPlaybook))
+	p, err := Parse("facts.yaml", []byte(factsPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestConditionsAndTemplatesReadFactsByName(t *testing.T) {
 // A fixture's kube: section stands for a lookup: the facts by name, checked, and a fixture
 // written from a diagnosis carries them.
 func TestFixturesRecordFactsAndRefuseUnknownOnes(t *testing.T) {
-	p, err := Parse("facts.yaml", []byte(factsPlaybook))
+	p, err := Parse("facts.yaml", []byte(factsPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,8 @@ verdicts:
   - {id: capacity-past-knee, when: "waiting > 5 && kube_hpa_found == 1", title: "ceiling"}
   - {id: load-imbalance, when: "waiting > 1", title: "pod{{ with .kube_pod_place }} ({{ . }}){{ end }}"}
   - {id: inconclusive, when: "true", title: other}
-`))
+`), sources.Catalog())
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ verdicts:
 		{"decided before any rule reads a fact", map[string]*float64{"kv": f(0.95), "waiting": f(9)}, nil, VerdictKVPressure, false},
 		{"a fact-reading rule was tried on the way", map[string]*float64{"kv": f(0.5), "waiting": f(9)}, nil, VerdictLoadImbalance, true},
 		{"the verdict's template reads a fact", map[string]*float64{"kv": f(0.5), "waiting": f(2)}, nil, VerdictLoadImbalance, true},
-		{"with the facts given, nothing more to look up", map[string]*float64{"kv": f(0.5), "waiting": f(9)}, facts.New(facts.SourceKube), VerdictLoadImbalance, false},
+		{"with the facts given, nothing more to look up", map[string]*float64{"kv": f(0.5), "waiting": f(9)}, facts.New(kube.SourceName), VerdictLoadImbalance, false},
 	} {
 		d := p.Judge(Observation{Values: tc.values, Facts: tc.kube})
 		if d.Verdict != tc.verdict || d.NeedsFacts() != tc.needsFacts {
@@ -158,13 +161,14 @@ verdicts:
   - {id: lora-capacity, when: "deferred > 1 && lora_running >= lora_max", title: "slots {{ .lora_running_adapters }}"}
   - {id: capacity-past-knee, when: "waiting > 5 && kube_hpa_found == 1", title: "ceiling"}
   - {id: inconclusive, when: "true", title: other}
-`))
+`), sources.Catalog())
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := func(x float64) *float64 { return &x }
-	lora, _ := recordedFacts(nil, map[string]any{"lora_max": 2, "lora_running": 2, "lora_running_adapters": "a, b"})
-	lora.Sources = []string{facts.SourceLoRA}
+	withLoRA, _ := recordedFacts(sources.Catalog(), nil, map[string]any{"lora_max": 2, "lora_running": 2, "lora_running_adapters": "a, b"})
+	withLoRA.Sources = []string{lora.SourceName}
 	for _, tc := range []struct {
 		name    string
 		values  map[string]*float64
@@ -172,10 +176,10 @@ verdicts:
 		verdict string
 		sources []string
 	}{
-		{"kube-state-metrics looked up, the LoRA rule needs the LoRA series only", map[string]*float64{"deferred": f(3), "waiting": f(0)}, facts.New(facts.SourceKube), VerdictInconclusive, []string{facts.SourceLoRA}},
-		{"with them, it holds and nothing more is needed", map[string]*float64{"deferred": f(3), "waiting": f(0)}, lora, VerdictLoRACapacity, nil},
-		{"past it, the capacity rule needs kube-state-metrics, the LoRA series already looked up", map[string]*float64{"deferred": f(0), "waiting": f(9)}, lora, VerdictInconclusive, []string{facts.SourceKube}},
-		{"both, when neither was looked up", map[string]*float64{"deferred": f(0), "waiting": f(9)}, nil, VerdictInconclusive, []string{facts.SourceLoRA, facts.SourceKube}},
+		{"kube-state-metrics looked up, the LoRA rule needs the LoRA series only", map[string]*float64{"deferred": f(3), "waiting": f(0)}, facts.New(kube.SourceName), VerdictInconclusive, []string{lora.SourceName}},
+		{"with them, it holds and nothing more is needed", map[string]*float64{"deferred": f(3), "waiting": f(0)}, withLoRA, VerdictLoRACapacity, nil},
+		{"past it, the capacity rule needs kube-state-metrics, the LoRA series already looked up", map[string]*float64{"deferred": f(0), "waiting": f(9)}, withLoRA, VerdictInconclusive, []string{kube.SourceName}},
+		{"both, when neither was looked up", map[string]*float64{"deferred": f(0), "waiting": f(9)}, nil, VerdictInconclusive, []string{lora.SourceName, kube.SourceName}},
 	} {
 		d := p.Judge(Observation{Values: tc.values, Facts: tc.facts})
 		if d.Verdict != tc.verdict || !slices.Equal(d.FactSources(), tc.sources) {

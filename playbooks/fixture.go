@@ -151,7 +151,7 @@ func runFixture(set *Set, fx Fixture) string {
 	if fx.TracesSummary != "" {
 		tr = &traces.Report{Operation: traces.Operation, Summary: fx.TracesSummary, Requests: []traces.Request{{}}}
 	}
-	kf, problem := recordedFacts(fx.Kube, fx.Facts)
+	kf, problem := recordedFacts(pb.catalog, fx.Kube, fx.Facts)
 	if problem != "" {
 		return problem
 	}

@@ -191,7 +191,7 @@ func templateData(p *Playbook, values map[string]*float64, labels map[string]str
 	d["window"] = fmt.Sprint(p.Window)
 	d["traces"] = traceData(tr)
 	d["baseline_from"] = baselineFromData(p, nil)
-	factEnv(d, kf, true)
+	factEnv(d, p.catalog, kf, true)
 	return d
 }
 

@@ -8,6 +8,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 )
 
 // FuzzScopeMatchers is the escaping property: whatever a label value holds (it comes from alerts
@@ -48,7 +51,7 @@ func FuzzScopeMatchers(f *testing.F) {
 				}
 				continue
 			}
-			if hasReplacement(lbls[m.Name]) {
+			if promql.Lost(lbls[m.Name]) {
 				// Invalid UTF-8 (or U+FFFD standing for it): a pattern that matches the value.
 				if m.Type != labels.MatchRegexp || !m.Matches(lbls[m.Name]) {
 					t.Fatalf("matcher %v for %q is not a pattern matching it", m, lbls[m.Name])
@@ -79,9 +82,9 @@ func FuzzScopeMatchers(f *testing.F) {
 			if !utf8.ValidString(val) {
 				// Invalid UTF-8 is written as \x escapes; the parser reads back what Go's
 				// unquoting gives (the bytes themselves).
-				u, err := strconv.Unquote(quoteLabelValue(val))
+				u, err := strconv.Unquote(promql.Quote(val))
 				if err != nil {
-					t.Fatalf("quoted value %s does not unquote: %v", quoteLabelValue(val), err)
+					t.Fatalf("quoted value %s does not unquote: %v", promql.Quote(val), err)
 				}
 				expect = u
 			}
@@ -135,7 +138,7 @@ verdicts:
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Parse("fuzz.yaml", data)
+		p, err := Parse("fuzz.yaml", data, sources.Catalog())
 		if err != nil {
 			if p != nil {
 				t.Fatalf("a playbook and an error: %v", err)

@@ -72,7 +72,7 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 	}
 	data := templateData(p, values, o.Labels, d.Fleet, d.SlowestRequests, o.Facts)
 	data["baseline_from"] = baselineFromData(p, from)
-	factEnv(env, o.Facts, false)
+	factEnv(env, p.catalog, o.Facts, false)
 	p.choose(d, env, missing, data)
 	d.needsFacts = slices.DeleteFunc(d.needsFacts, o.Facts.Looked)
 	d.record(o.Values, o.Fleet, o.Labels, o.Facts)

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
 
@@ -62,24 +63,25 @@ func (l *errList) add(path, format string, args ...any) {
 
 func (l *errList) err() error { return errors.Join(l.errs...) }
 
-// Parse decodes and compiles one playbook. source names the file in errors.
-func Parse(source string, data []byte) (*Playbook, error) {
+// Parse decodes and compiles one playbook, whose rules may read the facts of cat (nil: none;
+// facts/sources.Catalog is every source's). source names the file in errors.
+func Parse(source string, data []byte, cat *facts.Catalog) (*Playbook, error) {
 	var f File
 	if err := decodeFile(source, data, &f); err != nil {
 		return nil, err
 	}
-	return compile(source, &f)
+	return compile(source, &f, cat)
 }
 
 // compile checks and compiles a decoded playbook, section by section, and reports every error
 // of the file at once. The order matters: params before queries (placeholders name them),
 // queries before the fleet (name clashes) and the fleet before the verdicts (which read its
 // values).
-func compile(source string, f *File) (*Playbook, error) {
+func compile(source string, f *File, cat *facts.Catalog) (*Playbook, error) {
 	el := &errList{source: source}
 	p := &Playbook{
 		Name: f.Name, Description: f.Description, Source: source, OnDemand: f.OnDemand,
-		Params: map[string]float64{}, byName: map[string]*Query{}, index: map[string]int{},
+		Params: map[string]float64{}, byName: map[string]*Query{}, index: map[string]int{}, catalog: cat,
 	}
 	if !playbookNameRE.MatchString(f.Name) {
 		el.add("name", "%q must be lower-case letters, digits and dashes", f.Name)
@@ -92,7 +94,7 @@ func compile(source string, f *File) (*Playbook, error) {
 	compileScope(el, p, f.Scope)
 	compileWindow(el, p, f.Window)
 	names := map[string]string{} // name -> kind (param, query, fleet value, fact), to find collisions
-	reserveFacts(names)
+	reserveFacts(p.catalog, names)
 	compileParams(el, p, f.Params, names)
 	compileQueries(el, p, f.Queries, names)
 	if f.Fleet != nil {
@@ -297,7 +299,7 @@ func compileVerdicts(el *errList, p *Playbook, verdicts []VerdictFile) {
 			}
 			v.Actions = append(v.Actions, t)
 		}
-		v.facts = readsFacts(vf)
+		v.facts = readsFacts(p.catalog, vf)
 		p.Verdicts = append(p.Verdicts, v)
 	}
 }
@@ -383,7 +385,7 @@ func exprEnv(p *Playbook) map[string]any {
 	for _, n := range fleetNames(p) {
 		env[n] = 0.0
 	}
-	factEnv(env, sampleFacts, false)
+	factEnv(env, p.catalog, p.catalog.Known(), false)
 	return env
 }
 
@@ -441,7 +443,7 @@ func compileTemplate(src string, p *Playbook) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: :"))
 	}
-	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces, sampleFacts)
+	sample := templateData(p, map[string]*float64{}, map[string]string{"model_name": "m", "pod": "p"}, &FleetView{Focus: "p", Pods: 1}, sampleTraces, p.catalog.Known())
 	for _, q := range p.Queries {
 		v := 1.0
 		sample[q.Name] = &v
@@ -480,8 +482,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// loadFS loads every *.yaml / *.yml playbook under dir of fsys, in name order.
-func loadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
+// loadFS loads every *.yaml / *.yml playbook under dir of fsys, in name order, compiled against
+// cat.
+func loadFS(fsys fs.FS, dir, prefix string, cat *facts.Catalog) ([]*Playbook, error) {
 	var out []*Playbook
 	var errs []error
 	err := fs.WalkDir(fsys, dir, func(path string, d fs.DirEntry, err error) error {
@@ -507,7 +510,7 @@ func loadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
 			return err
 		}
 		name := filepath.ToSlash(filepath.Join(prefix, strings.TrimPrefix(path, dir+"/")))
-		p, err := Parse(name, data)
+		p, err := Parse(name, data, cat)
 		if err != nil {
 			errs = append(errs, err)
 			return nil
@@ -521,10 +524,10 @@ func loadFS(fsys fs.FS, dir, prefix string) ([]*Playbook, error) {
 	return out, errors.Join(errs...)
 }
 
-// LoadDir loads the user's playbooks from a directory on disk.
-func LoadDir(dir string) ([]*Playbook, error) {
+// LoadDir loads the user's playbooks from a directory on disk, compiled against cat.
+func LoadDir(dir string, cat *facts.Catalog) ([]*Playbook, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("playbooks directory: %w", err)
 	}
-	return loadFS(os.DirFS(dir), ".", dir)
+	return loadFS(os.DirFS(dir), ".", dir, cat)
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 )
 
 // Every playbook error names its file and place, so an author can fix it without guessing.
@@ -40,7 +42,7 @@ testdata/bad/fact-name-taken.yaml: queries.kube_node: name already used by a kub
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Parse(path, data)
+			_, err = Parse(path, data, sources.Catalog())
 			if err == nil {
 				t.Fatalf("loaded without error; want %q", want)
 			}
@@ -56,7 +58,8 @@ func TestALabelsKeyIsRejectedEvenWhenEmpty(t *testing.T) {
 	for _, labels := range []string{"labels:", "labels: {}", "labels: {team: ml}"} {
 		t.Run(labels, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte("name: x\nmatch: {alertname: X}\n"+labels+"\nqueries: {w: 'sum(w{$scope})'}\n"+
-				"verdicts: [{id: healthy, when: 'true', title: ok}]\n"))
+				"verdicts: [{id: healthy, when: 'true', title: ok}]\n"), sources.Catalog())
+
 			if err == nil || !strings.HasPrefix(err.Error(), "x.yaml: labels: a playbook has no labels: ") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("want the one labels error, got %v", err)
 			}
@@ -79,7 +82,7 @@ func TestAFixtureTypoNamesItsLineAndKey(t *testing.T) {
 }
 
 func TestUserPlaybookOverridesBuiltinByNameAndParamsOverrideThresholds(t *testing.T) {
-	builtin, err := Builtin()
+	builtin, err := Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +95,8 @@ queries:
 verdicts:
   - {id: capacity-past-knee, when: waiting > limit, title: "mine"}
   - {id: inconclusive, when: "true", title: "mine too"}
-`))
+`), sources.Catalog())
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +123,7 @@ verdicts:
 }
 
 func TestFixturesPassAndAFailingFixtureShowsADiff(t *testing.T) {
-	builtin, err := Builtin()
+	builtin, err := Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +185,8 @@ verdicts:
   - {id: prefill-bound, when: "base != nil ? a > 2 * base : a > 10", title: handles nil}
   - {id: decode-bound, when: "a > base", title: needs base}
   - {id: inconclusive, when: "true", title: fallback}
-`))
+`), sources.Catalog())
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +215,7 @@ func TestLoadDirSkipsAConfigMapsHiddenCopy(t *testing.T) {
 	if err := os.Symlink("..data/mine.yaml", filepath.Join(dir, "mine.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	pbs, err := LoadDir(dir)
+	pbs, err := LoadDir(dir, sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +241,8 @@ verdicts:
   - id: inconclusive
     when: "true"
     title: none
-`))
+`), sources.Catalog())
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/facts"
 )
 
 // File is a playbook as written in YAML. Load compiles it into a Playbook.
@@ -93,8 +95,9 @@ type Playbook struct {
 	// Fleet is the sibling comparison; nil when the playbook declares none.
 	Fleet *Fleet
 
-	byName map[string]*Query
-	index  map[string]int // query name -> position in Queries
+	byName  map[string]*Query
+	index   map[string]int // query name -> position in Queries
+	catalog *facts.Catalog // the facts its rules may read (facts.go)
 }
 
 // Query is a compiled named query.

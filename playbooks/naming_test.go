@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
@@ -24,7 +25,7 @@ var (
 // parses once expanded, and a hostile label value stays inside its string. A series without
 // model_name (targetSeries, podSeries) is only read beside a selector of the scope.
 func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
-	builtin, err := Builtin()
+	builtin, err := Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 			}
 		}
 		// The playbook as loaded is not changed by the rename: a copy carries it.
-		if orig, _ := Builtin(); len(orig) > 0 && strings.Contains(orig[0].Queries[0].Expr, "kserve_vllm:") {
+		if orig, _ := Builtin(sources.Catalog()); len(orig) > 0 && strings.Contains(orig[0].Queries[0].Expr, "kserve_vllm:") {
 			t.Fatal("the rename changed the loaded playbook in place")
 		}
 	}
@@ -105,12 +106,12 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 // its place.
 func TestUserPlaybookRenameError(t *testing.T) {
 	src := "name: mine\nmatch: {alertname: X}\nqueries: {w: \"count({__name__=~'vllm:.*'})\"}\nverdicts: [{id: healthy, when: 'true', title: ok}]\n"
-	p, err := Parse("mine.yaml", []byte(src))
+	p, err := Parse("mine.yaml", []byte(src), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := vllmnames.Naming{Prefix: "kserve_vllm:"}
-	builtin, _ := Builtin()
+	builtin, _ := Builtin(sources.Catalog())
 	_, err = NewSet(builtin, []*Playbook{p}, SetOptions{Naming: &n})
 	if err == nil || !strings.Contains(err.Error(), "mine.yaml: queries.w: vllm.metric_prefix: cannot rename") {
 		t.Fatalf("got %v", err)

@@ -4,62 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
-
-// quoteLabelValue returns v as a PromQL string literal. Label values come from alerts and from
-// Slack users: quoting (never concatenating) is what keeps a value such as `"} or vector(1) #`
-// inside its string. PromQL string literals follow Go's escaping rules, so strconv.Quote is exact;
-// invalid UTF-8 becomes \x escapes and cannot end the string either.
-// U+FFFD (what Go's JSON decoder makes of invalid UTF-8) is written as \ufffd: Prometheus's
-// lexer refuses it raw in a string ("invalid UTF-8 rune"), which would fail the query.
-func quoteLabelValue(v string) string {
-	q := strconv.Quote(v)
-	if strings.ContainsRune(q, utf8.RuneError) {
-		q = strings.ReplaceAll(q, string(utf8.RuneError), `\ufffd`)
-	}
-	return q
-}
-
-// replacementPattern is the regex matcher for a label value that carries U+FFFD: the alert's
-// sender had invalid UTF-8 there, and what it stood for is lost, so each run of U+FFFD matches
-// any characters and the rest must match exactly. (A series in Prometheus is valid UTF-8, so an
-// exact match would never find one.)
-func replacementPattern(v string) string {
-	var b strings.Builder
-	start, inRun := 0, false
-	for i := 0; i < len(v); {
-		r, w := utf8.DecodeRuneInString(v[i:])
-		if r == utf8.RuneError {
-			if !inRun {
-				b.WriteString(regexp.QuoteMeta(v[start:i]))
-				b.WriteString(".+")
-				inRun = true
-			}
-			i += w
-			start = i
-			continue
-		}
-		inRun = false
-		i += w
-	}
-	b.WriteString(regexp.QuoteMeta(v[start:]))
-	return b.String()
-}
-
-// hasReplacement reports whether v carries U+FFFD or invalid UTF-8.
-func hasReplacement(v string) bool {
-	return strings.ContainsRune(v, utf8.RuneError) || !utf8.ValidString(v)
-}
 
 // ScopeMatchers builds the `$scope` text: one equality matcher per scope label the alert carries,
 // in the playbook's order. It also returns the scope labels that were missing. The scope's pod
@@ -128,14 +82,9 @@ func (ps PodScope) Matchers(scope []string, labels map[string]string) (matchers 
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(label)
-		if hasReplacement(v) {
-			b.WriteString("=~")
-			b.WriteString(quoteLabelValue(replacementPattern(v)))
-		} else {
-			b.WriteByte('=')
-			b.WriteString(quoteLabelValue(v))
-		}
+		// Quoted by the project's one function: a value from an alert or a user stays inside its
+		// string, and one whose sender had invalid UTF-8 still selects its series.
+		b.WriteString(promql.Matcher(label, v))
 		used[label] = v
 	}
 	return b.String(), used, missing
@@ -262,7 +211,7 @@ func (p *Playbook) ExpandAll(labels map[string]string, ps PodScope) Expansion {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(used)) {
-		if hasReplacement(used[name]) {
+		if promql.Lost(used[name]) {
 			x.Notes = append(x.Notes, fmt.Sprintf("label %s carries invalid UTF-8 (shown as \uFFFD): matched as a pattern, any characters in its place", name))
 		}
 	}

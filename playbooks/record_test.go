@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 )
 
 // Every recorded built-in fixture, decided and written back as a fixture, round-trips: the new
@@ -26,7 +28,7 @@ func TestAFixtureFromADiagnosisReproducesItsVerdictAndFailsOnAnother(t *testing.
 			if !ok {
 				t.Fatalf("%s tests[%d]: no playbook", file, i)
 			}
-			kf, problem := recordedFacts(fx.Kube, fx.Facts)
+			kf, problem := recordedFacts(sources.Catalog(), fx.Kube, fx.Facts)
 			if problem != "" {
 				t.Fatalf("%s: %s: %s", file, fx.Name, problem)
 			}

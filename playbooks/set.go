@@ -8,15 +8,17 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 //go:embed builtin/*.yaml
 var builtinFS embed.FS
 
-// Builtin loads the playbooks embedded in the binary.
-func Builtin() ([]*Playbook, error) {
-	pbs, err := loadFS(builtinFS, "builtin", "builtin")
+// Builtin loads the playbooks embedded in the binary, compiled against cat (their rules read
+// the facts of every source: facts/sources.Catalog).
+func Builtin(cat *facts.Catalog) ([]*Playbook, error) {
+	pbs, err := loadFS(builtinFS, "builtin", "builtin", cat)
 	for _, p := range pbs {
 		p.Builtin = true
 	}

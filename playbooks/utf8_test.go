@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 )
 
 // An alert whose label carried invalid UTF-8 reaches the responder with U+FFFD in its place (Go's
 // JSON decoder): every query of every built-in playbook must still parse in Prometheus (which
 // refuses U+FFFD raw in a string), and the label's matcher must still find the series it stood for.
 func TestLabelsWithInvalidUTF8StillGiveQueriesPrometheusAccepts(t *testing.T) {
-	b, err := Builtin()
+	b, err := Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

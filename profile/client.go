@@ -10,8 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 )
 
@@ -22,31 +22,9 @@ type vllmClient struct {
 }
 
 func newVLLMClient(nets []netip.Prefix, token secret.Secret) *vllmClient {
-	d := &net.Dialer{
-		Timeout: 5 * time.Second,
-		// Checked on the address actually dialled, after name resolution: a DNS name that
-		// resolves outside the allowed networks is refused too.
-		Control: func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("%w: cannot parse %q", ErrEndpointNotAllowed, address)
-			}
-			if !allowed(nets, ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrEndpointNotAllowed, ap.Addr())
-			}
-			return nil
-		},
-	}
-	tr := &http.Transport{
-		Proxy:               nil, // never through a proxy: the allowlist is about the pod
-		DialContext:         d.DialContext,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     30 * time.Second,
-		TLSHandshakeTimeout: 5 * time.Second,
-	}
 	return &vllmClient{
 		http: &http.Client{
-			Transport:     tr,
+			Transport:     podendpoint.Transport(nets, ErrEndpointNotAllowed),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		token: token,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 )
 
@@ -114,11 +115,6 @@ func (c *Config) SetDefaults() {
 	setDur(&c.Silence.ExpectedFlush, 2*time.Minute)
 }
 
-// templateData is what URLTemplate and TraceDirHint see.
-func templateData(instance, pod, namespace string) map[string]string {
-	return map[string]string{"instance": instance, "pod": pod, "namespace": namespace}
-}
-
 // Validate checks the fields against each other and compiles the templates and networks. It
 // returns every error, each naming its key inside the section (configerr); the caller adds
 // "profile.".
@@ -206,7 +202,7 @@ func checkTemplate(name, text string, check func(string) error) (*template.Templ
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
+	if err := t.Execute(&buf, podendpoint.TemplateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
 		return nil, err
 	}
 	if check != nil {
@@ -221,7 +217,7 @@ func (c *Config) compiled() bool { return c.urlTmpl != nil }
 
 func (c *Config) render(t *template.Template, instance, pod, namespace string) (string, error) {
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, templateData(instance, pod, namespace)); err != nil {
+	if err := t.Execute(&buf, podendpoint.TemplateData(instance, pod, namespace)); err != nil {
 		return "", err
 	}
 	return buf.String(), nil

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 )
 
 var (
 	// ErrUnknownPod: Prometheus has no vLLM series for the pod, so there is no endpoint the
 	// responder is allowed to profile.
-	ErrUnknownPod = errors.New("pod unknown to Prometheus")
+	ErrUnknownPod = podendpoint.ErrUnknownPod
 	// ErrProfilerDisabled: the vLLM server answered 404 on /start_profile.
 	ErrProfilerDisabled = errors.New(`profiling is not enabled on this vLLM server; start it with --profiler-config '{"profiler": "torch", "torch_profiler_dir": "/path/to/traces"}' (older versions: VLLM_TORCH_PROFILER_DIR=/path/to/traces)`)
 	// ErrProfilerBusy: the vLLM server answered 409 on /start_profile: a profiling session started

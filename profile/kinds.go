@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 )
 
 // Profiler kinds: what the vLLM server's --profiler-config names.
@@ -93,7 +94,7 @@ func (kc KindConfig) compile() (kind, error) {
 	if kc.TraceHint != "" {
 		t, err := template.New("trace_hint").Option("missingkey=error").Parse(kc.TraceHint)
 		if err == nil {
-			err = t.Execute(&bytes.Buffer{}, templateData("10.0.0.1:8000", "vllm-0", "default"))
+			err = t.Execute(&bytes.Buffer{}, podendpoint.TemplateData("10.0.0.1:8000", "vllm-0", "default"))
 		}
 		if err != nil {
 			add("trace_hint", "%w", err)
@@ -116,7 +117,7 @@ func (kc KindConfig) torchProfilerDir() (*template.Template, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, templateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
+	if err := t.Execute(&buf, podendpoint.TemplateData("10.0.0.1:8000", "vllm-0", "default")); err != nil {
 		return nil, err
 	}
 	if _, err := traceLocation(buf.String()); err != nil {
@@ -174,7 +175,7 @@ func (c *Config) tracesFor(t target) Traces {
 	labels := map[string]string{"namespace": t.Namespace, "pod": t.Pod, "model_name": t.Model}
 	render := func(tm *template.Template) string {
 		var buf bytes.Buffer
-		if err := tm.Execute(&buf, templateData(t.Instance, t.Pod, t.Namespace)); err != nil {
+		if err := tm.Execute(&buf, podendpoint.TemplateData(t.Instance, t.Pod, t.Namespace)); err != nil {
 			return "(" + tm.Name() + ": " + err.Error() + ")"
 		}
 		return buf.String()

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/podendpoint"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/store"
 )
@@ -29,7 +30,7 @@ var errShuttingDown = errors.New("the responder is shutting down")
 
 // Store keys (the Redis store namespaces them further).
 const (
-	lockPrefix     = "profile:lock:"
+	lockPrefix     = podendpoint.LockPrefix
 	recordPrefix   = "profile:capture:"
 	cooldownPrefix = "profile:cooldown:"
 	janitorPrefix  = "profile:janitor:"
@@ -113,8 +114,6 @@ type Service struct {
 	replica  string
 	client   *vllmClient
 	naming   vllmnames.Naming
-	// podLabel names pods in Prometheus (vllm.pod_label); instance is tried after it.
-	podLabel string
 	// grace is added to every record deadline before the janitor acts on it.
 	grace time.Duration
 
@@ -153,7 +152,6 @@ func New(cfg Config, d Deps) (*Service, error) {
 		replica:   d.Replica,
 		client:    newVLLMClient(cfg.networks, cfg.BearerToken),
 		naming:    d.Naming,
-		podLabel:  d.Naming.Pod(),
 		grace:     5 * time.Second,
 		active:    make(map[string]*capture),
 		janitored: make(map[string]bool),
@@ -332,7 +330,7 @@ func (s *Service) begin(ctx context.Context, req Request) (*capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := t.name()
+	key := t.Name()
 	now := time.Now()
 	id := newID()
 	lock, err := s.store.Lock(ctx, lockPrefix+key, s.cfg.LockTTL, store.LockHolder{ID: id, Name: req.RequestedBy, Since: now})
@@ -422,13 +420,7 @@ func (s *Service) run(c *capture) *Report {
 		s.metrics.running.Dec()
 	}()
 	log := s.log.With().Str("capture_id", c.rec.ID).Str("pod", c.key).Logger()
-	rep := &Report{
-		ID: c.rec.ID, Pod: c.rec.Pod, Namespace: c.rec.Namespace, Endpoint: c.rec.Endpoint,
-		RequestedBy: c.rec.RequestedBy, Source: c.rec.Source, Replica: s.replica,
-		RequestedAt: c.rec.RequestedAt, Window: c.window,
-	}
-	rep.TraceDir, rep.TraceLink, rep.Kind = c.traces.Where, c.traces.Link, c.traces.Kind
-	rep.Silenced = s.silencer != nil
+	rep := s.newReport(c)
 	defer func() { rep.SilenceID, rep.SilencedUntil = c.rec.SilenceID, c.rec.SilencedUntil }()
 	if rep.Silenced {
 		defer func() { rep.SilenceURL = s.silencer.URL(c.rec.SilenceID) }()
@@ -453,11 +445,7 @@ func (s *Service) run(c *capture) *Report {
 		rep.Err = err
 		rep.Result = resultOf(err)
 		stopRefresh()
-		s.endSilence(&c.rec, log, 0) // nothing stalled
-		if s.deleteRecord(ctx, c.key, c.rec.ID) != nil {
-			noteStore()
-		}
-		s.releaseLock(c.lock, log)
+		s.abandon(ctx, c, log, noteStore)
 		log.Warn().Err(err).Str("result", rep.Result).Msg("profile capture failed to start")
 		return rep
 	}
@@ -467,33 +455,78 @@ func (s *Service) run(c *capture) *Report {
 		rep.Notes = append(rep.Notes, "start_profile failed; the profiler was stopped in case it had started anyway")
 		log.Warn().Err(err).Msg("start_profile failed; stopping in case it started")
 	} else {
-		rep.StartedAt = time.Now()
-		c.rec.StartedAt, c.rec.State = rep.StartedAt, StateProfiling
-		c.rec.Deadline = rep.StartedAt.Add(c.window + s.grace)
-		if s.putRecord(ctx, c.rec) != nil {
-			noteStore()
-		}
-		if s.cfg.Cooldown > 0 {
-			// Set now, so a crash mid-capture still holds the pod back.
-			if s.setCooldown(ctx, c.key, c.rec.Deadline.Add(s.cfg.Cooldown)) != nil {
-				noteStore()
-			}
-		}
-		log.Info().Dur("window", c.window).Msg("profiler started")
-
-		// Window.
-		timer := time.NewTimer(c.window)
-		select {
-		case <-timer.C:
-		case <-c.cut:
-			timer.Stop()
-			rep.Notes = append(rep.Notes, "window cut short: "+c.cutWhy)
-			log.Warn().Str("reason", c.cutWhy).Msg("profile window cut short")
-		}
-		rep.Profiled = time.Since(rep.StartedAt)
+		s.profile(ctx, c, rep, log, noteStore)
 	}
 
 	// Stop.
+	stopErr := s.stop(ctx, c, rep, log, noteStore)
+	stopRefresh()
+	if stopErr != nil && !errors.Is(stopErr, ErrProfilerDisabled) {
+		s.leaveToJanitor(ctx, c, rep, stopErr, log, noteStore)
+		return rep
+	}
+	if rep.Err == nil {
+		rep.Result = ResultOK
+	} else {
+		rep.Result = ResultError
+	}
+	s.finish(ctx, c, rep, stopErr == nil, log, noteStore)
+	return rep
+}
+
+// newReport is the report of c as accepted, before anything ran.
+func (s *Service) newReport(c *capture) *Report {
+	rep := &Report{
+		ID: c.rec.ID, Pod: c.rec.Pod, Namespace: c.rec.Namespace, Endpoint: c.rec.Endpoint,
+		RequestedBy: c.rec.RequestedBy, Source: c.rec.Source, Replica: s.replica,
+		RequestedAt: c.rec.RequestedAt, Window: c.window,
+	}
+	rep.TraceDir, rep.TraceLink, rep.Kind = c.traces.Where, c.traces.Link, c.traces.Kind
+	rep.Silenced = s.silencer != nil
+	return rep
+}
+
+// abandon cleans up a capture whose profiler never started: the silence ends at once (nothing
+// stalled), the record goes, the lock is released.
+func (s *Service) abandon(ctx context.Context, c *capture, log zerolog.Logger, noteStore func()) {
+	s.endSilence(&c.rec, log, 0)
+	if s.deleteRecord(ctx, c.key, c.rec.ID) != nil {
+		noteStore()
+	}
+	s.releaseLock(c.lock, log)
+}
+
+// profile records that the profiler runs, holds the pod back for the cooldown and waits for the
+// window to end or be cut short.
+func (s *Service) profile(ctx context.Context, c *capture, rep *Report, log zerolog.Logger, noteStore func()) {
+	rep.StartedAt = time.Now()
+	c.rec.StartedAt, c.rec.State = rep.StartedAt, StateProfiling
+	c.rec.Deadline = rep.StartedAt.Add(c.window + s.grace)
+	if s.putRecord(ctx, c.rec) != nil {
+		noteStore()
+	}
+	if s.cfg.Cooldown > 0 {
+		// Set now, so a crash mid-capture still holds the pod back.
+		if s.setCooldown(ctx, c.key, c.rec.Deadline.Add(s.cfg.Cooldown)) != nil {
+			noteStore()
+		}
+	}
+	log.Info().Dur("window", c.window).Msg("profiler started")
+
+	timer := time.NewTimer(c.window)
+	select {
+	case <-timer.C:
+	case <-c.cut:
+		timer.Stop()
+		rep.Notes = append(rep.Notes, "window cut short: "+c.cutWhy)
+		log.Warn().Str("reason", c.cutWhy).Msg("profile window cut short")
+	}
+	rep.Profiled = time.Since(rep.StartedAt)
+}
+
+// stop calls stop_profile within profile.stop_timeout, the pod kept silenced while it runs, and
+// returns its error.
+func (s *Service) stop(ctx context.Context, c *capture, rep *Report, log zerolog.Logger, noteStore func()) error {
 	c.rec.State = StateStopping
 	c.rec.Deadline = time.Now().Add(s.cfg.StopTimeout + s.grace)
 	if s.putRecord(ctx, c.rec) != nil {
@@ -511,35 +544,36 @@ func (s *Service) run(c *capture) *Report {
 	rep.StopTook = time.Since(stopStart)
 	stopSilence()
 	s.metrics.stopDuration.Observe(rep.StopTook.Seconds())
-	stopRefresh()
+	return stopErr
+}
 
-	if stopErr != nil && !errors.Is(stopErr, ErrProfilerDisabled) {
-		// The profiler may still be on. Keep the lock until its TTL lapses (the server may
-		// still be flushing) and leave the record for a janitor to retry the stop then.
-		rep.Err = stopErr
-		rep.Result = ResultError
-		if errors.Is(stopErr, ErrStopTimeout) {
-			rep.Result = ResultStopTimeout
-			rep.Err = fmt.Errorf("stop_profile did not answer within profile.stop_timeout %s: %w", s.cfg.StopTimeout, stopErr)
-		}
-		c.rec.State, c.rec.LastError = StateStopFailed, stopErr.Error()
-		c.rec.Deadline = time.Now().Add(s.cfg.LockTTL)
-		// The server may still be flushing: keep the pod silenced until the janitor's retry,
-		// which extends the silence while its own stop runs and then ends it.
-		s.endSilence(&c.rec, log, s.cfg.LockTTL+s.silenceLead()+s.cfg.Silence.Margin)
-		if s.putRecord(ctx, c.rec) != nil {
-			noteStore()
-		}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the pod stays locked until profile.lock_ttl (%s) lapses; a janitor will call stop_profile again", s.cfg.LockTTL))
-		log.Error().Err(stopErr).Dur("stop_duration", rep.StopTook).Str("result", rep.Result).Msg("stop_profile failed; the janitor will retry")
-		return rep
+// leaveToJanitor ends a capture whose stop failed: the profiler may still be on. It keeps the
+// lock until its TTL lapses (the server may still be flushing) and leaves the record for a
+// janitor to retry the stop then.
+func (s *Service) leaveToJanitor(ctx context.Context, c *capture, rep *Report, stopErr error, log zerolog.Logger, noteStore func()) {
+	rep.Err = stopErr
+	rep.Result = ResultError
+	if errors.Is(stopErr, ErrStopTimeout) {
+		rep.Result = ResultStopTimeout
+		rep.Err = fmt.Errorf("stop_profile did not answer within profile.stop_timeout %s: %w", s.cfg.StopTimeout, stopErr)
 	}
-	if rep.Err == nil {
-		rep.Result = ResultOK
-	} else {
-		rep.Result = ResultError
+	c.rec.State, c.rec.LastError = StateStopFailed, stopErr.Error()
+	c.rec.Deadline = time.Now().Add(s.cfg.LockTTL)
+	// The server may still be flushing: keep the pod silenced until the janitor's retry,
+	// which extends the silence while its own stop runs and then ends it.
+	s.endSilence(&c.rec, log, s.cfg.LockTTL+s.silenceLead()+s.cfg.Silence.Margin)
+	if s.putRecord(ctx, c.rec) != nil {
+		noteStore()
 	}
-	if stopErr == nil && !rep.StartedAt.IsZero() {
+	rep.Notes = append(rep.Notes, fmt.Sprintf("the pod stays locked until profile.lock_ttl (%s) lapses; a janitor will call stop_profile again", s.cfg.LockTTL))
+	log.Error().Err(stopErr).Dur("stop_duration", rep.StopTook).Str("result", rep.Result).Msg("stop_profile failed; the janitor will retry")
+}
+
+// finish cleans up a capture whose profiler was stopped (stopped: stop_profile answered): the
+// flush time learnt, the silence ended a margin after it, the cooldown set from now, the record
+// deleted and the lock released.
+func (s *Service) finish(ctx context.Context, c *capture, rep *Report, stopped bool, log zerolog.Logger, noteStore func()) {
+	if stopped && !rep.StartedAt.IsZero() {
 		s.recordFlush(c.key, rep.StopTook, log)
 	}
 	// The alerts' windows still hold the stall: the silence ends a margin after the flush.
@@ -555,7 +589,6 @@ func (s *Service) run(c *capture) *Report {
 	s.releaseLock(c.lock, log)
 	log.Info().Str("requested_by", rep.RequestedBy).Dur("profiled", rep.Profiled).Dur("stop_duration", rep.StopTook).
 		Str("result", rep.Result).Msg("profile capture finished")
-	return rep
 }
 
 // keepLock refreshes the lock every third of its TTL until the returned function is called

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
@@ -251,6 +252,12 @@ func TestPodLabelValuesAreQuotedInPromQL(t *testing.T) {
 	want := `group by (namespace, instance, model_name) (vllm:num_requests_running{pod="a\"b\\c",namespace="n\ns"})`
 	if got != want {
 		t.Fatalf("query\n got %s\nwant %s", got, want)
+	}
+	// A value that lost characters to invalid UTF-8 (U+FFFD in their place) is quoted as the
+	// playbooks quote it: Prometheus's lexer refuses U+FFFD raw ("invalid UTF-8 rune").
+	got = resolveQuery(vllmnames.Naming{}, "pod", "vllm-\uFFFD", "l\uFFFDm")
+	if _, err := parser.NewParser(parser.Options{}).ParseExpr(got); err != nil {
+		t.Fatalf("Prometheus would refuse %s: %v", got, err)
 	}
 	// Renamed metrics, router series excluded, pods named by instance.
 	got = resolveQuery(vllmnames.Naming{Prefix: "kserve_vllm:", RouterLabel: "server"}, "instance", "10.0.0.5:8000", "")

@@ -11,3 +11,5 @@ echo "== real vLLM: conformance of vllm-sim and behaviour checks"
 go test -tags realvllm -count=1 -p 1 -timeout 30m -v ./internal/realvllm/
 echo "== real vLLM: end to end"
 go test -tags realvllm -count=1 -p 1 -timeout 40m -v -run 'TestRealVLLM' ./cmd/responder/
+echo "== real vLLM: the stall probe"
+go test -tags realvllm -count=1 -p 1 -timeout 20m -v -run 'TestTheProbeOnARealVLLM' ./probe/

@@ -83,6 +83,13 @@ type Config struct {
 	// histograms (see finishUnstarted).
 	HostUptime time.Duration
 
+	// TensorParallelSize is the GPUs (ranks) the pod holds, one worker process each (vLLM's
+	// --tensor-parallel-size; 0 counts as 1). ExecuteModelTimeout is vLLM's deadline on a step's
+	// RPC to its workers where the multiprocessing executor runs (TP > 1):
+	// VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS, 300 s (gpu.go).
+	TensorParallelSize  int
+	ExecuteModelTimeout time.Duration
+
 	// Operation times: a level-1/2 sleep (offloading or discarding the weights), a wake-up
 	// (reloading them), an RL weight update through /update_weights.
 	SleepTime        time.Duration
@@ -154,6 +161,8 @@ func DefaultConfig() Config {
 		SleepTime:            2 * time.Second,
 		WakeTime:             3 * time.Second,
 		WeightUpdateTime:     10 * time.Second,
+		TensorParallelSize:   1,
+		ExecuteModelTimeout:  300 * time.Second,
 		StepBase:             15 * time.Millisecond,
 		PerSeq:               50 * time.Microsecond,
 		PerPrefillToken:      25 * time.Microsecond,
@@ -267,10 +276,31 @@ type Scenario struct {
 	// TemplateCost is API server CPU each request costs beyond its tokens (a heavy chat
 	// template, tool schemas, multimodal preprocessing).
 	TemplateCost time.Duration `json:"template_cost,omitempty"`
+	// GPU is what happens to the GPUs under the pod (gpu.go): an XID, a GPU falling off the
+	// bus, a failed row remap, thermal throttling.
+	GPU GPUFault `json:"gpu,omitempty"`
 	// Burst requests arrive at once when the scenario starts (a batch job
 	// fanning out), on top of the Poisson stream; it makes the signature show
 	// up in seconds instead of one request lifetime.
 	Burst int `json:"burst"`
+	// Long clients beside the others (a batch summarization or RAG job): from LongAfter on,
+	// LongRate req/s (Poisson, a stream of its own) of ~LongPromptMean-token prompts (lognormal,
+	// LongPromptSigma) asking for ~LongOutputMean tokens (sigma 0.3). See thirdring.go.
+	LongRate        float64       `json:"long_rate,omitempty"`
+	LongPromptMean  float64       `json:"long_prompt_mean,omitempty"`
+	LongPromptSigma float64       `json:"long_prompt_sigma,omitempty"`
+	LongOutputMean  float64       `json:"long_output_mean,omitempty"`
+	LongAfter       time.Duration `json:"long_after,omitempty"`
+	// StructuredShare of the requests carry a JSON schema or a tool grammar (structured output):
+	// each waits deferred for its grammar, GrammarCompile, before it can be scheduled (vLLM's
+	// WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR).
+	StructuredShare float64       `json:"structured_share,omitempty"`
+	GrammarCompile  time.Duration `json:"grammar_compile,omitempty"`
+	// AdmissionWedge is a fault of the scheduler, as vllm#53130 reports it on 0.27.1: requests
+	// parked deferred count against max_num_seqs at admission, and a parked request is promoted
+	// only when the admission loop reaches it, so once running + parked reaches max_num_seqs
+	// nothing is admitted again (see thirdring.go).
+	AdmissionWedge bool `json:"admission_wedge,omitempty"`
 }
 
 // Scenarios are the built-in loads, calibrated against DefaultConfig.
@@ -334,6 +364,15 @@ func init() {
 		Scenarios[sc.Name] = sc
 	}
 	for _, sc := range secondRingScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+	for _, sc := range gpuScenarios() {
+		Scenarios[sc.Name] = sc
+	}
+	for _, fs := range gpuFleetScenarios() {
+		FleetScenarios[fs.Name] = fs
+	}
+	for _, sc := range thirdRingScenarios() {
 		Scenarios[sc.Name] = sc
 	}
 }

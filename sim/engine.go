@@ -53,7 +53,8 @@ type request struct {
 	external     int  // prompt tokens loaded from the KV connector
 	deferred     bool // skipped by the scheduler since it last waited (LoRA slot, KV load)
 	adapter      string
-	acceptance   float64 // draft tokens' acceptance probability for this request's text
+	acceptance   float64   // draft tokens' acceptance probability for this request's text
+	grammarAt    time.Time // its structured-output grammar is compiled (zero: no grammar)
 
 	remote      bool // its prompt was prefilled elsewhere (KV consumer): load the KV
 	fetch       fetchStage
@@ -126,18 +127,22 @@ type Engine struct {
 	scenario    Scenario
 	scenarioAt  time.Time // when the scenario started
 	nextArrival time.Time // zero = no synthetic arrivals
-	waiting     []*request
-	running     []*request
-	usedBlocks  int
-	withTimeout int // requests in the engine that have a deadline
-	nextID      int64
-	steps       int64
-	preemptions int64
-	dropped     int64 // synthetic arrivals dropped by the MaxWaiting cap
-	onStep      func(StepRecord)
-	onFinish    func(FinishedRequest) // see SetFinishObserver (tracing.go)
-	wake        chan struct{}
-	stall       engineStall // held by a flushing profiler (sim/profiler.go)
+	nextLong    time.Time // the long clients' next arrival (zero = none; thirdring.go)
+	// admissionWedged: the scheduler admits nothing any more (AdmissionWedge; thirdring.go)
+	admissionWedged bool
+	pub             PublishedGauges // the gauges as last published (gateway.go reads them)
+	waiting         []*request
+	running         []*request
+	usedBlocks      int
+	withTimeout     int // requests in the engine that have a deadline
+	nextID          int64
+	steps           int64
+	preemptions     int64
+	dropped         int64 // synthetic arrivals dropped by the MaxWaiting cap
+	onStep          func(StepRecord)
+	onFinish        func(FinishedRequest) // see SetFinishObserver (tracing.go)
+	wake            chan struct{}
+	stall           engineStall // held by a flushing profiler (sim/profiler.go)
 
 	clock    time.Time // the latest time the engine was stepped at: the server's "now"
 	boot     time.Time // the host's boot: vLLM's engine timestamps count from it (monotonic)
@@ -183,6 +188,7 @@ func (e *Engine) startProcess(now time.Time) {
 	e.waiting, e.running = nil, nil
 	e.usedBlocks, e.withTimeout = 0, 0
 	e.loraView = loraView{}
+	e.admissionWedged = false
 }
 
 // Registry is the server's Prometheus registry: vLLM's metrics and the API server process's
@@ -225,6 +231,7 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	defer e.mu.Unlock()
 	e.scenario, e.scenarioAt = s, now
 	e.planLife(s, now)
+	e.admissionWedged = e.admissionWedged && s.AdmissionWedge
 	if reset {
 		e.api.held = e.dropSynthetic(e.api.held)
 		e.waiting = e.dropSynthetic(e.waiting)
@@ -240,6 +247,7 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 	if s.ArrivalRate > 0 {
 		e.nextArrival = now.Add(e.expDuration(s.ArrivalRate))
 	}
+	e.planLong(s, now)
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -249,7 +257,7 @@ func (e *Engine) SetScenario(s Scenario, reset bool, now time.Time) {
 func (e *Engine) dropSynthetic(rs []*request) []*request {
 	kept := rs[:0]
 	for _, r := range rs {
-		if r.synthetic {
+		if r.synthetic && r.done == nil { // a gateway's requests (done set) have clients: kept, as HTTP ones
 			e.freeBlocks(r)
 			if !r.deadline.IsZero() {
 				e.withTimeout--
@@ -380,6 +388,7 @@ func (e *Engine) generate(now time.Time) {
 		e.nextArrival = at.Add(e.expDuration(e.scenario.ArrivalRate))
 		e.addSynthetic(at)
 	}
+	e.generateLong(now)
 }
 
 // addSynthetic draws one client of the current scenario arriving at at.
@@ -411,6 +420,7 @@ func (e *Engine) addSynthetic(at time.Time) {
 		r.targetReason = reasonLength
 	}
 	r.adapter, r.remote, r.acceptance = e.drawAdapter(s), s.RemotePrefill, s.DraftAcceptance
+	r.grammarAt = e.drawGrammar(s, at)
 	if s.DraftAcceptanceLater > 0 && !at.Before(e.scenarioAt.Add(s.DraftAcceptanceAfter)) {
 		r.acceptance = s.DraftAcceptanceLater
 	}
@@ -504,7 +514,7 @@ func (e *Engine) Step(now time.Time) StepResult {
 // the next request the API server hands over, or event (zero: none), and at most 50 ms.
 func (e *Engine) idleFor(now, event time.Time) time.Duration {
 	idle := 50 * time.Millisecond
-	for _, t := range []time.Time{e.nextArrival, event} {
+	for _, t := range []time.Time{e.nextArrival, e.nextLong, event} {
 		if !t.IsZero() {
 			idle = min(idle, max(t.Sub(now), time.Millisecond))
 		}
@@ -710,20 +720,26 @@ func (e *Engine) publishGauges() {
 		g.Set(float64(stages[st]))
 	}
 	e.m.kvUsage.Set(e.kvUsage())
+	e.pub = PublishedGauges{Running: float64(len(e.running)), Waiting: float64(len(e.waiting)), KVUsage: e.kvUsage()}
 }
 
-func (e *Engine) expDuration(rate float64) time.Duration {
-	return time.Duration(e.rng.ExpFloat64() / rate * float64(time.Second))
+func (e *Engine) expDuration(rate float64) time.Duration { return expDuration(e.rng, rate) }
+
+func (e *Engine) lognormalInt(mean, sigma float64) int { return lognormalInt(e.rng, mean, sigma) }
+
+// expDuration draws the wait until the next event of a Poisson stream of rate per second.
+func expDuration(rng *rand.Rand, rate float64) time.Duration {
+	return time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 }
 
 // lognormalInt draws a positive integer from a lognormal with the given mean
 // and sigma of the underlying normal.
-func (e *Engine) lognormalInt(mean, sigma float64) int {
+func lognormalInt(rng *rand.Rand, mean, sigma float64) int {
 	if mean <= 0 {
 		return 1
 	}
 	mu := math.Log(mean) - sigma*sigma/2
-	return max(1, int(math.Round(math.Exp(mu+sigma*e.rng.NormFloat64()))))
+	return max(1, int(math.Round(math.Exp(mu+sigma*rng.NormFloat64()))))
 }
 
 // Run drives the engine in real time until ctx is done: each step starts when

@@ -26,6 +26,10 @@ type FleetScenario struct {
 	HotWeight  float64 `json:"hot_weight"`
 	// StalledPods wedges the engines of the first StalledPods pods (the load still arrives).
 	StalledPods int `json:"stalled_pods"`
+	// FirstPods pods (the first ones) follow the pod scenario FirstPodsLoad instead of Load: a
+	// fault on one pod among healthy siblings (gpu-thermal-throttle), or one pod left idle.
+	FirstPods     int    `json:"first_pods,omitempty"`
+	FirstPodsLoad string `json:"first_pods_load,omitempty"`
 	// RolloutStagger > 0: a rollout replaces every pod by a new pod (a new name, an empty
 	// engine, counters at 0), pod i RolloutStagger x (i+1) after the switch.
 	RolloutStagger time.Duration `json:"rollout_stagger,omitempty"`
@@ -110,8 +114,15 @@ func (f *Fleet) Plan(fs FleetScenario) []Scenario {
 		hot = 1
 	}
 	shares := hot + float64(n-1)
+	first, err := LookupScenario(fs.FirstPodsLoad)
+	if err != nil {
+		first = base
+	}
 	for i := range out {
 		sc := base
+		if i < fs.FirstPods {
+			sc = first
+		}
 		if fs.Name != fs.Load {
 			sc.Name = fs.Name
 		}

@@ -158,6 +158,7 @@ func (e *Engine) planLife(s Scenario, now time.Time) {
 		l.renameAt = now.Add(s.ReplaceAfter)
 		l.revision = s.Revision
 	}
+	e.planGPU(s, now)
 	l.schedule()
 }
 

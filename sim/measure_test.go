@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -93,19 +94,26 @@ func seriesKey(name string, m *dto.Metric) string {
 
 func (v *vclock) snap() snapshot {
 	v.t.Helper()
-	mfs, err := v.e.Registry().Gather()
+	s := gatherSnapshot(v.t, v.e.Registry(), v.now)
+	s.schedPreemptions = v.e.Stats().Preemptions
+	return s
+}
+
+// gatherSnapshot reads a registry at at (an engine's or a gateway's) as a scrape would.
+func gatherSnapshot(t *testing.T, g prometheus.Gatherer, at time.Time) snapshot {
+	t.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
-		v.t.Fatal(err)
+		t.Fatal(err)
 	}
-	s := snapshot{at: v.now, values: map[string]float64{}, hists: map[string]*dto.Histogram{}, types: map[string]dto.MetricType{},
-		schedPreemptions: v.e.Stats().Preemptions}
+	s := snapshot{at: at, values: map[string]float64{}, hists: map[string]*dto.Histogram{}, types: map[string]dto.MetricType{}}
 	for _, mf := range mfs {
 		s.types[mf.GetName()] = mf.GetType()
 		for _, m := range mf.GetMetric() {
 			k := seriesKey(mf.GetName(), m)
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:
-				s.values[k] = m.GetCounter().GetValue()
+				s.values[k] += m.GetCounter().GetValue()
 			case dto.MetricType_GAUGE:
 				s.values[k] = m.GetGauge().GetValue()
 			case dto.MetricType_HISTOGRAM:

@@ -69,7 +69,7 @@ func (e *Engine) schedule(now time.Time) (batch []slot, preempted, admitted int)
 			loras[r.adapter] = true
 		}
 	}
-	if preempted > 0 || e.life.pause == pauseAll {
+	if preempted > 0 || e.life.pause == pauseAll || e.admissionWedged {
 		return batch, preempted, 0
 	}
 
@@ -85,15 +85,24 @@ func (e *Engine) schedule(now time.Time) (batch []slot, preempted, admitted int)
 		return 0
 	})
 	var skipped []*request
+	// parked: the deferred requests the admission check counts (only under AdmissionWedge).
+	parked := e.parkedAtAdmission(queue)
 	skip := func(r *request) {
+		if !r.deferred {
+			parked += e.wedgeCounts()
+		}
 		r.deferred = true
 		skipped = append(skipped, r)
 	}
 	i := 0
-	for ; i < len(queue) && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs; i++ {
+	for ; i < len(queue) && budget > 0 && len(e.running)+parked < e.cfg.MaxNumSeqs; i++ {
 		r := queue[i]
 		if e.life.pause == pauseNew && !r.holdsKV() {
 			break // PAUSED_NEW admits only requests holding KV blocks
+		}
+		if !r.grammarAt.IsZero() && r.grammarAt.After(now) {
+			skip(r) // WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR
+			continue
 		}
 		switch r.fetch {
 		case fetchInProgress:
@@ -139,6 +148,9 @@ func (e *Engine) schedule(now time.Time) (batch []slot, preempted, admitted int)
 		r.numComputed += hits
 		e.allocate(r, chunk)
 		e.running = append(e.running, r)
+		if r.deferred {
+			parked -= e.wedgeCounts()
+		}
 		r.deferred, r.fetch = false, fetchNone
 		if !r.scheduled {
 			r.scheduled, r.scheduledAt = true, now
@@ -151,6 +163,7 @@ func (e *Engine) schedule(now time.Time) (batch []slot, preempted, admitted int)
 		admitted++
 	}
 	e.waiting = append(skipped, queue[i:]...)
+	e.latchWedge(parked)
 	return batch, preempted, admitted
 }
 
@@ -192,6 +205,7 @@ func (e *Engine) execute(batch []slot) (time.Duration, stepWork) {
 		float64(e.cfg.PerSeq)*float64(len(batch)) +
 		float64(e.cfg.PerPrefillToken)*float64(w.prefill+spec) + // draft tokens are verified like prefill
 		float64(e.cfg.PerContextToken)*float64(w.context)
+	cost *= e.gpuSlowdown() // a throttled GPU (gpu.go)
 	if e.cfg.Jitter > 0 {
 		cost *= math.Max(0.5, 1+e.cfg.Jitter*e.rng.NormFloat64())
 	}

@@ -1,13 +1,21 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
 // Memory is a Store for a single replica. It forgets everything on restart.
+//
+// It holds at most MemoryMaxBytes of keys and values: past that, the records written longest ago
+// are dropped first (an old thread's record before a fresh dedup claim), down to seven eighths of
+// the bound. Without it a storm of distinct groups (each with its thread record, delivery records
+// and dedup claims, kept for up to slack.thread_ttl) grew the process for a week; with it, a
+// record dropped early costs at most a second post of an old group, never a lost one.
 type Memory struct {
 	mu    sync.Mutex
 	now   func() time.Time
@@ -15,7 +23,15 @@ type Memory struct {
 	// nextSweep is the table size at which expired items are next swept out. Expired items are
 	// also dropped when read, but most keys (an alert state's claim) are never read again.
 	nextSweep int
+	// recent are the recent lists (Recents), a handful, each bounded by its own bound.
+	recent map[string]recentList
+	// bytes is the size of the keys and values held; max bounds it; seq orders writes.
+	bytes, max int
+	seq        uint64
 }
+
+// MemoryMaxBytes bounds the keys and values an in-memory store holds: 64 MiB.
+const MemoryMaxBytes = 64 << 20
 
 // minSweep is the table size below which expired items are not swept.
 const minSweep = 4096
@@ -25,12 +41,32 @@ var claimed = []byte{1}
 
 type memItem struct {
 	val     []byte
-	expires int64 // Unix nanoseconds; 0: never (no time.Location pointer for the GC to trace)
+	expires int64  // Unix nanoseconds; 0: never (no time.Location pointer for the GC to trace)
+	seq     uint64 // when it was written, in writes
 }
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{now: time.Now, items: make(map[string]memItem), nextSweep: minSweep}
+// NewMemory returns an empty in-memory store bounded at MemoryMaxBytes.
+func NewMemory() *Memory { return NewMemoryBounded(MemoryMaxBytes) }
+
+// NewMemoryBounded returns an empty in-memory store that holds at most max bytes of keys and
+// values.
+func NewMemoryBounded(max int) *Memory {
+	return &Memory{now: time.Now, items: make(map[string]memItem), nextSweep: minSweep, max: max, recent: make(map[string]recentList)}
+}
+
+// Size is what the store holds: its keys and values in bytes, and how many.
+func (m *Memory) Size() (bytes, entries int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes, len(m.items)
+}
+
+// drop deletes key's item. Called with m.mu held.
+func (m *Memory) drop(key string) {
+	if it, ok := m.items[key]; ok {
+		m.bytes -= len(key) + len(it.val)
+		delete(m.items, key)
+	}
 }
 
 func (m *Memory) live(key string, now time.Time) (memItem, bool) {
@@ -39,7 +75,7 @@ func (m *Memory) live(key string, now time.Time) (memItem, bool) {
 		return memItem{}, false
 	}
 	if it.expired(now) {
-		delete(m.items, key)
+		m.drop(key)
 		return memItem{}, false
 	}
 	return it, true
@@ -58,18 +94,43 @@ func (it memItem) expired(now time.Time) bool {
 }
 
 // put stores an item and, once the table has doubled since the last sweep, drops every expired
-// item: O(1) amortized per new key, and memory bounded by what is live. Called with m.mu held.
+// item: O(1) amortized per new key, and memory bounded by what is live. Past the byte bound it
+// sweeps the expired items, then drops the items written longest ago down to seven eighths of
+// the bound (O(n log n) once per eighth of the bound written). Called with m.mu held.
 func (m *Memory) put(key string, it memItem, now time.Time) {
+	m.drop(key)
+	m.seq++
+	it.seq = m.seq
 	m.items[key] = it
-	if len(m.items) < m.nextSweep {
+	m.bytes += len(key) + len(it.val)
+	if len(m.items) < m.nextSweep && (m.max <= 0 || m.bytes <= m.max) {
 		return
 	}
+	m.sweep(now)
+	m.nextSweep = max(minSweep, 2*len(m.items))
+	if m.max <= 0 || m.bytes <= m.max {
+		return
+	}
+	keys := make([]string, 0, len(m.items))
+	for k := range m.items {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(m.items[a].seq, m.items[b].seq) })
+	for _, k := range keys {
+		if m.bytes <= m.max-m.max/8 {
+			break
+		}
+		m.drop(k)
+	}
+}
+
+// sweep drops every expired item. Called with m.mu held.
+func (m *Memory) sweep(now time.Time) {
 	for k, v := range m.items {
 		if v.expired(now) {
-			delete(m.items, k)
+			m.drop(k)
 		}
 	}
-	m.nextSweep = max(minSweep, 2*len(m.items))
 }
 
 // Claim implements Store.
@@ -120,7 +181,7 @@ func (m *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duratio
 func (m *Memory) Delete(_ context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.items, key)
+	m.drop(key)
 	return nil
 }
 

@@ -73,3 +73,44 @@ func TestMemoryForgetsExpiredKeysThatAreNeverReadAgain(t *testing.T) {
 		t.Fatal("a live key was swept")
 	}
 }
+
+// Issue 33.4: a storm of distinct groups (each a thread record, delivery records and claims, kept
+// for days) must not grow the store without bound: past its bound the records written longest
+// ago are dropped first, and what was written last is kept.
+func TestMemoryKeepsItsBoundDroppingTheOldestWritesFirst(t *testing.T) {
+	ctx := context.Background()
+	const bound = 1 << 20
+	m := NewMemoryBounded(bound)
+	val := make([]byte, 10_000)
+	for i := range 1000 { // about 10 MB written, ten times the bound
+		if err := m.Set(ctx, fmt.Sprintf("slack:thread:%04d", i), val, 7*24*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Claim(ctx, fmt.Sprintf("dedup:%04d", i), 4*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := m.Size(); b > bound {
+			t.Fatalf("after %d groups the store holds %d bytes, over its bound of %d", i+1, b, bound)
+		}
+	}
+	b, n := m.Size()
+	if b < bound/2 || n < 100 {
+		t.Errorf("the store holds %d bytes in %d entries; want it kept near its bound, not emptied", b, n)
+	}
+	if _, ok, _ := m.Get(ctx, "slack:thread:0000"); ok {
+		t.Error("the oldest record is still there")
+	}
+	for _, k := range []string{"slack:thread:0999", "dedup:0999", "slack:thread:0990"} {
+		if _, ok, _ := m.Get(ctx, k); !ok {
+			t.Errorf("%s, written last, was dropped", k)
+		}
+	}
+	// The accounting follows overwrites and deletes: an emptied store holds nothing.
+	for i := range 1000 {
+		_ = m.Delete(ctx, fmt.Sprintf("slack:thread:%04d", i))
+		_ = m.Delete(ctx, fmt.Sprintf("dedup:%04d", i))
+	}
+	if b, n := m.Size(); b != 0 || n != 0 {
+		t.Fatalf("an emptied store holds %d bytes in %d entries", b, n)
+	}
+}

@@ -15,6 +15,7 @@ var ErrUnavailable = errors.New("store unavailable")
 // Store is the state the responder shares between requests, workers and replicas.
 type Store interface {
 	Locker
+	Recents
 	// Claim records key for ttl and reports whether this caller is the first to claim it.
 	// It is how a re-sent alert, or one delivered to two replicas, is diagnosed once.
 	Claim(ctx context.Context, key string, ttl time.Duration) (bool, error)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
+
+	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 )
 
 // Request is one traced request, as vLLM's llm_request span describes it.
@@ -74,7 +76,7 @@ func NewClient(cfg *Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	hc, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "traces")
+	hc, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "traces", httpconfig.Options()...)
 	if err != nil {
 		return nil, fmt.Errorf("traces http client: %w", err)
 	}

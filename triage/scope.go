@@ -1,11 +1,13 @@
 package triage
 
-// A triage that names no model and no pod would sum every model's series into one diagnosis: a
-// verdict from one model's pods beside a "worst pod" of another. So the scope's models are listed
-// first. One model: the triage is scoped to it. Several: each is triaged, and the diagnosis is
-// the one of the model with the most severe verdict, scoped to it end to end (evidence, fleet,
-// summary), naming it and listing the others with their verdicts. More than maxModels: the user
-// is asked to name one.
+// A triage that names no model would sum every model's series into one diagnosis: a verdict from
+// one model's pods beside a "worst pod" of another, or, for a pod named alone, the pod compared
+// with every pod of its namespace (an overloaded model's only pod read as load-imbalance beside
+// another model's idle pod). So the scope's models are listed first, those of the pod's own
+// series when a pod is named. One model: the triage is scoped to it. Several: each is triaged,
+// and the diagnosis is the one of the model with the most severe verdict, scoped to it end to end
+// (evidence, fleet, summary), naming it and listing the others with their verdicts. More than
+// maxModels: the user is asked to name one.
 
 import (
 	"cmp"
@@ -34,21 +36,37 @@ const (
 	namespaceLabel = "namespace"
 )
 
-// modelLabels are the labels that tell the scope's models apart when the request names no model
-// and no pod: model_name, and namespace when the playbook scopes by it and the request names
-// none. Empty: the request is about one model already, or p cannot be scoped to one.
+// modelLabels are the labels that tell the scope's models apart when the request names no model:
+// model_name, and namespace when the playbook scopes by it and the request names none. Empty:
+// the request is about one model already, or p cannot be scoped to one. A pod named alone is
+// scoped the same way: its model comes from its own series (models selects by the whole scope,
+// the pod included).
 func (s *Service) modelLabels(p *playbooks.Playbook, labels map[string]string) []string {
 	if labels[modelLabel] != "" || !slices.Contains(p.Scope, modelLabel) {
 		return nil
-	}
-	if _, pod, _ := (playbooks.PodScope{Label: s.o.Naming.PodLabel}).Matchers([]string{"pod"}, labels); len(pod) > 0 && slices.Contains(p.Scope, "pod") {
-		return nil // a pod serves one model
 	}
 	by := []string{modelLabel}
 	if labels[namespaceLabel] == "" && slices.Contains(p.Scope, namespaceLabel) {
 		by = append(by, namespaceLabel)
 	}
 	return by
+}
+
+// scopeLabels are modelLabels, and, when triage.namespaces bounds the namespaces and the request
+// names none, model_name and namespace whatever the request names: the models are then listed by
+// namespace and only those in the bound are triaged (run). A playbook that cannot be scoped by
+// namespace is refused then: its queries would read every namespace.
+func (s *Service) scopeLabels(p *playbooks.Playbook, labels map[string]string) ([]string, error) {
+	if len(s.o.Namespaces) == 0 || labels[namespaceLabel] != "" {
+		return s.modelLabels(p, labels), nil
+	}
+	if !slices.Contains(p.Scope, namespaceLabel) {
+		return nil, fmt.Errorf("playbook %s does not scope its queries by namespace, so triage.namespaces cannot bound it", p.Name)
+	}
+	if !slices.Contains(p.Scope, modelLabel) {
+		return []string{namespaceLabel}, nil
+	}
+	return []string{modelLabel, namespaceLabel}, nil
 }
 
 // candidate is one model of the scope: its labels (by) and its mean queue, which orders models
@@ -80,8 +98,8 @@ func (s *Service) models(ctx context.Context, p *playbooks.Playbook, labels map[
 				c.labels[l] = v
 			}
 		}
-		if c.labels[modelLabel] == "" {
-			continue // series without a model_name: nothing to scope to
+		if c.labels[modelLabel] == "" && slices.Contains(by, modelLabel) || len(c.labels) < len(by) {
+			continue // series without a model_name (or namespace): nothing to scope to
 		}
 		out = append(out, c)
 	}
@@ -154,30 +172,52 @@ func (s *Service) runModels(ctx context.Context, p *playbooks.Playbook, labels m
 			others = append(others, fmt.Sprintf("%s (%s)", describe(m.labels), runs[i].d.Verdict))
 		}
 	}
-	note := fmt.Sprintf("the request named no model: this diagnosis is about %s, the only model in scope", describe(models[0].labels))
-	if len(models) > 1 {
-		note = fmt.Sprintf("the request named no model and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
-			"the others: %s. Name one (model_name) to triage it", len(models), describe(models[order[0]].labels), strings.Join(others, ", "))
-	} else {
+	note := s.scopeNote(p, labels, models, order, others)
+	if len(models) == 1 {
 		res.Models = nil
 	}
 	chosen.Notes = append([]string{note}, chosen.Notes...)
 	return res, nil
 }
 
-// severity orders verdicts for choosing among models: a named problem first, then one no rule
-// explains, then healthy, then no data.
-func severity(verdict string) int {
-	switch verdict {
-	case playbooks.VerdictInconclusive:
-		return 1
-	case playbooks.VerdictHealthy:
-		return 2
-	case playbooks.VerdictNoData:
-		return 3
+// scopeNote is the first note of a diagnosis chosen among models: what the request did not name,
+// and which model (and namespace) the diagnosis is about, with the others and their verdicts.
+func (s *Service) scopeNote(p *playbooks.Playbook, labels map[string]string, models []candidate, order []int, others []string) string {
+	pod := s.namedPod(p, labels)
+	chosen := describe(models[order[0]].labels)
+	switch {
+	case labels[modelLabel] != "" && len(models) == 1:
+		return fmt.Sprintf("the request named no namespace: this diagnosis is about %s, the only one in the namespaces triage reads (triage.namespaces)", chosen)
+	case labels[modelLabel] != "":
+		return fmt.Sprintf("the request named no namespace and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
+			"the others: %s. Name one (namespace) to triage it", len(models), chosen, strings.Join(others, ", "))
+	case pod != "" && len(models) == 1:
+		return fmt.Sprintf("the request named pod %q and no model: this diagnosis is about %s, the model of the pod's own series", pod, chosen)
+	case pod != "":
+		return fmt.Sprintf("pod %q has series of %d models: this diagnosis is about %s, whose verdict is the most severe; "+
+			"the others: %s. Name one (model_name, or the namespace) to triage it", pod, len(models), chosen, strings.Join(others, ", "))
+	case len(models) == 1:
+		return fmt.Sprintf("the request named no model: this diagnosis is about %s, the only model in scope", chosen)
 	}
-	return 0
+	return fmt.Sprintf("the request named no model and %d are in scope: this diagnosis is about %s, whose verdict is the most severe; "+
+		"the others: %s. Name one (model_name) to triage it", len(models), chosen, strings.Join(others, ", "))
 }
+
+// namedPod is the pod the request names, as p's scope selects it ("" when none).
+func (s *Service) namedPod(p *playbooks.Playbook, labels map[string]string) string {
+	if !slices.Contains(p.Scope, "pod") {
+		return ""
+	}
+	_, used, _ := (playbooks.PodScope{Label: s.o.Naming.PodLabel}).Matchers([]string{"pod"}, labels)
+	for _, v := range used {
+		return v
+	}
+	return ""
+}
+
+// severity orders verdicts for choosing among models by their class (playbooks.Class.Urgency):
+// a named problem first, then one no rule explains, then healthy, then no data.
+func severity(verdict string) int { return playbooks.ClassOf(verdict).Urgency() }
 
 // describe names a model by its labels: model_name="m" namespace="ns".
 func describe(labels map[string]string) string {

@@ -12,14 +12,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -42,6 +45,10 @@ type Options struct {
 	PrometheusURL string
 	// Timeout bounds one triage (default Deadline).
 	Timeout time.Duration
+	// Namespaces, when set (triage.namespaces), are the only namespaces a triage reads: a request
+	// naming another is refused, and one naming none is scoped to the models of these only.
+	// Empty: whoever can triage can triage any namespace.
+	Namespaces []string
 }
 
 // Service runs on-demand triage.
@@ -89,8 +96,8 @@ type Model struct {
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // Run runs the request. It returns a diagnosis whatever the verdict; its error, one line worded
-// for the user, says why none could be made: an unknown alert, a bad label name, Prometheus
-// unreachable, too many models to choose from.
+// for the user, says why none could be made: an unknown alert, a bad label name, a label value
+// longer than promql.MaxLabelValue, Prometheus unreachable, too many models to choose from.
 func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 	labels := make(map[string]string, len(r.Labels)+1)
 	for k, v := range r.Labels {
@@ -101,6 +108,15 @@ func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 	}
 	if r.Alert != "" {
 		labels["alertname"] = r.Alert
+	}
+	// Every value is bounded before anything runs: it would be in every query of the triage.
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if err := promql.CheckLabelValue(k, labels[k]); err != nil {
+			return nil, err
+		}
+	}
+	if ns := labels[namespaceLabel]; ns != "" && len(s.o.Namespaces) > 0 && !slices.Contains(s.o.Namespaces, ns) {
+		return nil, fmt.Errorf("namespace %q: triage reads only %s (triage.namespaces)", ns, strings.Join(s.o.Namespaces, ", "))
 	}
 	p := s.o.Set.Triage()
 	if name := labels["alertname"]; name != "" {
@@ -136,7 +152,10 @@ func (s *Service) Triage(ctx context.Context, labels map[string]string) (*playbo
 
 // run runs p on labels, scoped to one model when they name none (scope.go).
 func (s *Service) run(ctx context.Context, p *playbooks.Playbook, labels map[string]string, at time.Time) (*Result, error) {
-	by := s.modelLabels(p, labels)
+	by, err := s.scopeLabels(p, labels)
+	if err != nil {
+		return nil, err
+	}
 	if len(by) == 0 {
 		d, err := s.o.Engine.RunAt(ctx, p, labels, at)
 		return &Result{Diagnosis: d}, err
@@ -144,6 +163,12 @@ func (s *Service) run(ctx context.Context, p *playbooks.Playbook, labels map[str
 	models, err := s.models(ctx, p, labels, by, at)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.o.Namespaces) > 0 && labels[namespaceLabel] == "" {
+		models = slices.DeleteFunc(models, func(c candidate) bool { return !slices.Contains(s.o.Namespaces, c.labels[namespaceLabel]) })
+		if len(models) == 0 {
+			return nil, fmt.Errorf("no vLLM series of this scope in the namespaces triage reads (triage.namespaces: %s)", strings.Join(s.o.Namespaces, ", "))
+		}
 	}
 	return s.runModels(ctx, p, labels, models, at)
 }

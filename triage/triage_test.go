@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -22,7 +24,7 @@ import (
 // newService is on-demand triage of the built-in playbooks on the Prometheus at url.
 func newService(t *testing.T, url string) *Service {
 	t.Helper()
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +136,15 @@ func TestATriageWithoutAModelIsAboutOneModelEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("a pod named: its own series, no choosing", func(t *testing.T) {
+	t.Run("a pod named: its own model from its own series, no choosing", func(t *testing.T) {
 		res, err := s.Run(context.Background(), Request{Labels: map[string]string{"pod": "alpha-1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Models != nil || res.Scope["model_name"] != "" || res.Scope["pod"] != "alpha-1" {
-			t.Errorf("scope %v, models %+v; want the pod alone", res.Scope, res.Models)
+		if res.Models != nil || res.Scope["model_name"] != "alpha" || res.Scope["pod"] != "alpha-1" {
+			t.Errorf("scope %v, models %+v; want the pod and its model", res.Scope, res.Models)
 		}
+		aboutOneModel(t, res.Diagnosis, "alpha", []string{"alpha-0", "alpha-1", "alpha-2"})
 	})
 
 	t.Run("an alert's playbook without a model chooses alike", func(t *testing.T) {
@@ -210,12 +213,20 @@ func TestRequestsThatCannotRunAreRefusedBeforeAnyQuery(t *testing.T) {
 	}{
 		{"an unknown alert", Request{Alert: "NoSuchAlert"}, `no playbook matches alert "NoSuchAlert" (known: VLLMEngineStalled, `},
 		{"a label name PromQL cannot carry", Request{Labels: map[string]string{"bad-name": "x"}}, `label "bad-name": not a label name`},
+		{"a model name of 16 KiB", Request{Labels: map[string]string{"model_name": strings.Repeat("m", 16<<10)}},
+			`label "model_name": value too long (16384 bytes, at most 253)`},
+		{"an alert name past the bound", Request{Alert: strings.Repeat("A", 254)}, `label "alertname": value too long (254 bytes, at most 253)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := s.Run(context.Background(), tc.req); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v; want %q", err, tc.want)
 			}
 		})
+	}
+	// The hard negative: a value of the bound is sent (and meets the unreachable Prometheus).
+	_, err := s.Run(context.Background(), Request{Labels: map[string]string{"pod": strings.Repeat("p", promql.MaxLabelValue)}})
+	if err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("a value of the bound: %v; want it sent to Prometheus", err)
 	}
 }
 
@@ -266,6 +277,108 @@ func TestSeverityPutsANamedProblemFirst(t *testing.T) {
 	for i := 1; i < len(order); i++ {
 		if severity(order[i-1]) >= severity(order[i]) {
 			t.Errorf("%s does not come before %s", order[i-1], order[i])
+		}
+	}
+}
+
+// Issue 33.1: a pod named without its model is compared with its own model's pods, never with
+// every pod of the namespace. An overloaded model's only pod beside another model's idle pod read
+// load-imbalance ("the other pods of the model have at most 0 waiting"); scoped to its own model
+// (from its own series) it is past the knee, as the same triage naming the model says.
+func TestAPodNamedWithoutItsModelIsComparedWithItsOwnModelsPods(t *testing.T) {
+	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
+		load("big-0", "big", pastKnee), load("lora-0", "lora", nil),
+		// The same pod name in two namespaces, each serving its own model.
+		load("twin-0", "alpha", func(l *testenv.VLLMLoad) { l.Namespace = "team-a" }),
+		load("twin-0", "beta", func(l *testenv.VLLMLoad) { l.Namespace = "team-b"; kvPreemption(l) }),
+	})
+	s := newService(t, prom.URL)
+	run := func(labels map[string]string) *Result {
+		t.Helper()
+		res, err := s.Run(context.Background(), Request{Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	named := run(map[string]string{"model_name": "big", "pod": "big-0"})
+	for _, labels := range []map[string]string{{"pod": "big-0"}, {"pod": "big-0", "namespace": "llm"}} {
+		res := run(labels)
+		if res.Verdict != named.Verdict || res.Verdict == playbooks.VerdictLoadImbalance {
+			t.Errorf("%v: verdict %s; want %s, as with the model named", labels, res.Verdict, named.Verdict)
+		}
+		if res.Scope["model_name"] != "big" || res.Scope["pod"] != "big-0" || res.Models != nil {
+			t.Errorf("%v: scope %v, models %+v; want the pod's model joined to the scope", labels, res.Scope, res.Models)
+		}
+		if res.Fleet == nil || res.Fleet.Pods != 1 || res.Fleet.Siblings["model_name"] != "big" {
+			t.Errorf("%v: fleet %+v; want the model's one pod", labels, res.Fleet)
+		}
+		if len(res.Notes) == 0 || !strings.Contains(res.Notes[0], `the request named pod "big-0" and no model: this diagnosis is about model_name="big"`) {
+			t.Errorf("%v: notes %q; want the first to name the pod's model", labels, res.Notes)
+		}
+	}
+
+	t.Run("two models on one pod name: said, the most severe diagnosed", func(t *testing.T) {
+		res := run(map[string]string{"pod": "twin-0"})
+		if res.Verdict != playbooks.VerdictKVPreemption || res.Scope["model_name"] != "beta" || res.Scope["namespace"] != "team-b" {
+			t.Errorf("verdict %s, scope %v; want kv-preemption on beta in team-b", res.Verdict, res.Scope)
+		}
+		if len(res.Models) != 2 || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], `pod "twin-0" has series of 2 models`) ||
+			!strings.Contains(res.Notes[0], `the others: model_name="alpha" namespace="team-a" (healthy)`) {
+			t.Errorf("models %+v, notes %q; want both listed and the first note saying so", res.Models, res.Notes)
+		}
+	})
+	t.Run("the pod and its namespace named: the one model there", func(t *testing.T) {
+		res := run(map[string]string{"pod": "twin-0", "namespace": "team-a"})
+		if res.Verdict != playbooks.VerdictHealthy || res.Scope["model_name"] != "alpha" || res.Models != nil {
+			t.Errorf("verdict %s, scope %v, models %+v; want alpha alone, healthy", res.Verdict, res.Scope, res.Models)
+		}
+	})
+}
+
+// triage.namespaces bounds what a triage reads: a request naming another namespace is refused, and
+// one naming none is about the models of the bound only, every query scoped to its namespace.
+// Without it (the test above) the same requests read every namespace.
+func TestTriageNamespacesBoundWhatATriageReads(t *testing.T) {
+	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
+		load("twin-0", "alpha", func(l *testenv.VLLMLoad) { l.Namespace = "team-a" }),
+		load("twin-0", "beta", func(l *testenv.VLLMLoad) { l.Namespace = "team-b"; kvPreemption(l) }),
+		load("gamma-0", "gamma", func(l *testenv.VLLMLoad) { l.Namespace = "team-b" }),
+	})
+	s := newService(t, prom.URL)
+	s.o.Namespaces = []string{"team-a"}
+	inTeamA := func(t *testing.T, res *Result) {
+		t.Helper()
+		if res.Scope["namespace"] != "team-a" || res.Scope["model_name"] != "alpha" || res.Models != nil {
+			t.Errorf("scope %v, models %+v; want alpha in team-a alone", res.Scope, res.Models)
+		}
+		for _, ev := range res.Evidence {
+			if !strings.Contains(ev.Query, `namespace="team-a"`) {
+				t.Errorf("evidence %s reads outside team-a: %s", ev.Name, ev.Query)
+			}
+		}
+	}
+	for _, labels := range []map[string]string{{}, {"pod": "twin-0"}, {"model_name": "alpha"}} {
+		res, err := s.Run(context.Background(), Request{Labels: labels})
+		if err != nil {
+			t.Fatalf("%v: %v", labels, err)
+		}
+		inTeamA(t, res)
+		if len(labels) > 0 && res.Verdict == playbooks.VerdictKVPreemption {
+			t.Errorf("%v: verdict %s; want alpha's, not team-b's beta", labels, res.Verdict)
+		}
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"namespace": "team-b"}, `namespace "team-b": triage reads only team-a (triage.namespaces)`},
+		{map[string]string{"model_name": "gamma"}, "no vLLM series of this scope in the namespaces triage reads (triage.namespaces: team-a)"},
+		{map[string]string{"pod": "gamma-0"}, "no vLLM series of this scope in the namespaces triage reads (triage.namespaces: team-a)"},
+	} {
+		if _, err := s.Run(context.Background(), Request{Labels: tc.labels}); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: error %v; want %q", tc.labels, err, tc.want)
 		}
 	}
 }

@@ -39,6 +39,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
+	for _, d := range c.Deprecated {
+		fmt.Fprintf(stdout, "  deprecated: %s\n", d)
+	}
 	notifier := notifiersLine(c)
 	st := "memory (single replica)"
 	if c.Redis.RedisEnabled() {

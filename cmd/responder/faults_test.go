@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
@@ -224,7 +225,7 @@ func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *te
 // builtinPlaybookFor is the builtin playbook that labels match.
 func builtinPlaybookFor(t *testing.T, labels map[string]string) *playbooks.Playbook {
 	t.Helper()
-	b, err := playbooks.Builtin()
+	b, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
@@ -200,6 +201,27 @@ func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing
 	want := "Prometheus at " + url + " unreachable: "
 	if !isErr || !strings.Contains(text, want) || !strings.Contains(text, "connection refused") || strings.Contains(text, "\n") {
 		t.Fatalf("error=%v %q; want one line with %q and the reason", isErr, text, want)
+	}
+}
+
+// MCP triage takes no label value longer than promql.MaxLabelValue: a 16 KiB model name (which
+// went to Prometheus in 19 requests) is a tool error before any query; the longest value allowed
+// is sent (and meets the unreachable Prometheus).
+func TestMCPTriageRefusesALabelValueLongerThanTheBound(t *testing.T) {
+	cs := inMemoryMCP(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)))
+	for _, args := range []map[string]any{
+		{"model": strings.Repeat("m", 16<<10)},
+		{"pod": strings.Repeat("p", promql.MaxLabelValue+1)},
+		{"labels": map[string]string{"namespace": strings.Repeat("n", 1<<17)}},
+	} {
+		text, isErr := callText(t, cs, "triage", args)
+		if !isErr || !strings.Contains(text, "value too long (") || !strings.Contains(text, fmt.Sprintf("bytes, at most %d)", promql.MaxLabelValue)) {
+			t.Errorf("error=%v %.200q; want a tool error saying the value is too long", isErr, text)
+		}
+	}
+	text, isErr := callText(t, cs, "triage", map[string]any{"model": strings.Repeat("m", promql.MaxLabelValue)})
+	if !isErr || !strings.Contains(text, "unreachable") {
+		t.Errorf("a value of the bound: error=%v %.200q; want it sent to Prometheus (unreachable)", isErr, text)
 	}
 }
 

@@ -30,8 +30,8 @@ type notifierEntry struct {
 }
 
 // notifierTable lists the notifiers c turns on, in delivery order; sl is the Slack integration
-// (nil when only describing).
-func notifierTable(c *config.Config, sl *slack.Slack, stdout io.Writer, log zerolog.Logger) []notifierEntry {
+// and st the store (nil when only describing).
+func notifierTable(c *config.Config, sl *slack.Slack, st store.Store, stdout io.Writer, log zerolog.Logger) []notifierEntry {
 	var out []notifierEntry
 	if c.Slack.Enabled() {
 		out = append(out, notifierEntry{"slack", c.Slack.Channel, func() (notify.Notifier, notify.Policy, error) {
@@ -40,7 +40,7 @@ func notifierTable(c *config.Config, sl *slack.Slack, stdout io.Writer, log zero
 	}
 	if c.Teams.Enabled() {
 		out = append(out, notifierEntry{"teams", "Workflows webhook", func() (notify.Notifier, notify.Policy, error) {
-			n, err := teams.New(&c.Teams, log)
+			n, err := teams.New(teams.Options{Config: &c.Teams, Store: st, StormThreshold: c.Dispatch.StormThreshold, Logger: log})
 			return n, c.Teams.RetryPolicy(), err
 		}})
 	}
@@ -53,7 +53,7 @@ func notifierTable(c *config.Config, sl *slack.Slack, stdout io.Writer, log zero
 	}
 	if len(out) == 0 {
 		out = append(out, notifierEntry{"console", "", func() (notify.Notifier, notify.Policy, error) {
-			return console.New(stdout), notify.Policy{}, nil
+			return console.New(stdout, notify.ViewOptions{StormThreshold: c.Dispatch.StormThreshold}), notify.Policy{}, nil
 		}})
 	}
 	return out
@@ -63,7 +63,7 @@ func notifierTable(c *config.Config, sl *slack.Slack, stdout io.Writer, log zero
 // webhook)", or "console".
 func notifiersLine(c *config.Config) string {
 	var parts []string
-	for _, e := range notifierTable(c, nil, nil, zerolog.Nop()) {
+	for _, e := range notifierTable(c, nil, nil, nil, zerolog.Nop()) {
 		if e.detail == "" {
 			parts = append(parts, e.name)
 		} else {
@@ -80,7 +80,7 @@ func newNotifier(c *config.Config, sl *slack.Slack, st store.Store, stdout io.Wr
 	retryMetrics := notify.NewRetryMetrics(reg)
 	var targets []notify.Target
 	var names []string
-	for _, e := range notifierTable(c, sl, stdout, log) {
+	for _, e := range notifierTable(c, sl, st, stdout, log) {
 		n, policy, err := e.build()
 		if err != nil {
 			return nil, err

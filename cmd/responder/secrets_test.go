@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -24,8 +25,15 @@ func TestNoSecretAppearsInLogsOrAnswers(t *testing.T) {
 		redisPassword = "rds-SECRET-beef"
 		promToken     = "prm-SECRET-bearer"
 		promPassword  = "prm-SECRET-basic"
+		hookPathToken = "hook-SECRET-path"
+		hookQuery     = "hook-SECRET-query"
 	)
-	secrets := []string{webhookToken, botToken, signingSecret, redisPassword, promToken, promPassword}
+	secrets := []string{webhookToken, botToken, signingSecret, redisPassword, promToken, promPassword, hookPathToken, hookQuery}
+
+	// An incident tool's webhook URL with its token in the path and the query string.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(hook.Close)
+	hookURL := hook.URL + "/hooks/" + hookPathToken + "?token=" + hookQuery
 
 	// A Redis that wants a password.
 	rport := testenv.FreePort(t)
@@ -42,7 +50,8 @@ log: {level: debug}
 webhook: {bearer_token: %q}
 slack: {bot_token: %q, signing_secret: %q, channel: C0INCIDENT, api_url: %q, charts: false}
 redis: {url: "redis://:%s@%s/0"}
-`, promURL, promToken, webhookToken, botToken, signingSecret, slack.APIURL(), redisPassword, raddr), &logs)
+outbound_webhooks: [{name: tool, url: %q, secret: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD8n4CJ7M8Ig4="}]
+`, promURL, promToken, webhookToken, botToken, signingSecret, slack.APIURL(), redisPassword, raddr, hookURL), &logs)
 
 	var answers strings.Builder
 	record := func(what string, a hookAnswer) {

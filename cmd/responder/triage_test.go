@@ -332,6 +332,7 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
+		// the pod named without its model: one request listing its model (which joins the scope);
 		// the check for the recorded stall history (none here), the playbook's queries n to a
 		// request and the fleet request; then the LoRA rule on the way reading the pod's LoRA
 		// series (one query, none here); then the capacity verdict reading what
@@ -342,6 +343,10 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		lora, _ := proxy.answeredAbout("lora_requests_info")
 		if got -= lora; lora != 1 {
 			t.Errorf("queries_per_request %d: %d requests of the LoRA lookup, want 1", n, lora)
+		}
+		listing, _ := proxy.answeredAbout("sum by (model_name, namespace) (avg_over_time(")
+		if got -= listing; listing != 1 {
+			t.Errorf("queries_per_request %d: %d requests listing the pod's model, want 1", n, listing)
 		}
 		if got != want || (n == 1 && want != len(pb.Queries)+2) || (n == 10 && want > 10) {
 			t.Errorf("queries_per_request %d: %d distinct requests of the playbook; want %d", n, got, want)

@@ -66,12 +66,32 @@
 //	                              (also taken from VLLM_TORCH_PROFILER_DIR); without it both are 404
 //	--profile-flush-delay D       how long /stop_profile takes to "flush" before it returns (default 2s);
 //	                              as in vLLM, the engine loop makes no step meanwhile (no token, gauges frozen)
-//	--tensor-parallel-size N      ranks; one trace file per rank (default 1)
+//	--tensor-parallel-size N      ranks: the GPUs each pod holds, one trace file per rank (default 1)
+//	--execute-model-timeout D     vLLM's VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS: with TP > 1 a step's RPC to the workers
+//	                              times out after D and the engine dies (a lost GPU, gpu-xid79) (default 300s)
+//	--dcgm-listen ADDR[,ADDR...]  serve a dcgm-exporter stand-in per pod, on its own address (the exporter is another
+//	                              pod: another scrape target), one node per pod; GET /metrics there (default: none)
+//	--dcgm-nodes A,B,...          the nodes' names, the exporter's Hostname label (default gpu-node-0, gpu-node-1, ...)
+//	--gpus-per-node N             GPUs on each node; the pod holds the first --tensor-parallel-size, the rest idle (default 8)
+//	--dcgm-flavor F               which exporter the stand-in writes as: 4.8-gpu-operator (4.5.3-4.8.2, the image's CSV),
+//	                              4.8-helm (its chart's CSV: no DCGM_FI_DRIVER_VERSION, no FB_RESERVED), 4.7-gpu-operator
+//	                              (a 0 XID series before the first XID), main (hostname in lower case), 3.4 (no
+//	                              pci_bus_id, no err_code/err_msg) (default 4.8-gpu-operator)
+//	--dcgm-optional               also the fields the CSV ships commented out: NVLink error counters, DCGM_EXP_XID_ERRORS_COUNT
 //	--otlp-traces-endpoint URL    export one OTLP span per finished request as vLLM does (llm_request,
 //	                              kind SERVER, gen_ai.latency.* / gen_ai.usage.* / gen_ai.request.id;
 //	                              none for aborted requests); grpc unless
 //	                              OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf; service name from
 //	                              OTEL_SERVICE_NAME (else unknown_service); host:port or http(s):// URL
+//	--gateway-listen ADDR         also serve a router / gateway stand-in in front of the pods (default: none): it owns the
+//	                              model's clients (--gateway-scenario replaces --scenario's load), sends their requests to
+//	                              the pods as the component it plays would, and serves that component's /metrics
+//	--gateway-kind KIND           production-stack (vLLM production-stack's router: no queue of its own, its
+//	                              vllm:request_latency_seconds{server,model,status}, vllm:num_requests_running{server}, ...)
+//	                              or llm-d-epp (llm-d's Endpoint Picker with flow control: llm_d_epp_flow_control_* and
+//	                              their inference_extension_* twins, ...) (default llm-d-epp)
+//	--gateway-pool NAME           the InferencePool's name, the EPP's inference_pool label (default vllm-sim)
+//	--gateway-scenario NAME       gateway-healthy, gateway-held (llm-d-epp), gateway-knee, gateway-stall (default gateway-healthy)
 //	--log-level LEVEL             debug, info, warn, error (default info)
 //
 // HTTP endpoints:
@@ -155,6 +175,20 @@
 //	restart-loop     the server dies 40 s after each start and is down 15 s (scrapes fail), then starts empty:
 //	                 counters at 0, a new process_start_time_seconds, the same pod name (CrashLoopBackOff)
 //
+// The hardware ring (issue 35; the GPUs as the --dcgm-listen stand-in reports them, docs/gpu-facts.md):
+//
+//	gpu-xid79        20 s after the switch rank 1's GPU falls off the bus (XID 79): its dcgm-exporter series vanish,
+//	                 the engine core hangs in the collective (vllm: series frozen, rank 0 spinning at 100%) until
+//	                 --execute-model-timeout (300 s), then the server dies and stays down (restarts fail on the lost
+//	                 GPU) until the next switch (the node rebooted). Needs --tensor-parallel-size 2; with 1, hangs for good
+//	gpu-throttle     30 s after the switch rank 0's GPU reaches its thermal limit: SM clock 1267 of 1980 MHz, 87 C,
+//	                 every step 1.56x as long (ITL ~1.9x)
+//	gpu-row-remap-failure  20 s after the switch rank 0 fails to record a row remap: XID 64,
+//	                 DCGM_FI_DEV_ROW_REMAP_FAILURE 1; vLLM serves on. The XID stays on the gauge after the switch
+//	gpu-stale-xid    healthy; rank 1 shows XID 48 from an old fault from the exporter's first scrape (start with it)
+//	gpu-thermal-throttle  (fleet) pod 0 is gpu-throttle among healthy siblings
+//	gpu-idle-pod     (fleet) pod 0 gets no traffic: its GPUs idle at 345 MHz (the hard negative of throttling)
+//
 // The second ring (issue 26), each with the flags it needs:
 //
 //	kv-consumer      (--kv-role consumer) 3 req/s from a P/D proxy, ~1500-token prompts prefilled elsewhere,
@@ -176,6 +210,28 @@
 //	frontend-bound   20 req/s of short chats with a heavy chat template (~52 ms of API server CPU each): the API
 //	                 server's core saturates (process_cpu_seconds_total 1/s), TTFT grows ~0.15 s/s outside queue
 //	                 (~0) and prefill (~30 ms); the engine is not busy (ITL ~25 ms)
+//
+// The third ring (issue 36):
+//
+//	decode-steady    3 req/s of chat requests with ~200-token answers: ~10 decoding, ITL ~19 ms
+//	prefill-interference  decode-steady, and from 60 s a batch job beside it: 1 req/s of ~7000-token prompts
+//	                 asking ~20 tokens, prefilled in chunks of the step's budget: ITL p99 ~2.5x, ITL mean and time
+//	                 per output token ~1.45x, the running batch ~1.6x (the long requests and the slower decodes)
+//	decode-widening  the hard negative: decode-steady's clients at 10 req/s: running ~14x, ITL ~3.4x, no long prompt
+//	long-prompts-alone  the hard negative: the batch job alone (0.1 req/s): prefill long, ITL a decode-only step's
+//	structured-outputs  6 req/s of tool calls whose grammars take 2 s (deferred meanwhile), a burst of 300 at the
+//	                 switch: admitted once compiled, the batch fills and drains
+//	admission-wedge  structured-outputs on a scheduler with vllm#53130's fault: once running + parked reach
+//	                 --max-num-seqs nothing is admitted again: running drains to 0, waiting grows, KV 0, /health 200
+//
+// Gateway scenarios (--gateway-listen; POST /admin/gateway {"scenario":"gateway-held"} on the gateway's address):
+//
+//	gateway-healthy  healthy's clients, 4 req/s per pod, through the gateway
+//	gateway-held     (llm-d-epp) 20 s after the switch every scrape the EPP makes of the pods fails
+//	                 (llm-d-router#2100): the pool's saturation pins at exactly 1.0, stale endpoints = pods, dispatch
+//	                 halts; requests wait in the EPP until the 60 s TTL evicts them, while every engine idles
+//	gateway-knee     overload's clients, 70 req/s per pod: the engines full (the hard negative of gateway-held)
+//	gateway-stall    healthy's clients while every engine is wedged: requests held in the engines (hard negative)
 //
 // Fleet scenarios (several --listen addresses; POST /admin/fleet):
 //
@@ -249,7 +305,13 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	metricNames := fs.String("metric-names", "new", "metric names: new, legacy (before 0.9.2) or both (0.9.2 to 0.11)")
 	profDir := fs.String("profiler-dir", os.Getenv("VLLM_TORCH_PROFILER_DIR"), "profiler trace directory (enables /start_profile, /stop_profile)")
 	flushDelay := fs.Duration("profile-flush-delay", 2*time.Second, "delay before /stop_profile returns; the engine loop is stalled meanwhile, as in vLLM")
-	tp := fs.Int("tensor-parallel-size", 1, "ranks (one trace file per rank)")
+	tp := fs.Int("tensor-parallel-size", 1, "ranks: the GPUs each pod holds (one trace file per rank)")
+	execTimeout := fs.Duration("execute-model-timeout", def.ExecuteModelTimeout, "vLLM's VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS: the engine dies when a step's RPC to its workers takes longer (TP > 1)")
+	dcgmListen := fs.String("dcgm-listen", "", "serve a dcgm-exporter stand-in per pod on these addresses, comma-separated (one node per pod)")
+	dcgmNodes := fs.String("dcgm-nodes", "", "the nodes' names, comma-separated (default gpu-node-<i>)")
+	gpusPerNode := fs.Int("gpus-per-node", 8, "GPUs on each node (the pod holds the first --tensor-parallel-size)")
+	dcgmFlavor := fs.String("dcgm-flavor", sim.DefaultDCGMFlavor, "the dcgm-exporter the stand-in writes as: 4.8-gpu-operator, 4.8-helm, 4.7-gpu-operator, main, 3.4")
+	dcgmOptional := fs.Bool("dcgm-optional", false, "also the fields dcgm-exporter's CSV ships commented out (NVLink errors, DCGM_EXP_XID_ERRORS_COUNT)")
 	otlpTraces := fs.String("otlp-traces-endpoint", "", "OTLP endpoint for request traces (as vLLM's flag)")
 	podNames := fs.String("pod-names", "", "pod name of each --listen address, comma-separated (default <pod-name-prefix>-<i>)")
 	podPrefix := fs.String("pod-name-prefix", def.PodNamePrefix, "prefix of the pod names a rollout gives")
@@ -270,6 +332,10 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	enableLoRA := fs.Bool("enable-lora", false, "serve LoRA adapters")
 	maxLoras := fs.Int("max-loras", def.MaxLoras, "LoRA adapters in one batch")
 	loraModules := fs.String("lora-modules", "", "LoRA adapter names, comma-separated (default lora-1, lora-2, ...)")
+	gwListen := fs.String("gateway-listen", "", "serve a router / gateway stand-in in front of the pods on this address (its /metrics, /admin/gateway); it owns their clients")
+	gwKind := fs.String("gateway-kind", string(sim.GatewayEPP), "the stand-in: production-stack (vLLM production-stack's router) or llm-d-epp (llm-d's Endpoint Picker with flow control)")
+	gwPool := fs.String("gateway-pool", "vllm-sim", "the InferencePool's name (the EPP's inference_pool and name labels)")
+	gwScenario := fs.String("gateway-scenario", "gateway-healthy", "the gateway's initial scenario (it replaces --scenario's load)")
 	logLevel := fs.String("log-level", "info", "log level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -295,6 +361,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	cfg.SleepTime, cfg.WakeTime, cfg.WeightUpdateTime = *sleepTime, *wakeTime, *weightUpdateTime
 	cfg.KVRole, cfg.KVBytesPerToken, cfg.KVTransferBandwidth = *kvRole, *kvBytes, *kvBandwidth
 	cfg.NumSpeculativeTokens, cfg.EnableLoRA, cfg.MaxLoras = *numSpec, *enableLoRA, *maxLoras
+	cfg.TensorParallelSize, cfg.ExecuteModelTimeout = max(1, *tp), *execTimeout
 	for _, m := range splitList(*loraModules) {
 		name, _, _ := strings.Cut(m, "=") // vLLM's name=path: the path does not matter here
 		cfg.LoRAModules = append(cfg.LoRAModules, name)
@@ -306,6 +373,11 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	}
 	if cfg.MetricNames, err = sim.ParseMetricNames(*metricNames); err != nil {
 		fmt.Fprintf(stderr, "vllm-sim: --metric-names: %v\n", err)
+		return 2
+	}
+	gatewayKind, err := sim.ParseGatewayKind(*gwKind)
+	if err != nil {
+		fmt.Fprintf(stderr, "vllm-sim: --gateway-kind: %v\n", err)
 		return 2
 	}
 	addrs := strings.Split(*listen, ",")
@@ -366,7 +438,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 	engCtx, cancelEngine := context.WithCancel(ctx)
 	defer cancelEngine()
 	var runs sync.WaitGroup
-	serveErr := make(chan error, len(addrs))
+	serveErr := make(chan error, 2*len(addrs)) // the pods' servers and their dcgm-exporter stand-ins
 	var servers []*http.Server
 	var bound []string
 	for i, addr := range addrs {
@@ -387,11 +459,7 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 		ln, err := net.Listen("tcp", strings.TrimSpace(addr))
 		if err != nil {
 			log.Error().Err(err).Str("listen_addr", addr).Msg("cannot listen")
-			cancelEngine()
-			runs.Wait()
-			for _, hs := range servers {
-				_ = hs.Close()
-			}
+			shutdown(servers, cancelEngine, &runs)
 			return 1
 		}
 		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -410,6 +478,48 @@ func runWith(ctx context.Context, args []string, stderr io.Writer, ready chan<- 
 			Bool("enable_lora", cfg.EnableLoRA).Int("max_loras", cfg.MaxLoras).Bool("server_dev_mode", *devMode).Msg("vllm-sim serving")
 	}
 	fleet.SetTargets(bound, labels)
+	if *dcgmListen != "" {
+		dcgmAddrs, err := serveDCGM(engines, dcgmFlags{listen: splitList(*dcgmListen), nodes: splitList(*dcgmNodes),
+			gpus: *gpusPerNode, flavor: *dcgmFlavor, optional: *dcgmOptional, namespace: labels["namespace"]}, serveErr)
+		if err != nil {
+			fmt.Fprintf(stderr, "vllm-sim: %v\n", err)
+			shutdown(servers, cancelEngine, &runs)
+			return 2
+		}
+		for _, d := range dcgmAddrs {
+			servers = append(servers, d.srv)
+			log.Info().Str("node", d.node).Str("dcgm_listen_addr", d.addr).Str("pod_name", d.pod).Str("dcgm_flavor", *dcgmFlavor).Msg("dcgm-exporter stand-in serving")
+		}
+	}
+	if *gwListen != "" {
+		gcfg := sim.GatewayConfig{Kind: gatewayKind, ModelName: cfg.ModelName, Pool: *gwPool, Seed: cfg.Seed}
+		for i, a := range bound {
+			gcfg.Servers = append(gcfg.Servers, "http://"+a)
+			gcfg.Pods = append(gcfg.Pods, engines[i].PodName())
+		}
+		gw, err := sim.NewGateway(gcfg, engines...)
+		if err == nil {
+			err = gw.Apply(*gwScenario, time.Now())
+		}
+		var ln net.Listener
+		if err == nil {
+			ln, err = net.Listen("tcp", strings.TrimSpace(*gwListen))
+		}
+		if err != nil {
+			log.Error().Err(err).Str("gateway_listen", *gwListen).Msg("cannot start the gateway")
+			shutdown(servers, cancelEngine, &runs)
+			return 1
+		}
+		hs := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, hs)
+		go func() { serveErr <- hs.Serve(ln) }()
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			gw.Run(engCtx.Done())
+		}()
+		log.Info().Str("gateway_addr", ln.Addr().String()).Str("gateway_kind", string(gatewayKind)).Str("gateway_scenario", *gwScenario).Msg("gateway stand-in serving")
+	}
 	if ready != nil {
 		ready <- strings.Join(bound, ",")
 	}
@@ -451,6 +561,69 @@ func parseLabels(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("%q is not k=v", kv)
 		}
 		out[k] = v
+	}
+	return out, nil
+}
+
+// shutdown closes the servers started so far and stops the engines.
+func shutdown(servers []*http.Server, cancelEngine context.CancelFunc, runs *sync.WaitGroup) {
+	cancelEngine()
+	runs.Wait()
+	for _, hs := range servers {
+		_ = hs.Close()
+	}
+}
+
+// dcgmFlags are the dcgm-exporter stand-in's flags.
+type dcgmFlags struct {
+	listen, nodes []string
+	gpus          int
+	flavor        string
+	optional      bool
+	namespace     string
+}
+
+// dcgmServer is one node's stand-in exporter, serving.
+type dcgmServer struct {
+	node, addr, pod string
+	srv             *http.Server
+}
+
+// serveDCGM starts one dcgm-exporter stand-in per pod, each on its own listener (node i holds
+// pod i); serve errors go to errs.
+func serveDCGM(engines []*sim.Engine, f dcgmFlags, errs chan<- error) ([]dcgmServer, error) {
+	flavor, ok := sim.DCGMFlavors[f.flavor]
+	if !ok {
+		return nil, fmt.Errorf("--dcgm-flavor: unknown %q", f.flavor)
+	}
+	if len(f.listen) != len(engines) {
+		return nil, fmt.Errorf("--dcgm-listen has %d addresses for %d pods: one exporter per pod's node", len(f.listen), len(engines))
+	}
+	if len(f.nodes) > 0 && len(f.nodes) != len(engines) {
+		return nil, fmt.Errorf("--dcgm-nodes has %d names for %d pods", len(f.nodes), len(engines))
+	}
+	var out []dcgmServer
+	for i, e := range engines {
+		node := fmt.Sprintf("gpu-node-%d", i)
+		if len(f.nodes) > 0 {
+			node = f.nodes[i]
+		}
+		x, err := sim.NewDCGMExporter(e, sim.DCGMOptions{Flavor: flavor, Node: node, GPUs: f.gpus, Namespace: f.namespace, Optional: f.optional}, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", f.listen[i])
+		if err != nil {
+			for _, d := range out {
+				_ = d.srv.Close()
+			}
+			return nil, fmt.Errorf("--dcgm-listen %s: %w", f.listen[i], err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", x)
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errs <- hs.Serve(ln) }()
+		out = append(out, dcgmServer{node: node, addr: ln.Addr().String(), pod: e.PodName(), srv: hs})
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -220,4 +221,59 @@ func TestFeatureFlagsTurnOnTheirFamiliesAndEndpoints(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// --dcgm-listen serves a dcgm-exporter stand-in per pod on its own address: the pod's TP ranks
+// hold the node's first GPUs, labelled with the pod's name and the --sd-labels namespace, the
+// rest idle without pod labels.
+func TestDCGMListenServesAnExporterPerPod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- runWith(ctx, []string{"--listen", "127.0.0.1:0,127.0.0.1:0", "--scenario", "healthy", "--tensor-parallel-size", "2",
+			"--dcgm-listen", "127.0.0.1:0,127.0.0.1:0", "--gpus-per-node", "4", "--sd-labels", "namespace=demo"}, &logs, ready)
+	}()
+	select {
+	case <-ready:
+	case code := <-done:
+		t.Fatalf("exited early with %d: %s", code, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready within 10s")
+	}
+	addrs := regexp.MustCompile(`"node":"(gpu-node-[01])","dcgm_listen_addr":"([^"]+)","pod_name":"([^"]+)"`).FindAllStringSubmatch(logs.String(), -1)
+	if len(addrs) != 2 {
+		t.Fatalf("want two exporters logged, got %v: %s", addrs, logs.String())
+	}
+	for _, a := range addrs {
+		resp, err := http.Get("http://" + a[2] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", a[2], resp.StatusCode)
+		}
+		held := regexp.MustCompile(`(?m)^DCGM_FI_DEV_SM_CLOCK\{gpu="[0-9]",[^}]*Hostname="` + a[1] + `",[^}]*,container="vllm",namespace="demo",pod="` + a[3] + `"\} [0-9]+$`)
+		idle := regexp.MustCompile(`(?m)^DCGM_FI_DEV_SM_CLOCK\{gpu="[23]",[^}]*Hostname="` + a[1] + `",DCGM_FI_DRIVER_VERSION="[^"]+"\} [0-9]+$`)
+		if n, m := len(held.FindAllString(string(body), -1)), len(idle.FindAllString(string(body), -1)); n != 2 || m != 2 {
+			t.Errorf("%s: %d GPUs held by %s, %d idle; want 2 and 2:\n%s", a[1], n, a[3], m, body)
+		}
+	}
+	cancel()
+	<-done
+
+	for _, bad := range [][]string{
+		{"--listen", "127.0.0.1:0", "--dcgm-listen", "127.0.0.1:0,127.0.0.1:0"},
+		{"--listen", "127.0.0.1:0", "--dcgm-listen", "127.0.0.1:0", "--dcgm-flavor", "5.0"},
+		{"--listen", "127.0.0.1:0", "--dcgm-listen", "127.0.0.1:0", "--tensor-parallel-size", "4", "--gpus-per-node", "2"},
+	} {
+		var errb syncBuffer
+		if code := runWith(context.Background(), bad, &errb, nil); code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", bad, code, errb.String())
+		}
+	}
 }

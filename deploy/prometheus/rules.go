@@ -24,6 +24,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 )
 
 // The committed, rendered files. People apply these directly; a test fails when
@@ -44,7 +46,11 @@ var AlertNames = []string{
 	"VLLMKVTransferFailing",
 	"VLLMQueueDepthHigh",
 	"VLLMEngineStalled",
+	"VLLMGPUFault",
 }
+
+// GPUAlertName is the alert a profile with gpu.enabled false leaves out.
+const GPUAlertName = "VLLMGPUFault"
 
 var (
 	//go:embed vllm-alerts.rules.yml.tmpl
@@ -96,6 +102,26 @@ func (p Profile) RecordBy() string {
 	return strings.Join(by, ", ")
 }
 
+// GPUFaultAlert holds the parameters of VLLMGPUFault: the XIDs of the drain/reset kind, how
+// long a new fault keeps firing (Recent), the NVLink CRC errors per second that count.
+type GPUFaultAlert struct {
+	XIDs          []int   `yaml:"xids"`
+	Recent        string  `yaml:"recent"`
+	NVLinkCRCRate float64 `yaml:"nvlink_crc_rate"`
+	For           string  `yaml:"for"`
+	Severity      string  `yaml:"severity"`
+}
+
+// GPULabels says how dcgm-exporter's series are labelled where they are scraped: the labels
+// naming the pod that holds a GPU, its namespace, and the node. Enabled false leaves the GPU
+// alert out.
+type GPULabels struct {
+	Enabled        bool   `yaml:"enabled"`
+	PodLabel       string `yaml:"pod_label"`
+	NamespaceLabel string `yaml:"namespace_label"`
+	NodeLabel      string `yaml:"node_label"`
+}
+
 // Profile is the full parameter set the template is rendered with.
 type Profile struct {
 	Name         string `yaml:"-"`
@@ -107,9 +133,10 @@ type Profile struct {
 	// OpenShift AI); RouterLabel is the label only router series carry (excluded: server="");
 	// PodLabel is the label that names a pod, which the rules group by (instance for static
 	// scrape configs without pod).
-	MetricPrefix string `yaml:"metric_prefix"`
-	RouterLabel  string `yaml:"router_label"`
-	PodLabel     string `yaml:"pod_label"`
+	MetricPrefix string    `yaml:"metric_prefix"`
+	RouterLabel  string    `yaml:"router_label"`
+	PodLabel     string    `yaml:"pod_label"`
+	GPU          GPULabels `yaml:"gpu"`
 	// RoleLabel names a pod's role in disaggregated serving (empty: none); RecordInterval is
 	// the evaluation interval of the stall history's recording rules (RecordNames).
 	RoleLabel      string `yaml:"role_label"`
@@ -123,6 +150,7 @@ type Profile struct {
 		KVTransfer Alert           `yaml:"kv_transfer"`
 		Queue      Alert           `yaml:"queue"`
 		Stall      Alert           `yaml:"stall"`
+		GPUFault   GPUFaultAlert   `yaml:"gpu_fault"`
 	} `yaml:"alerts"`
 }
 
@@ -311,6 +339,34 @@ func (p Profile) Validate() error {
 	alert("kv_transfer", p.Alerts.KVTransfer, 0)
 	alert("queue", p.Alerts.Queue, 0)
 	alert("stall", p.Alerts.Stall, 0)
+	if p.GPU.Enabled {
+		for _, l := range [][2]string{{"gpu.pod_label", p.GPU.PodLabel}, {"gpu.namespace_label", p.GPU.NamespaceLabel}, {"gpu.node_label", p.GPU.NodeLabel}} {
+			if !labelNameRE.MatchString(l[1]) {
+				errs = append(errs, fmt.Errorf("%s: %q is not a valid label name", l[0], l[1]))
+			}
+		}
+	}
+	if p.GPU.Enabled && p.GPU.PodLabel == vllmnames.DefaultPodLabel && p.PodLabel != vllmnames.DefaultPodLabel {
+		// The rules group vLLM's series by pod_label; a GPU grouping on "pod" would be rewritten too.
+		errs = append(errs, fmt.Errorf("gpu.pod_label: %q with pod_label %q: the GPU rule cannot tell the two apart; relabel one of them, or set gpu.enabled false", p.GPU.PodLabel, p.PodLabel))
+	}
+	g := p.Alerts.GPUFault
+	if len(g.XIDs) == 0 {
+		errs = append(errs, errors.New("alerts.gpu_fault.xids: empty (list the XIDs that mean drain the node or reset the GPU)"))
+	}
+	for _, x := range g.XIDs {
+		if x <= 0 {
+			errs = append(errs, fmt.Errorf("alerts.gpu_fault.xids: %d is not an XID", x))
+		}
+	}
+	dur("alerts.gpu_fault.recent", g.Recent, false)
+	if !(g.NVLinkCRCRate > 0) {
+		errs = append(errs, fmt.Errorf("alerts.gpu_fault.nvlink_crc_rate: %g must be above 0", g.NVLinkCRCRate))
+	}
+	dur("alerts.gpu_fault.for", g.For, false)
+	if !severityRE.MatchString(g.Severity) {
+		errs = append(errs, fmt.Errorf("alerts.gpu_fault.severity: %q must be a lower-case word such as warning or critical", g.Severity))
+	}
 	if !(p.Alerts.Abort.MinStartedRate > 0) {
 		errs = append(errs, fmt.Errorf("alerts.abort.min_started_rate: %g must be above 0 (it keeps idle models quiet)", p.Alerts.Abort.MinStartedRate))
 	}
@@ -342,6 +398,14 @@ var tmpl = template.Must(template.New("vllm-alerts.rules.yml.tmpl").
 	Funcs(template.FuncMap{
 		"num": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 		"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', -1, 64) + "%" },
+		// alternation: 46|48|79, for a label matcher
+		"alternation": func(xs []int) string {
+			s := make([]string, len(xs))
+			for i, x := range xs {
+				s[i] = strconv.Itoa(x)
+			}
+			return strings.Join(s, "|")
+		},
 	}).
 	Parse(rulesTemplate))
 
@@ -375,13 +439,22 @@ func Render(p Profile) ([]byte, error) {
 			}
 		}
 	}
-	if !slices.Equal(got, AlertNames) {
-		return nil, fmt.Errorf("rendered rules (profile %q) define alerts %v, want %v", p.Name, got, AlertNames)
+	if want := p.AlertNames(); !slices.Equal(got, want) {
+		return nil, fmt.Errorf("rendered rules (profile %q) define alerts %v, want %v", p.Name, got, want)
 	}
 	if !slices.Equal(records, RecordNames) {
 		return nil, fmt.Errorf("rendered rules (profile %q) record %v, want %v", p.Name, records, RecordNames)
 	}
 	return buf.Bytes(), nil
+}
+
+// AlertNames are the alerts p's rules define: all of AlertNames, less the GPU alert where
+// gpu.enabled is false.
+func (p Profile) AlertNames() []string {
+	if p.GPU.Enabled {
+		return AlertNames
+	}
+	return slices.DeleteFunc(slices.Clone(AlertNames), func(a string) bool { return a == GPUAlertName })
 }
 
 // RenderProfile loads the named profile with overrides and renders it.

@@ -95,9 +95,44 @@ func TestEveryAlertCarriesSeverityAndAnnotationsAndEveryRecordOneSeriesPerEngine
 		if !runbook.MatchString(r.Annotations["runbook_url"]) {
 			t.Errorf("%s: runbook_url %q does not point at docs/playbooks/<name>.md", r.Alert, r.Annotations["runbook_url"])
 		}
+		if r.Alert == GPUAlertName {
+			// dcgm-exporter's series carry no model_name: the GPU alert is kept to the GPUs of
+			// pods that serve vLLM by a join on vLLM's own series.
+			if !strings.Contains(r.Expr, "and on (namespace, pod)\ngroup by (namespace, pod) (last_over_time(vllm:num_requests_running") {
+				t.Errorf("%s: not joined to vLLM's pods by (namespace, pod)", r.Alert)
+			}
+			continue
+		}
 		if !strings.Contains(r.Expr, "by (namespace, pod, model_name") {
 			t.Errorf("%s: not aggregated by (namespace, pod, model_name)", r.Alert)
 		}
+	}
+}
+
+// The static profile leaves the GPU alert out (no pod names to join a GPU to), the others have
+// it; a profile whose GPU labels are wrong fails to load, naming the key.
+func TestGPUAlertFollowsTheGPUSettings(t *testing.T) {
+	for profile, want := range map[string]bool{"production": true, "fast": true, "kserve": true, "sim": true, "static": false} {
+		got := false
+		for _, r := range mustRules(t, profile) {
+			got = got || r.Alert == GPUAlertName
+		}
+		if got != want {
+			t.Errorf("profile %s: %s in the rules %v, want %v", profile, GPUAlertName, got, want)
+		}
+	}
+	// honor_labels true: the holder in pod/namespace, the node in hostname (dcgm-exporter main).
+	b, err := RenderProfile("production", "gpu.pod_label=pod", "gpu.namespace_label=namespace", "gpu.node_label=hostname")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`DCGM_FI_DEV_ROW_REMAP_FAILURE{pod!=""}`, `by (hostname, gpu, UUID, namespace, pod)`, `"node", "$1", "hostname", "(.+)"`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("rendered with honor_labels settings: no %s", want)
+		}
+	}
+	if bytes.Contains(b, []byte("exported_pod")) || bytes.Contains(b, []byte("Hostname")) {
+		t.Error("rendered with honor_labels settings: the default labels are left in the rules")
 	}
 }
 
@@ -153,6 +188,10 @@ func TestLoadProfileErrorsNameTheKey(t *testing.T) {
 		{"no traffic floor", "production", []string{"alerts.abort.min_started_rate=0"}, `profile "production": alerts.abort.min_started_rate: 0 must be above 0 (it keeps idle models quiet)`},
 		{"bad severity", "production", []string{"alerts.itl.severity=Page Me"}, `profile "production": alerts.itl.severity: "Page Me" must be a lower-case word such as warning or critical`},
 		{"threshold of the wrong type", "production", []string{"alerts.queue.threshold=lots"}, `profile "production": yaml: unmarshal errors:`},
+		{"bad gpu label", "production", []string{"gpu.node_label=host-name"}, `profile "production": gpu.node_label: "host-name" is not a valid label name`},
+		{"gpu pod label against the vllm pod label", "production", []string{"pod_label=kubernetes_pod_name", "gpu.pod_label=pod"}, `profile "production": gpu.pod_label: "pod" with pod_label "kubernetes_pod_name": the GPU rule cannot tell the two apart; relabel one of them, or set gpu.enabled false`},
+		{"no xids", "production", []string{"alerts.gpu_fault.xids=[]"}, `profile "production": alerts.gpu_fault.xids: empty (list the XIDs that mean drain the node or reset the GPU)`},
+		{"bad recent", "production", []string{"alerts.gpu_fault.recent=soon"}, `profile "production": alerts.gpu_fault.recent: "soon" is not a positive Prometheus duration (e.g. 30s, 5m)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

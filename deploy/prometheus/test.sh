@@ -42,7 +42,7 @@ step "alertmanager example (amtool; the beside-slack-*.yml files use update_mess
 if command -v amtool >/dev/null; then
 	am=deploy/alertmanager/alertmanager.yml
 	amtool check-config "$am"
-	for a in VLLMTimeToFirstTokenP99High VLLMInterTokenLatencyP99High VLLMSpecDecodeAcceptanceDropped VLLMKVCacheNearFull VLLMRequestAbortRateHigh VLLMKVTransferFailing VLLMQueueDepthHigh VLLMEngineStalled; do
+	for a in VLLMTimeToFirstTokenP99High VLLMInterTokenLatencyP99High VLLMSpecDecodeAcceptanceDropped VLLMKVCacheNearFull VLLMRequestAbortRateHigh VLLMKVTransferFailing VLLMQueueDepthHigh VLLMEngineStalled VLLMGPUFault; do
 		amtool config routes test --config.file="$am" --verify.receivers=vllm-responder,default \
 			alertname="$a" namespace=llm model_name=m pod=p 2>/dev/null
 	done

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"time"
 
 	promconfig "github.com/prometheus/common/config"
 
@@ -54,4 +55,16 @@ func Validate(h *promconfig.HTTPClientConfig) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// IdleConnTimeout closes a pooled connection idle this long: Go's and client_golang's default.
+// prometheus/common's own (5 minutes) kept every connection of a storm's peak open, two
+// goroutines each (up to prometheus.max_concurrent_queries of them to Prometheus), for five
+// minutes after it ended.
+const IdleConnTimeout = 90 * time.Second
+
+// Options are the client options of every HTTP client built from such a configuration: the
+// responder's user agent and IdleConnTimeout.
+func Options() []promconfig.HTTPClientOption {
+	return []promconfig.HTTPClientOption{promconfig.WithUserAgent("vllm-responder"), promconfig.WithIdleConnTimeout(IdleConnTimeout)}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/sim"
 )
@@ -383,6 +384,7 @@ const (
 // notFromVLLMPrefixes are series other exporters write beside vLLM's.
 var notFromVLLMPrefixes = map[string]string{
 	"kube_": "kube-state-metrics (restart counts, last termination reasons, owners)",
+	"DCGM_": "dcgm-exporter (the GPU under the pod: VLLMGPUFault, docs/gpu-facts.md)",
 }
 
 // featureFamiliesExist checks that every family notInTheDefaultExposition attributes to feature
@@ -418,7 +420,7 @@ func TestEveryQueriedMetricExistsInTheRealVLLM(t *testing.T) {
 			t.Errorf("%s reads metrics the real vLLM %s does not export: %s\n  %s", where, srv.Version, strings.Join(m, "; "), q)
 		}
 	}
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

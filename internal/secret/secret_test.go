@@ -41,3 +41,33 @@ func TestSecretNeverPrintsItsValue(t *testing.T) {
 		t.Fatal("an unset secret should print empty")
 	}
 }
+
+// A URL prints without what may be its credential: URL without the password and the query
+// string, TokenURL (a webhook URL whose path or query is the credential) as scheme and host only.
+func TestURLsPrintWithoutTheirCredentials(t *testing.T) {
+	type holder struct {
+		Conn URL      `json:"conn" yaml:"conn"`
+		Hook TokenURL `json:"hook" yaml:"hook"`
+	}
+	h := holder{URL("http://reader:pw-SECRET@prom:9090/prefix?api_key=key-SECRET#frag-SECRET"),
+		TokenURL("https://hooks.example.com/v1/path-SECRET?token=query-SECRET")}
+	j, _ := json.Marshal(h)
+	y, _ := yaml.Marshal(h)
+	for name, out := range map[string]string{
+		"fmt %v": fmt.Sprintf("%v %v", h.Conn, h.Hook), "fmt %+v": fmt.Sprintf("%+v", h), "fmt %#v": fmt.Sprintf("%#v", h),
+		"json": string(j), "yaml": string(y),
+	} {
+		if strings.Contains(out, "SECRET") {
+			t.Errorf("%s leaks a credential: %s", name, out)
+		}
+		if !strings.Contains(out, "http://reader:xxxxx@prom:9090/prefix?xxxxx") || !strings.Contains(out, "https://hooks.example.com") {
+			t.Errorf("%s does not show what is safe to show: %s", name, out)
+		}
+	}
+	if h.Hook.String() != "https://hooks.example.com" || h.Hook.Reveal() != "https://hooks.example.com/v1/path-SECRET?token=query-SECRET" {
+		t.Errorf("TokenURL prints %q, reveals %q", h.Hook.String(), h.Hook.Reveal())
+	}
+	if URL("http://prom:9090").String() != "http://prom:9090" || TokenURL("").String() != "" {
+		t.Error("a URL without credentials must print as it is, an empty one empty")
+	}
+}

@@ -16,8 +16,10 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/store"
 	"github.com/vllm-responder/vllm-responder/traces"
 	"github.com/vllm-responder/vllm-responder/triage"
@@ -35,7 +37,10 @@ type Options struct {
 	// Observer receives the engine's query observations (serve's metrics); may be nil.
 	Observer evidence.Observer
 	// Store opens the store: Redis when redis.url or redis.sentinel is set, in memory otherwise.
+	// With Playbooks and probe.enabled it is opened anyway (the probe takes the pod's lock).
 	Store bool
+	// ProbeMetrics receives the probe's series (serve's registry); may be nil.
+	ProbeMetrics *probe.Metrics
 }
 
 // Stack is what a subcommand runs on. Parts not asked for are nil.
@@ -62,22 +67,32 @@ func New(c *config.Config, o Options) (*Stack, error) {
 	if s.Prometheus, err = newPrometheusAPI(c); err != nil {
 		return nil, err
 	}
+	// The probe takes the pod's lock in the store, so it opens the store even where the command
+	// itself needs none (triage).
+	if o.Store || (o.Playbooks && c.Probe.Enabled) {
+		store.SetRedisLogger(s.Log)
+		if s.Store, s.StoreKind, err = newStore(c); err != nil {
+			return nil, err
+		}
+	}
 	if o.Playbooks {
 		if s.Playbooks, err = LoadPlaybooks(c); err != nil {
 			return nil, err
 		}
-		if s.Engine, err = newEngine(c, s.Naming, s.Prometheus, o.Observer, s.Log); err != nil {
+		var prober evidence.StallProber
+		if c.Probe.Enabled {
+			p, err := probe.New(c.Probe, probe.Deps{Prometheus: s.Prometheus, Store: s.Store, Naming: s.Naming, Metrics: o.ProbeMetrics, Logger: s.Log})
+			if err != nil {
+				return nil, err
+			}
+			prober = p
+		}
+		if s.Engine, err = newEngine(c, s.Naming, s.Prometheus, o.Observer, prober, s.Log); err != nil {
 			return nil, err
 		}
 		s.Triage, err = triage.New(triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
-			Naming: s.Naming, PrometheusURL: c.Prometheus.URL})
+			Naming: s.Naming, PrometheusURL: c.Prometheus.URL, Namespaces: c.Triage.Namespaces})
 		if err != nil {
-			return nil, err
-		}
-	}
-	if o.Store {
-		store.SetRedisLogger(s.Log)
-		if s.Store, s.StoreKind, err = newStore(c); err != nil {
 			return nil, err
 		}
 	}
@@ -145,9 +160,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // LoadPlaybooks loads the built-ins, playbooks.dir and extra directories (`playbooks test`),
-// applying the config's window, params and vLLM naming.
+// compiled against the facts of every source (facts/sources), applying the config's window,
+// params and vLLM naming.
 func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error) {
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		return nil, fmt.Errorf("built-in playbooks: %w", err)
 	}
@@ -157,7 +173,7 @@ func LoadPlaybooks(c *config.Config, extraDirs ...string) (*playbooks.Set, error
 		dirs = append([]string{c.Playbooks.Dir}, dirs...)
 	}
 	for _, dir := range dirs {
-		pbs, err := playbooks.LoadDir(dir)
+		pbs, err := playbooks.LoadDir(dir, sources.Catalog())
 		if err != nil {
 			return nil, err
 		}
@@ -189,22 +205,22 @@ func newPrometheusAPI(c *config.Config) (v1.API, error) {
 }
 
 // newEngine returns the playbook engine on the configured Prometheus (and Jaeger, when traces
-// are configured; and kube-state-metrics' series, unless kubernetes.enabled is false).
-func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, log zerolog.Logger) (*evidence.Engine, error) {
+// are configured), with the fact sources (facts/sources: kube-state-metrics' series unless
+// kubernetes.enabled is false, vLLM's LoRA series), and the stall probe, when probe.enabled.
+func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidence.Observer, prober evidence.StallProber, log zerolog.Logger) (*evidence.Engine, error) {
 	opt := evidence.EngineOptions{
+		Probe:             prober,
 		QueryTimeout:      c.Prometheus.QueryTimeout,
 		CacheTTL:          c.Prometheus.CacheTTL,
 		MaxConcurrent:     c.Prometheus.MaxConcurrentQueries,
 		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
 		Observer:          obs,
 		Naming:            n,
+		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes}),
 		Logger:            log,
 		// The stall history read from the shipped recording rules where they run
 		// (deploy/prometheus, group vllm-responder-stall-history), its raw form elsewhere.
 		Alternatives: evidence.StallHistory(n),
-	}
-	if c.Kubernetes.Enabled {
-		opt.Kube = &c.Kubernetes
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

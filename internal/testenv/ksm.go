@@ -16,7 +16,7 @@ import (
 // KSMRelease is the kube-state-metrics release whose exposition KSMState writes: its metric
 // names, HELP texts (STABLE families carry "[STABLE] "), label names and label order (the
 // object's own labels first: namespace, pod, uid; namespace, replicaset; namespace,
-// horizontalpodautoscaler), read from that release's internal/store.
+// horizontalpodautoscaler; node), read from that release's internal/store.
 const KSMRelease = "v2.17.0"
 
 // KSMPod is one pod as kube-state-metrics exports it.
@@ -73,11 +73,40 @@ type KSMHPAMetric struct {
 	Current          *float64
 }
 
+// KSMNode is a node as kube-state-metrics exports it (internal/store/node.go): whether it is
+// cordoned, its conditions, its GPUs.
+type KSMNode struct {
+	Name string
+	// Unschedulable: cordoned (spec.unschedulable), by kubectl cordon, NVSentinel's
+	// fault-quarantine or a node-repair controller.
+	Unschedulable bool
+	// Conditions beside kubelet's own (MemoryPressure, DiskPressure, PIDPressure False, Ready
+	// True unless set here): type -> True, False or Unknown. NVSentinel sets its checks' names
+	// True while they fail (SysLogsXIDError, SysLogsGPUFallenOff, GpuMemWatch, ...); the EKS node
+	// agent sets AcceleratedHardwareReady False while the GPU is unhealthy (docs/gpu-facts.md).
+	Conditions map[string]string
+	// Taints (key, value, effect), e.g. NVSentinel's nvidia.com/gpu-xid-error=true:NoSchedule.
+	Taints []KSMTaint
+	// GPUs is the node's nvidia.com/gpu capacity; GPUsAllocatable what the device plugin still
+	// offers (it drops the GPUs it marked unhealthy; nil: all of them).
+	GPUs            int
+	GPUsAllocatable *int
+	// Age is how long before the scrape the node was created (default 30 days).
+	Age time.Duration
+}
+
+// KSMTaint is one taint of a node.
+type KSMTaint struct{ Key, Value, Effect string }
+
+// KSMGPUNode is a node with gpus GPUs, Ready, schedulable.
+func KSMGPUNode(name string, gpus int) KSMNode { return KSMNode{Name: name, GPUs: gpus} }
+
 // KSMState is what a stand-in kube-state-metrics exports.
 type KSMState struct {
 	Pods        []KSMPod
 	ReplicaSets []KSMReplicaSet
 	HPAs        []KSMHPA
+	Nodes       []KSMNode
 }
 
 // family is one metric family of an exposition, its samples in the order written.
@@ -186,7 +215,68 @@ func (s KSMState) Exposition(now time.Time) string {
 	for _, h := range s.HPAs {
 		writeHPA(&e, h)
 	}
+	for i, n := range s.Nodes {
+		writeNode(&e, n, i, now)
+	}
 	return e.String()
+}
+
+// kubeletConditions are the conditions kubelet keeps on every node, in its order.
+var kubeletConditions = []string{"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}
+
+// writeNode writes a node's families in v2.17's label order (node first).
+func writeNode(e *expo, n KSMNode, i int, now time.Time) {
+	node := []string{"node", n.Name}
+	with := func(extra ...string) []string { return append(append([]string{}, node...), extra...) }
+	e.add("kube_node_info", "Information about a cluster node.", "gauge", true,
+		with("kernel_version", "6.8.0-1024-aws", "os_image", "Ubuntu 22.04.5 LTS", "container_runtime_version", "containerd://1.7.27",
+			"kubelet_version", "v1.33.4", "kubeproxy_version", "deprecated", "provider_id", "aws:///us-east-1a/i-0"+fmt.Sprintf("%016x", i+1),
+			"pod_cidr", fmt.Sprintf("10.42.%d.0/24", i), "system_uuid", uid("node", n.Name), "internal_ip", fmt.Sprintf("10.0.%d.10", i)), 1)
+	age := n.Age
+	if age == 0 {
+		age = 30 * 24 * time.Hour
+	}
+	e.add("kube_node_created", "Unix creation timestamp", "gauge", true, with(), float64(now.Add(-age).Unix()))
+	e.add("kube_node_spec_unschedulable", "Whether a node can schedule new pods.", "gauge", true, with(), boolValue(n.Unschedulable))
+	for _, t := range n.Taints {
+		e.add("kube_node_spec_taint", "The taint of a cluster node.", "gauge", true, with("key", t.Key, "value", t.Value, "effect", t.Effect), 1)
+	}
+	conds := map[string]string{"MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False", "Ready": "True"}
+	order := append([]string{}, kubeletConditions...)
+	var extra []string
+	for c, st := range n.Conditions {
+		if _, kubelet := conds[c]; !kubelet {
+			extra = append(extra, c)
+		}
+		conds[c] = st
+	}
+	sort.Strings(extra) // third-party conditions come after kubelet's
+	for _, c := range append(order, extra...) {
+		for _, st := range conditionStatuses {
+			e.add("kube_node_status_condition", "The condition of a cluster node.", "gauge", true,
+				with("condition", c, "status", st), boolValue(strings.EqualFold(conds[c], st)))
+		}
+	}
+	alloc := n.GPUs
+	if n.GPUsAllocatable != nil {
+		alloc = *n.GPUsAllocatable
+	}
+	for _, r := range []struct {
+		resource, unit        string
+		capacity, allocatable float64
+	}{
+		{"cpu", "core", 192, 191.45},
+		{"memory", "byte", 2063731908608, 2052994490368},
+		{"pods", "integer", 110, 110},
+		{"nvidia_com_gpu", "integer", float64(n.GPUs), float64(alloc)},
+	} {
+		if r.resource == "nvidia_com_gpu" && n.GPUs == 0 {
+			continue // no device plugin resource on a node without GPUs
+		}
+		l := with("resource", r.resource, "unit", r.unit)
+		e.add("kube_node_status_capacity", "The capacity for different resources of a node.", "gauge", true, l, r.capacity)
+		e.add("kube_node_status_allocatable", "The allocatable for different resources of a node that are available for scheduling.", "gauge", true, l, r.allocatable)
+	}
 }
 
 func writePod(e *expo, p KSMPod, now time.Time) {
@@ -393,5 +483,6 @@ func (s KSMState) Add(t KSMState) KSMState {
 	s.Pods = append(s.Pods, t.Pods...)
 	s.ReplicaSets = append(s.ReplicaSets, t.ReplicaSets...)
 	s.HPAs = append(s.HPAs, t.HPAs...)
+	s.Nodes = append(s.Nodes, t.Nodes...)
 	return s
 }

@@ -1,15 +1,16 @@
-// Package console prints diagnoses to a terminal or a log: the notifier used when no Slack token
-// is configured, and the text output of `responder triage`.
+// Package console prints diagnoses to a terminal or a log: the notifier used when no other is
+// configured, and the text output of `responder triage`. It maps notify's view of a
+// notification to plain text.
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -18,59 +19,73 @@ import (
 
 // Notifier writes each notification as a readable block of text.
 type Notifier struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	view notify.ViewOptions
 }
 
-// New returns a console notifier writing to w.
-func New(w io.Writer) *Notifier { return &Notifier{w: w} }
+// New returns a console notifier writing to w; o is what its views are built with (the storm
+// threshold).
+func New(w io.Writer, o notify.ViewOptions) *Notifier { return &Notifier{w: w, view: o} }
 
 // Notify implements notify.Notifier. Writes are serialised so blocks never interleave.
 func (c *Notifier) Notify(_ context.Context, n *notify.Notification) (bool, error) {
 	var b strings.Builder
-	WriteNotification(&b, n)
+	WriteNotification(&b, n, c.view)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, err := io.WriteString(c.w, b.String())
 	return false, err
 }
 
-// WriteNotification renders a notification as plain text.
-func WriteNotification(b *strings.Builder, n *notify.Notification) {
+// WriteNotification renders a notification as plain text: every alert, firing ones first, each
+// with its diagnosis (a diagnosis several alerts share is printed once).
+func WriteNotification(b *strings.Builder, n *notify.Notification, o notify.ViewOptions) {
+	v := notify.NewView(n, o)
 	rule := strings.Repeat("=", 78)
 	fmt.Fprintf(b, "%s\n", rule)
-	status := strings.ToUpper(n.Status)
-	fmt.Fprintf(b, "[%s] %s  (%d alert(s), group %s)\n", status, groupTitle(n), len(n.Items), shortKey(n.GroupKey))
-	if n.TruncatedAlerts > 0 {
-		fmt.Fprintf(b, "  %d more alert(s) were left out by Alertmanager (max_alerts)\n", n.TruncatedAlerts)
+	fmt.Fprintf(b, "[%s] %s  (%d alert(s), group %s)\n", strings.ToUpper(n.Status), cmp.Or(v.Alertname, "alerts"), len(n.Items), shortKey(n.GroupKey))
+	if v.Truncated > 0 {
+		fmt.Fprintf(b, "  %d more alert(s) were left out by Alertmanager (max_alerts)\n", v.Truncated)
 	}
-	shown := map[*playbooks.Diagnosis]bool{} // a storm's alerts share one diagnosis: print it once
-	for _, it := range n.Items {
-		if it.Diagnosis != nil && shown[it.Diagnosis] {
-			fmt.Fprintf(b, "%s %s  (the group diagnosis above)\n", it.Alert.Labels["alertname"], labelLine(it.Alert.Labels))
+	if v.Summarised {
+		counts := make([]string, len(v.Storm.Counts))
+		for i, c := range v.Storm.Counts {
+			counts[i] = fmt.Sprintf("%d × %s", c.Alerts, c.Verdict)
+		}
+		fmt.Fprintf(b, "  alert storm: %s\n", strings.Join(counts, " · "))
+	}
+	for _, av := range v.Firing {
+		if av.Shared {
+			fmt.Fprintf(b, "%s %s  (the group diagnosis above)\n", av.Alertname, labelLine(av.Labels))
 			continue
 		}
 		fmt.Fprintf(b, "%s\n", strings.Repeat("-", 78))
-		fmt.Fprintf(b, "%s %s\n", it.Alert.Labels["alertname"], labelLine(it.Alert.Labels))
-		switch {
-		case n.Resolved() || it.Alert.Status == notify.StatusResolved:
-			dur := ""
-			if !it.Alert.EndsAt.IsZero() && !it.Alert.StartsAt.IsZero() {
-				dur = " after " + it.Alert.EndsAt.Sub(it.Alert.StartsAt).Round(time.Second).String()
-			}
-			fmt.Fprintf(b, "  resolved%s\n", dur)
-		case it.Unmatched:
+		fmt.Fprintf(b, "%s %s\n", av.Alertname, labelLine(av.Labels))
+		if av.Diagnosis == nil {
 			fmt.Fprintf(b, "  no playbook matches this alert\n")
-		case it.Diagnosis != nil:
-			shown[it.Diagnosis] = true
-			WriteDiagnosis(b, it.Diagnosis, "  ")
+			continue
 		}
+		writeDiagnosis(b, av.Diagnosis, "  ")
+	}
+	for _, l := range v.Resolved {
+		fmt.Fprintf(b, "%s\n", strings.Repeat("-", 78))
+		fmt.Fprintf(b, "%s %s\n", l.Alertname, labelLine(l.Labels))
+		after := ""
+		if d, ok := l.Lasted(); ok {
+			after = " after " + d.Round(1e9).String()
+		}
+		fmt.Fprintf(b, "  resolved%s\n", after)
 	}
 	fmt.Fprintf(b, "%s\n", rule)
 }
 
 // WriteDiagnosis renders one diagnosis as aligned plain text, each line prefixed by indent.
 func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
+	writeDiagnosis(b, notify.NewDiagnosisView(d), indent)
+}
+
+func writeDiagnosis(b *strings.Builder, d *notify.DiagnosisView, indent string) {
 	fmt.Fprintf(b, "%sverdict:  %s\n", indent, d.Verdict)
 	fmt.Fprintf(b, "%s%s\n", indent, d.Title)
 	if d.Summary != "" {
@@ -80,21 +95,19 @@ func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
 		fmt.Fprintf(b, "%sERROR: %s\n", indent, d.Error)
 	}
 	if len(d.Scope) > 0 {
-		fmt.Fprintf(b, "%sscope:    %s\n", indent, labelLine(d.Scope))
+		byName := slices.SortedFunc(slices.Values(d.Scope), func(a, b notify.Label) int { return strings.Compare(a.Name, b.Name) })
+		fmt.Fprintf(b, "%sscope:    %s\n", indent, labelLine(byName))
 	}
 	if len(d.Evidence) > 0 {
 		fmt.Fprintf(b, "%sevidence:\n", indent)
 		width := 0
 		for _, e := range d.Evidence {
-			width = max(width, len(title(e)))
+			width = max(width, len(e.Title))
 		}
 		for _, e := range d.Evidence {
-			line := fmt.Sprintf("%s  %-*s  %s", indent, width, title(e), e.Text)
-			switch {
-			case e.Baseline != nil:
-				line += "  (baseline " + e.BaselineText + ")"
-			case e.BaselineText != "":
-				line += "  (" + e.BaselineText + ")"
+			line := fmt.Sprintf("%s  %-*s  %s", indent, width, e.Title, e.Value)
+			if e.Baseline != "" {
+				line += "  (" + e.Baseline + ")"
 			}
 			if e.Problem != "" {
 				line += "  [" + e.Problem + "]"
@@ -103,12 +116,12 @@ func WriteDiagnosis(b *strings.Builder, d *playbooks.Diagnosis, indent string) {
 		}
 	}
 	if d.Fleet != nil {
-		fmt.Fprintf(b, "%sfleet:    %s\n", indent, d.Fleet.Headline())
+		fmt.Fprintf(b, "%sfleet:    %s\n", indent, d.Fleet.Headline)
 		for _, l := range d.Fleet.Table(12) {
 			fmt.Fprintf(b, "%s  %s\n", indent, l)
 		}
 	}
-	writeSlowest(b, d.SlowestRequests, indent)
+	writeSlowest(b, d.Slowest, indent)
 	if len(d.Actions) > 0 {
 		fmt.Fprintf(b, "%sactions:\n", indent)
 		for _, a := range d.Actions {
@@ -141,31 +154,10 @@ func writeSlowest(b *strings.Builder, r *traces.Report, indent string) {
 	default:
 		fmt.Fprintf(b, "%s  %s\n", indent, r.Summary)
 		for _, q := range r.Requests {
-			id := q.RequestID
-			if id == "" {
-				id = "-"
-			}
-			fmt.Fprintf(b, "%s  %s  %s  %s\n", indent, q.Line(), id, q.Link)
+			fmt.Fprintf(b, "%s  %s  %s  %s\n", indent, q.Line(), cmp.Or(q.RequestID, "-"), q.Link)
 		}
 	}
 	fmt.Fprintf(b, "%s  %s\n", indent, traces.AbortedNote)
-}
-
-func title(e playbooks.Evidence) string {
-	if e.Title != "" {
-		return e.Title
-	}
-	return e.Name
-}
-
-func groupTitle(n *notify.Notification) string {
-	if a := n.CommonLabels["alertname"]; a != "" {
-		return a
-	}
-	if a := n.GroupLabels["alertname"]; a != "" {
-		return a
-	}
-	return "alerts"
 }
 
 func shortKey(k string) string {
@@ -175,18 +167,13 @@ func shortKey(k string) string {
 	return k
 }
 
-func labelLine(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k == "alertname" {
-			continue
+// labelLine is labels as name="value" pairs, by name, without the alert name.
+func labelLine(labels []notify.Label) string {
+	parts := make([]string, 0, len(labels))
+	for _, l := range labels {
+		if l.Name != "alertname" {
+			parts = append(parts, fmt.Sprintf("%s=%q", l.Name, l.Value))
 		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%q", k, m[k]))
 	}
 	return strings.Join(parts, " ")
 }

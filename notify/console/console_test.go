@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/alertmanager/template"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -30,7 +31,7 @@ func TestConsoleShowsTheDiagnosisWithItsNumbers(t *testing.T) {
 			{Alert: template.Alert{Labels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-0"}}, Diagnosis: d},
 			{Alert: template.Alert{Labels: map[string]string{"alertname": "Other"}}, Unmatched: true},
 		}}
-	if _, err := New(&out).Notify(context.Background(), n); err != nil {
+	if _, err := New(&out, notify.ViewOptions{}).Notify(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -49,14 +50,14 @@ func TestConsoleShowsAResolutionAndItsDuration(t *testing.T) {
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	n := &notify.Notification{Status: "resolved", Items: []notify.Item{{Alert: template.Alert{Status: "resolved",
 		Labels: map[string]string{"alertname": "VLLMKVCacheNearFull"}, StartsAt: start, EndsAt: start.Add(90 * time.Second)}}}}
-	New(&out).Notify(context.Background(), n)
+	New(&out, notify.ViewOptions{}).Notify(context.Background(), n)
 	if !strings.Contains(out.String(), "[RESOLVED]") || !strings.Contains(out.String(), "resolved after 1m30s") {
 		t.Fatalf("got:\n%s", out.String())
 	}
 }
 
 func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,32 @@ func TestConsoleShowsThePodAgainstItsSiblings(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Format and control characters from labels and from what a diagnosis says (issue 33.9; on a
+// terminal an escape sequence in a label could also rewrite the lines above) are shown, never
+// written raw.
+func TestHiddenCharactersAreShownNotWritten(t *testing.T) {
+	var out bytes.Buffer
+	d := &playbooks.Diagnosis{Verdict: "kv-pressure", Title: "KV pressure on vllm\u202egnp.exe", Summary: "adapter sql\u2066-lora\x1b[2A waits",
+		Scope: map[string]string{"pod": "vllm\u202egnp.exe"}}
+	n := &notify.Notification{Status: "firing", GroupLabels: map[string]string{"alertname": "VLLMKV\u200bCache"}, Items: []notify.Item{
+		{Alert: template.Alert{Labels: map[string]string{"alertname": "VLLMKV\u200bCache", "pod": "vllm\u202egnp.exe"}}, Diagnosis: d},
+		{Alert: template.Alert{Status: "resolved", Labels: map[string]string{"alertname": "Old\u202eAlert"}}},
+	}}
+	if _, err := New(&out, notify.ViewOptions{}).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range "\u202e\u200b\u2066\x1b" {
+		if strings.ContainsRune(out.String(), r) {
+			t.Errorf("the output holds %U raw:\n%s", r, out.String())
+		}
+	}
+	for _, want := range []string{"[FIRING] VLLMKV<U+200B>Cache", "KV pressure on vllm<U+202E>gnp.exe", "sql<U+2066>-lora<U+001B>[2A waits", "Old<U+202E>Alert"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not show %q:\n%s", want, out.String())
 		}
 	}
 }

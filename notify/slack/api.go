@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify"
 )
 
@@ -126,7 +127,9 @@ func (a *webAPI) call(ctx context.Context, method, channel string, fn func(ctx c
 		}
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, a.cfg.RequestTimeout, errSlackTimeout)
-	err := fn(cctx)
+	// A URL in a transport error (a response_url, a files upload URL) is a credential: shown by
+	// its host only.
+	err := secret.RedactURLError(fn(cctx))
 	timedOut := errors.Is(context.Cause(cctx), errSlackTimeout)
 	cancel()
 	result, retryAfter, retryable := classify(err, timedOut)
@@ -282,4 +285,17 @@ func (a *webAPI) UsergroupMembers(ctx context.Context, group string) ([]string, 
 		return e
 	})
 	return members, err
+}
+
+// rateLimitRetried runs one Slack call (an answer of the app, a reply of the notifier that must
+// not repeat the whole notification) in the retry loop (notify.Retry) under the Slack retry
+// policy: a rate-limited call is tried again after Slack's Retry-After, within the work's
+// deadline. Other failures are not retried: the user can click again, and a reply that timed
+// out may have been posted.
+func rateLimitRetried(ctx context.Context, cfg *Config, call func(ctx context.Context) error) error {
+	return notify.Retry(ctx, cfg.RetryPolicy(), func(ctx context.Context) (bool, error) {
+		err := call(ctx)
+		var r *retryableError
+		return errors.As(err, &r) && r.RateLimited, err
+	}, nil)
 }

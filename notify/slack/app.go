@@ -23,7 +23,6 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
-	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/silence"
 	"github.com/vllm-responder/vllm-responder/triage"
@@ -166,18 +165,6 @@ func (a *app) goWork(what string, fn func(ctx context.Context)) {
 		}()
 		fn(ctx)
 	})
-}
-
-// rateLimitRetried runs one Slack call of the app in the retry loop (notify.Retry) under the
-// Slack retry policy: a rate-limited call is tried again after Slack's Retry-After, within the
-// work's deadline. Other failures are not retried: the user can click again, and a reply that
-// timed out may have been posted.
-func rateLimitRetried(ctx context.Context, cfg *Config, call func(ctx context.Context) error) error {
-	return notify.Retry(ctx, cfg.RetryPolicy(), func(ctx context.Context) (bool, error) {
-		err := call(ctx)
-		var r *retryableError
-		return errors.As(err, &r) && r.RateLimited, err
-	}, nil)
 }
 
 // maxBody bounds what the endpoints read: Slack's payloads are a few kilobytes.

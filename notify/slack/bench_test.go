@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -12,7 +14,7 @@ import (
 // and queries a run against Prometheus fills in.
 func benchDiagnosis(b *testing.B) *playbooks.Diagnosis {
 	b.Helper()
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func BenchmarkDiagnosisBlocks(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(diagnosisBlocks(d)) == 0 {
+		if len(diagnosisBlocks(notify.NewDiagnosisView(d))) == 0 {
 			b.Fatal("no blocks")
 		}
 	}
@@ -66,7 +68,7 @@ func BenchmarkDiagnosisBlocksJSON(b *testing.B) {
 	d := benchDiagnosis(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(diagnosisBlocks(d)); err != nil {
+		if _, err := json.Marshal(diagnosisBlocks(notify.NewDiagnosisView(d))); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,12 @@ package slack
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -129,4 +135,58 @@ func findButton(action string) (button, bool) {
 		}
 	}
 	return button{}, false
+}
+
+// The button codec: what a button carries, signed.
+
+// buttonValue is what a diagnosis button carries back to the interaction handler: the alert's
+// labels (or the triage scope), so the click needs no state on the server, and an HMAC that
+// binds them to the button's action under a server key: a click with a value the message did
+// not offer (crafted labels, another button's value) is refused.
+type buttonValue struct {
+	Labels map[string]string `json:"l"`
+	Sig    string            `json:"s,omitempty"`
+}
+
+// errButtonSignature is a button value whose signature does not match.
+var errButtonSignature = errors.New("button value: signature does not match (not a value this responder offered)")
+
+// buttonKey is the server key that signs button values: derived from the signing secret (the
+// app token with Socket Mode), which every replica shares.
+func (c *Config) buttonKey() []byte {
+	m := hmac.New(sha256.New, []byte(cmp.Or(c.SigningSecret.Reveal(), c.AppToken.Reveal(), c.BotToken.Reveal())))
+	m.Write([]byte("vllm-responder button value v1"))
+	return m.Sum(nil)
+}
+
+func buttonSig(key []byte, action string, labels map[string]string) string {
+	b, _ := json.Marshal(labels) // map keys sorted: canonical
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(action))
+	m.Write([]byte{0})
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// encodeButtonValue returns the signed value of the button for action, and false when it does
+// not fit Slack's limit.
+func encodeButtonValue(key []byte, action string, v buttonValue) (string, bool) {
+	v.Sig = buttonSig(key, action, v.Labels)
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > maxButtonValue {
+		return "", false
+	}
+	return string(b), true
+}
+
+// decodeButtonValue parses the value of a click on action and checks its signature.
+func decodeButtonValue(key []byte, action, s string) (buttonValue, error) {
+	var v buttonValue
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return v, fmt.Errorf("button value: %w", err)
+	}
+	if !hmac.Equal([]byte(v.Sig), []byte(buttonSig(key, action, v.Labels))) {
+		return buttonValue{}, errButtonSignature
+	}
+	return v, nil
 }

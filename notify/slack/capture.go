@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	slackgo "github.com/slack-go/slack"
+
+	"github.com/vllm-responder/vllm-responder/notify"
 )
 
 // captureConfirm is the confirmation dialog of a Capture profile button: what a capture costs
@@ -17,7 +19,7 @@ func captureConfirm(pod string, silenced bool) *slackgo.ConfirmationBlockObject 
 		alerts = "No Alertmanager is configured: its alerts will fire."
 	}
 	text := fmt.Sprintf("Pod `%s` stops serving while vLLM flushes the trace (minutes on big models; every engine of the pod). %s The last measured flush on this pod is posted when the capture starts.",
-		escapeCode(truncate(pod, 60)), alerts)
+		escapeCode(truncate(notify.Printable(pod), 60)), alerts)
 	c := slackgo.NewConfirmationBlockObject(
 		plain("Profile this serving pod?", 100),
 		slackgo.NewTextBlockObject(slackgo.MarkdownType, truncate(text, 300), false, false),

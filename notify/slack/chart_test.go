@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -30,7 +31,7 @@ func TestTheChartIsAPNGWithOnePanelPerSeries(t *testing.T) {
 	if w, h := img.Bounds().Dx(), img.Bounds().Dy(); w < 800 || h < 600 {
 		t.Errorf("chart is %dx%d, too small to read on a phone", w, h)
 	}
-	if *update {
+	if golden.Updating() {
 		_ = os.WriteFile("testdata/chart-example.png", b, 0o644)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 var errChartTimeout = errors.New("chart timed out")
@@ -21,19 +22,19 @@ const maxChartsPerMessage = 2
 
 // postCharts renders the declared charts of the first diagnosis that has any and uploads them
 // into the thread. A failure is logged and counted; it never fails the notification.
-func (n *notifier) postCharts(ctx context.Context, log zerolog.Logger, th *thread, items []notify.Item) {
-	if n.prom == nil || !n.cfg.chartsEnabled() || len(items) > n.cfg.StormThreshold {
+func (n *notifier) postCharts(ctx context.Context, log zerolog.Logger, th *thread, v *notify.View) {
+	if n.prom == nil || !n.cfg.chartsEnabled() || v.Summarised {
 		return
 	}
-	for _, it := range items {
-		if it.Diagnosis == nil || len(it.Diagnosis.Charts) == 0 {
+	for _, av := range v.Firing {
+		if av.Diagnosis == nil || len(av.Diagnosis.Diagnosis.Charts) == 0 {
 			continue
 		}
-		for i, spec := range it.Diagnosis.Charts {
+		for i, spec := range av.Diagnosis.Diagnosis.Charts {
 			if i == maxChartsPerMessage {
 				break
 			}
-			if err := n.postChart(ctx, th, it, i); err != nil {
+			if err := n.postChart(ctx, th, av.Diagnosis.Diagnosis, av.StartsAt, i); err != nil {
 				n.api.metrics.Charts.WithLabelValues("failed").Inc()
 				log.Warn().Err(err).Str("chart", spec.Title).Msg("chart not posted")
 				continue
@@ -44,11 +45,11 @@ func (n *notifier) postCharts(ctx context.Context, log zerolog.Logger, th *threa
 	}
 }
 
-func (n *notifier) postChart(ctx context.Context, th *thread, it notify.Item, i int) error {
+func (n *notifier) postChart(ctx context.Context, th *thread, d *playbooks.Diagnosis, start time.Time, i int) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ChartTimeout, errChartTimeout)
 	defer cancel()
-	spec := it.Diagnosis.Charts[i]
-	end := it.Diagnosis.EvaluatedAt
+	spec := d.Charts[i]
+	end := d.EvaluatedAt
 	if end.IsZero() {
 		end = n.now()
 	}
@@ -60,7 +61,7 @@ func (n *notifier) postChart(ctx context.Context, th *thread, it notify.Item, i 
 	if err != nil {
 		return fmt.Errorf("querying: %w", err)
 	}
-	png, err := renderChartPNG(spec.Title, panels, end.Add(-rng), end, it.Alert.StartsAt)
+	png, err := renderChartPNG(spec.Title, panels, end.Add(-rng), end, start)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
 	}
@@ -71,9 +72,9 @@ func (n *notifier) postChart(ctx context.Context, th *thread, it notify.Item, i 
 	return n.api.Upload(ctx, slackgo.UploadFileParameters{
 		Reader:          bytes.NewReader(png),
 		FileSize:        len(png),
-		Filename:        fmt.Sprintf("%s-%d.png", strings.ReplaceAll(strings.ToLower(it.Diagnosis.Playbook), " ", "-"), i),
+		Filename:        fmt.Sprintf("%s-%d.png", strings.ReplaceAll(strings.ToLower(d.Playbook), " ", "-"), i),
 		Title:           spec.Title,
-		AltTxt:          truncate(spec.Title+": "+strings.Join(names, ", ")+" over the last "+humanDuration(rng)+", alert start marked", 1000),
+		AltTxt:          truncate(spec.Title+": "+strings.Join(names, ", ")+" over the last "+notify.HumanDuration(rng)+", alert start marked", 1000),
 		Channel:         th.Channel,
 		ThreadTimestamp: th.TS,
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
+	"github.com/vllm-responder/vllm-responder/notify"
 )
 
 // Config is the `slack:` section of the responder's configuration.
@@ -62,8 +63,8 @@ type Config struct {
 	// after Slack's Retry-After (notify.Retry waits); a Retry-After above MaxRetryAfter ends them.
 	MaxRetries    int           `yaml:"max_retries,omitempty"`
 	MaxRetryAfter time.Duration `yaml:"max_retry_after,omitempty"`
-	// StormThreshold: a group notification with more items than this becomes one summary message
-	// with a compact table and a count.
+	// StormThreshold is deprecated: dispatch.storm_threshold, which every notifier and the
+	// dispatcher read, takes its value when only it is set (0: not set).
 	StormThreshold int `yaml:"storm_threshold,omitempty"`
 	// ThreadTTL is how long a group's thread is remembered (in the store) for replies and resolution.
 	ThreadTTL time.Duration `yaml:"thread_ttl,omitempty"`
@@ -99,9 +100,6 @@ func (c *Config) SetDefaults() {
 	def(&c.SilenceDuration, time.Hour)
 	if c.MaxRetries == 0 {
 		c.MaxRetries = 3
-	}
-	if c.StormThreshold == 0 {
-		c.StormThreshold = 5
 	}
 	if c.Charts == nil {
 		t := true
@@ -160,10 +158,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	var err error
-	if c.grafanaTmpl, err = parseURLTemplate("grafana", c.GrafanaURLTemplate); err != nil {
+	if c.grafanaTmpl, err = notify.ParseURLTemplate("grafana", c.GrafanaURLTemplate); err != nil {
 		add("grafana_url_template", "%w", err)
 	}
-	if c.tracesTmpl, err = parseURLTemplate("traces", c.TracesURLTemplate); err != nil {
+	if c.tracesTmpl, err = notify.ParseURLTemplate("traces", c.TracesURLTemplate); err != nil {
 		add("traces_url_template", "%w", err)
 	}
 	for i, u := range c.AllowedUsers {
@@ -197,23 +195,20 @@ func (c *Config) Validate() error {
 	if c.MaxRetries < 0 || c.MaxRetries > 10 {
 		add("max_retries", "must be between 0 and 10")
 	}
-	if c.StormThreshold < 1 {
+	if c.StormThreshold < 0 {
 		add("storm_threshold", "must be at least 1")
 	}
 	return errors.Join(errs...)
 }
 
-func parseURLTemplate(name, text string) (*template.Template, error) {
-	if text == "" {
-		return nil, nil
+// linkTemplates are the links every alert gets (Grafana, traces), in the view's terms.
+func (c *Config) linkTemplates() []notify.LinkTemplate {
+	var out []notify.LinkTemplate
+	if c.grafanaTmpl != nil {
+		out = append(out, notify.LinkTemplate{Title: "Grafana", Template: c.grafanaTmpl})
 	}
-	t, err := template.New(name).Option("missingkey=zero").Parse(text)
-	if err != nil {
-		return nil, err
+	if c.tracesTmpl != nil {
+		out = append(out, notify.LinkTemplate{Title: "Traces of slow requests", Template: c.tracesTmpl})
 	}
-	// Execute once with sample data so that a reference to an unknown field fails at load.
-	if _, err := renderURL(t, sampleLinkData()); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return out
 }

@@ -20,7 +20,7 @@ func TestTheSiblingTableOfFiftyPodsIsShortAndCountsTheRest(t *testing.T) {
 	rows["vllm-7"] = [3]float64{140, 256, 12000}
 	it.Diagnosis.Fleet = fleetFor("vllm-7", rows)
 	it.Diagnosis.Fleet.Pods = 50
-	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
+	blocks, _ := parentOf(firingNotification("g", it), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	s := string(raw)

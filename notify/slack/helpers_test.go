@@ -2,9 +2,6 @@ package slack
 
 import (
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -15,14 +12,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 var (
 	t0      = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -49,7 +45,17 @@ func testConfig(apiURL string) *Config {
 
 // testRender is what the notifier renders with under testConfig, an Alertmanager and a capturer
 // configured: rendering alone, without Slack or a store.
-func testRender() renderOptions { return newRenderOptions(testConfig(""), true, true) }
+func testRender() renderOptions {
+	return newRenderOptions(testConfig(""), true, true, testStormThreshold)
+}
+
+// testStormThreshold is the storm threshold the tests render and notify with (the default).
+const testStormThreshold = 5
+
+// parentOf renders the parent message of nt (its view under o).
+func parentOf(nt *notify.Notification, o renderOptions) ([]slackgo.Block, string) {
+	return parentBlocks(notify.NewView(nt, o.View), o)
+}
 
 type harness struct {
 	slack *fakeslack.Server
@@ -71,7 +77,7 @@ func newHarness(t *testing.T, st store.Store, prom RangeQuerier, allowed ...stri
 	m := newMetrics(nil)
 	api := newAPI(cfg, m, zerolog.New(zerolog.NewTestWriter(t)), nil)
 	n, err := newNotifier(notifierOptions{Config: cfg, Store: st, API: api, Logger: zerolog.New(zerolog.NewTestWriter(t)),
-		Prometheus: prom, Silence: true, Capture: true, Now: func() time.Time { return t0 }})
+		Prometheus: prom, Silence: true, Capture: true, StormThreshold: testStormThreshold, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,29 +251,6 @@ func (p fakeProm) QueryRange(_ context.Context, q string, r v1.Range, _ ...v1.Op
 	}
 	return model.Matrix{{Metric: model.Metric{"pod": "vllm-0"}, Values: vals}}, nil, nil
 }
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the rendered blocks (run go test -update and review the diff):\n%s", path, got)
-	}
-}
-
-func timeParse(s string) (time.Duration, error) { return time.ParseDuration(s) }
 
 func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/silence"
 )
 
@@ -116,7 +117,7 @@ func (a *app) silenceAlert(ctx context.Context, log zerolog.Logger, c click) {
 	}
 	log.Info().Str("silence_id", id).Msg("silence created from slack")
 	a.inThread(ctx, log, c, slackgo.MsgOptionText(fmt.Sprintf(":mute: <@%s> silenced `%s` for %s (<%s|silence %s>).",
-		c.userID, c.labels["alertname"], d, a.silence.URL(id), id), false))
+		c.userID, escapeCode(notify.Printable(c.labels["alertname"])), d, a.silence.URL(id), id), false))
 }
 
 func (a *app) captureFromButton(ctx context.Context, log zerolog.Logger, c click) {

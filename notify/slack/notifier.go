@@ -3,14 +3,13 @@ package slack
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
+	"github.com/prometheus/alertmanager/template"
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
@@ -45,6 +44,8 @@ type notifierOptions struct {
 	Silence bool
 	// Capture shows the Capture profile button (a capturer is configured).
 	Capture bool
+	// StormThreshold: more firing alerts than this are one storm summary (dispatch.storm_threshold).
+	StormThreshold int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -90,7 +91,7 @@ func newNotifier(o notifierOptions) (*notifier, error) {
 		log:     o.Logger,
 		prom:    o.Prometheus,
 		now:     now,
-		render:  newRenderOptions(o.Config, o.Silence, o.Capture),
+		render:  newRenderOptions(o.Config, o.Silence, o.Capture, o.StormThreshold),
 	}, nil
 }
 
@@ -115,10 +116,7 @@ type thread struct {
 	Text   string          `json:"text,omitempty"`
 }
 
-func hashKey(groupKey string) string {
-	h := sha256.Sum256([]byte(groupKey))
-	return hex.EncodeToString(h[:16])
-}
+func hashKey(groupKey string) string { return notify.GroupHash(groupKey) }
 
 // threadKey is the store key of a group's thread.
 func threadKey(groupKey string) string { return threadKeyPrefix + hashKey(groupKey) }
@@ -165,39 +163,18 @@ type recentEntry struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// index records t in the index of recent threads (newest first, at most maxRecent). Replicas
-// may race on it; the next save of a thread puts it back, and status is information only.
+// index records t in the index of recent threads (newest started first, one entry per group,
+// at most maxRecent): one atomic put (store.Recents), so replicas lose nothing to each other.
 func (n *notifier) index(ctx context.Context, t *thread) {
-	recent := n.loadRecent(ctx)
 	e := recentEntry{Group: hashKey(t.GroupKey), UpdatedAt: t.UpdatedAt, incident: incident{Alertname: t.Alertname, Status: t.Status,
 		Channel: t.Channel, TS: t.TS, StartedAt: t.StartedAt, ResolvedAt: t.ResolvedAt, Alerts: len(t.Verdicts)}}
-	recent = slices.DeleteFunc(recent, func(r recentEntry) bool { return r.Group == e.Group })
-	recent = append(recent, e)
-	slices.SortStableFunc(recent, func(a, b recentEntry) int { return b.StartedAt.Compare(a.StartedAt) })
-	if len(recent) > maxRecent {
-		recent = recent[:maxRecent]
-	}
-	b, err := json.Marshal(recent)
+	b, err := json.Marshal(e)
 	if err == nil {
-		err = n.store.Set(ctx, recentKey, b, n.cfg.ThreadTTL)
+		err = n.store.PutRecent(ctx, recentKey, []store.RecentEntry{{ID: e.Group, At: e.StartedAt, Val: b}}, maxRecent, n.cfg.ThreadTTL)
 	}
 	if err != nil {
 		n.log.Warn().Err(err).Msg("updating the index of recent slack threads")
 	}
-}
-
-func (n *notifier) loadRecent(ctx context.Context) []recentEntry {
-	b, ok, err := n.store.Get(ctx, recentKey)
-	if err != nil || !ok {
-		return nil
-	}
-	var recent []recentEntry
-	if json.Unmarshal(b, &recent) != nil {
-		return nil
-	}
-	// Threads not saved for thread_ttl have expired from the store: drop them here too.
-	cutoff := n.now().Add(-n.cfg.ThreadTTL)
-	return slices.DeleteFunc(recent, func(r recentEntry) bool { return r.UpdatedAt.Before(cutoff) })
 }
 
 // Notify posts a group notification: a parent message the first time, a thread reply when
@@ -212,9 +189,10 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		if len(firing(nt.Items)) == 0 {
 			return false, nil
 		}
-		th, _, err := n.postParent(ctx, nt, firing(nt.Items))
+		v := n.parentView(nt, firing(nt.Items))
+		th, err := n.postParent(ctx, nt, v)
 		if err == nil {
-			n.postSlowest(ctx, log, th, firing(nt.Items))
+			n.postSlowest(ctx, log, th, v)
 		}
 		return retry(err)
 	}
@@ -228,6 +206,26 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		// message beats a lost alert, as in dispatch's deduplication).
 		log.Warn().Err(err).Msg("slack thread state unavailable; posting a new message for this group")
 		th, storeDown = nil, true
+	}
+	if th == nil && !storeDown {
+		// The group's last parent post may have timed out and landed all the same.
+		adopted, err := n.adoptUnanswered(ctx, log, nt)
+		if err != nil {
+			return retry(err)
+		}
+		if adopted != nil {
+			// What the post that landed did not show (a newer state of the group, its
+			// resolution) follows in its thread; the charts it never got are posted.
+			if err := n.followUp(ctx, log, nt, adopted); err != nil {
+				return retry(err)
+			}
+			if items := firing(nt.Items); !nt.Resolved() && len(items) > 0 {
+				v := n.parentView(nt, items)
+				n.postCharts(ctx, log, adopted, v)
+				n.postSlowest(ctx, log, adopted, v)
+			}
+			return false, nil
+		}
 	}
 	if th != nil && th.Status != notify.StatusResolved {
 		return retry(n.followUp(ctx, log, nt, th))
@@ -259,18 +257,11 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	if !won {
 		return parentInFlight(log)
 	}
-	if found, marked := n.findUnanswered(ctx, log, nt, items); found != nil {
-		// The last attempt's post did land: it is the parent, not a second one.
-		th = found
-	} else {
-		start := n.now()
-		th, _, err = n.postParent(ctx, nt, items)
-		switch {
-		case unanswered(err):
-			n.markUnanswered(ctx, log, nt.GroupKey, start)
-		case err == nil && marked:
-			_ = n.store.Delete(ctx, unansweredKeyPrefix+hashKey(nt.GroupKey))
-		}
+	v := n.parentView(nt, items)
+	start := n.now()
+	th, err = n.postParent(ctx, nt, v)
+	if unanswered(err) {
+		n.markUnanswered(ctx, log, nt, v, start)
 	}
 	if err != nil {
 		// Let a retry (here or on another replica) create the parent.
@@ -286,8 +277,8 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 		// The message is out; a lost thread only means later news starts a new message.
 		log.Error().Err(err).Msg("saving slack thread state")
 	}
-	n.postCharts(ctx, log, th, items)
-	n.postSlowest(ctx, log, th, items)
+	n.postCharts(ctx, log, th, v)
+	n.postSlowest(ctx, log, th, v)
 	return false, nil
 }
 
@@ -327,68 +318,96 @@ func parentInFlight(log zerolog.Logger) (bool, error) {
 type unansweredPost struct {
 	At      time.Time `json:"at"`
 	Channel string    `json:"channel"` // the channel's id, when known
+	// Thread is the record of the post that timed out (what it showed), adopted if it landed.
+	Thread *thread `json:"thread,omitempty"`
 }
 
-// markUnanswered records that a parent post of the group timed out without an answer.
-func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, groupKey string, at time.Time) {
-	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx)}
+// unansweredWait is how long, in request timeouts from its start, a parent post that timed out
+// may still land in the channel: until then a retry that does not find it in the history waits
+// (is retried) instead of posting a second parent. Slack may carry a post out only as it answers,
+// after the responder gave up on it (the post that timed out at 10 s and was answered at 12 s).
+const unansweredWait = 2
+
+// errUnansweredPending is returned while the group's last parent post timed out, is not in the
+// channel's history yet, and may still land there.
+var errUnansweredPending = errors.New("the group's last parent post timed out and may still land in the channel; not posting a second one yet")
+
+// markUnanswered records that a parent post of the group, showing v, timed out without an
+// answer.
+func (n *notifier) markUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, v *notify.View, at time.Time) {
+	blocks, text := parentBlocks(v, n.render)
+	rec := unansweredPost{At: at, Channel: n.channel.ID(ctx), Thread: n.newThread(nt, v, blocks, text, "", "")}
 	b, _ := json.Marshal(rec)
-	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(groupKey), b, time.Hour); err != nil {
+	if err := n.store.Set(context.WithoutCancel(ctx), unansweredKeyPrefix+hashKey(nt.GroupKey), b, time.Hour); err != nil {
 		log.Warn().Err(err).Msg("recording an unanswered parent post")
 	}
 }
 
-// findUnanswered looks, after a parent post of the group timed out, for that post in the
-// channel's history (by its metadata): Slack may have carried it out and answered too late.
-// It returns the thread record of the post found, saved, or nil; marked says whether an
-// unanswered post was recorded.
-func (n *notifier) findUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification, items []notify.Item) (*thread, bool) {
+// adoptUnanswered looks, after a parent post of the group timed out, for that post in the
+// channel's history (by its metadata): Slack may have carried it out and answered too late. It
+// returns the thread record of the post found (saved, as the post showed it); nil when there is
+// nothing to wait for (no post timed out, it cannot be looked up, or it did not land within
+// unansweredWait: the parent is posted again); errUnansweredPending while it may still land.
+func (n *notifier) adoptUnanswered(ctx context.Context, log zerolog.Logger, nt *notify.Notification) (*thread, error) {
 	key := unansweredKeyPrefix + hashKey(nt.GroupKey)
 	b, ok, err := n.store.Get(ctx, key)
 	if err != nil || !ok {
-		return nil, false
+		return nil, nil
 	}
 	var rec unansweredPost
 	if json.Unmarshal(b, &rec) != nil {
-		return nil, true
+		_ = n.store.Delete(ctx, key)
+		return nil, nil
 	}
 	ch := cmp.Or(rec.Channel, n.channel.ID(ctx))
 	if ch == "" {
 		log.Warn().Msg("the last parent post timed out and the channel's id is unknown: posting again (it may duplicate)")
-		return nil, true
+		return nil, nil
 	}
 	oldest := fmt.Sprintf("%d.000000", rec.At.Add(-time.Minute).Unix())
 	msgs, err := n.api.History(ctx, ch, oldest)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not read the channel's history for the last parent post: posting again (it may duplicate)")
-		return nil, true
+		return nil, nil
 	}
 	for _, m := range msgs {
 		if m.Metadata.EventType != parentEventType || m.Metadata.EventPayload["group"] != hashKey(nt.GroupKey) || m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
 			continue
 		}
-		blocks, text := n.renderParent(nt, items)
-		th := n.newThread(nt, items, blocks, text, ch, m.Timestamp)
+		th := rec.Thread
+		if th == nil { // a record written before it kept the post's thread
+			v := n.parentView(nt, firing(nt.Items))
+			blocks, text := parentBlocks(v, n.render)
+			th = n.newThread(nt, v, blocks, text, "", "")
+		}
+		th.Channel, th.TS = ch, m.Timestamp
 		if err := n.saveThread(ctx, th); err != nil {
 			log.Error().Err(err).Msg("saving slack thread state")
 		}
 		_ = n.store.Delete(ctx, key)
 		log.Info().Str("thread_ts", th.TS).Msg("the parent post that timed out is in the channel; not posting it again")
-		return th, true
+		return th, nil
 	}
-	return nil, true
+	if wait := unansweredWait * n.cfg.RequestTimeout; n.now().Before(rec.At.Add(wait)) {
+		return nil, &retryableError{Err: errUnansweredPending}
+	}
+	log.Warn().Dur("waited", unansweredWait*n.cfg.RequestTimeout).Msg("the parent post that timed out is not in the channel: posting it again")
+	_ = n.store.Delete(ctx, key)
+	return nil, nil
 }
 
-func (n *notifier) renderParent(nt *notify.Notification, items []notify.Item) ([]slackgo.Block, string) {
-	view := *nt
-	view.Items = items
-	view.Status = notify.StatusFiring
-	return parentBlocks(&view, n.render)
+// parentView is the view of a group's first message: its firing items.
+func (n *notifier) parentView(nt *notify.Notification, items []notify.Item) *notify.View {
+	sub := *nt
+	sub.Items = items
+	sub.Status = notify.StatusFiring
+	return notify.NewView(&sub, n.render.View)
 }
 
-// postParent posts the group's first message and returns its thread record.
-func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, items []notify.Item) (*thread, []slackgo.Block, error) {
-	blocks, text := n.renderParent(nt, items)
+// postParent posts the group's first message (the view of its firing items) and returns its
+// thread record.
+func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, v *notify.View) (*thread, error) {
+	blocks, text := parentBlocks(v, n.render)
 	opts := []slackgo.MsgOption{slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()}
 	if nt.GroupKey != "" {
 		// Marks the parent with its group, so a retry after a timeout can find it.
@@ -398,50 +417,52 @@ func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, item
 	target := n.channel.target(ctx)
 	ch, ts, err := n.api.Post(ctx, target, opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	n.channel.posted(ctx, target, ch)
 	kind := "parent"
-	if len(items) > n.cfg.StormThreshold {
+	if v.Summarised {
 		kind = "storm"
 	}
 	n.api.metrics.Messages.WithLabelValues(kind).Inc()
-	return n.newThread(nt, items, blocks, text, ch, ts), blocks, nil
+	return n.newThread(nt, v, blocks, text, ch, ts), nil
 }
 
-// newThread is the thread record of a group's parent message.
-func (n *notifier) newThread(nt *notify.Notification, items []notify.Item, blocks []slackgo.Block, text, ch, ts string) *thread {
-	view := *nt
-	view.Items = items
+// newThread is the thread record of a group's parent message (the view of its firing alerts).
+func (n *notifier) newThread(nt *notify.Notification, v *notify.View, blocks []slackgo.Block, text, ch, ts string) *thread {
 	raw, _ := json.Marshal(blocks)
 	th := &thread{
-		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: groupAlertname(&view),
+		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: v.Alertname,
 		Status: notify.StatusFiring, Verdicts: map[string]string{}, Starts: map[string]int64{},
-		StartedAt: earliestStart(items, nt.ReceivedAt), Blocks: raw, Text: text,
+		Blocks: raw, Text: text,
 	}
-	for _, it := range items {
-		th.Verdicts[fingerprint(it)] = itemVerdict(it)
-		th.Starts[fingerprint(it)] = it.Alert.StartsAt.UnixMilli()
+	for _, av := range v.Firing {
+		fp := fingerprint(av.Alert)
+		th.Verdicts[fp] = verdictOf(av)
+		th.Starts[fp] = av.StartsAt.UnixMilli()
+		if s := av.StartsAt; !s.IsZero() && (th.StartedAt.IsZero() || s.Before(th.StartedAt)) {
+			th.StartedAt = s // the earliest start
+		}
 	}
+	th.StartedAt = cmp.Or(th.StartedAt, nt.ReceivedAt)
 	return th
 }
 
-func fingerprint(it notify.Item) string {
-	if it.Alert.Fingerprint != "" {
-		return it.Alert.Fingerprint
+// verdictOf is the verdict a thread remembers of an alert: its diagnosis', or "unmatched".
+func verdictOf(av notify.AlertView) string {
+	if av.Diagnosis == nil {
+		return "unmatched"
 	}
-	// No fingerprint (not from Alertmanager): the sorted labels stand for it.
-	return labelsText(it.Alert.Labels)
+	return av.Diagnosis.Verdict
 }
 
-func earliestStart(items []notify.Item, fallback time.Time) time.Time {
-	var t time.Time
-	for _, it := range items {
-		if s := it.Alert.StartsAt; !s.IsZero() && (t.IsZero() || s.Before(t)) {
-			t = s
-		}
+// fingerprint identifies an alert in its thread: Alertmanager's fingerprint, or (not from
+// Alertmanager) its sorted labels.
+func fingerprint(a template.Alert) string {
+	if a.Fingerprint != "" {
+		return a.Fingerprint
 	}
-	return cmp.Or(t, fallback)
+	return strings.Join(a.Labels.SortedPairs().Names(), ",") + "=" + strings.Join(a.Labels.SortedPairs().Values(), ",")
 }
 
 // followUp replies in an open thread when something changed, and marks the parent resolved when
@@ -459,7 +480,7 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 	var news []change
 	var resolved []notify.Item
 	for _, it := range nt.Items {
-		fp := fingerprint(it)
+		fp := fingerprint(it.Alert)
 		if it.Alert.Status == notify.StatusResolved {
 			if _, ok := th.Verdicts[fp]; ok {
 				resolved = append(resolved, it)
@@ -468,7 +489,7 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 			}
 			continue
 		}
-		v := itemVerdict(it)
+		v := it.Verdict()
 		old, known := th.Verdicts[fp]
 		start := it.Alert.StartsAt.UnixMilli()
 		prevStart, seen := th.Starts[fp]
@@ -556,17 +577,18 @@ type incident struct {
 // RecentIncidents lists the most recent threads, newest first, from their index (one record,
 // however many threads the store holds).
 func (n *notifier) RecentIncidents(ctx context.Context, limit int) ([]incident, error) {
-	b, ok, err := n.store.Get(ctx, recentKey)
-	if err != nil || !ok {
+	es, err := n.store.Recent(ctx, recentKey, 0)
+	if err != nil {
 		return nil, err
 	}
-	var recent []recentEntry
-	if err := json.Unmarshal(b, &recent); err != nil {
-		return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
-	}
+	// Threads not saved for thread_ttl have expired from the store: leave them out here too.
 	cutoff := n.now().Add(-n.cfg.ThreadTTL)
 	var out []incident
-	for _, r := range recent {
+	for _, e := range es {
+		var r recentEntry
+		if err := json.Unmarshal(e.Val, &r); err != nil {
+			return nil, fmt.Errorf("unreadable index of recent threads: %w", err)
+		}
 		if !r.UpdatedAt.Before(cutoff) {
 			out = append(out, r.incident)
 		}

@@ -533,6 +533,122 @@ func TestAFirstParentPostAnsweredTooLateToANamedChannelIsNotPostedTwice(t *testi
 	}
 }
 
+// lateSlack is a Slack whose first parent post is carried out only after the notifier's first
+// look at the channel's history (as a post answered after request_timeout, at 12 s against 10 s,
+// may land only as it is answered), and answered later still; every other post lands at once.
+// With never, the first parent post never lands.
+type lateSlack struct {
+	mu      sync.Mutex
+	channel []map[string]any // the messages in the channel, oldest first
+	held    []map[string]any // the first parent post, not carried out yet
+	parents int
+	looks   int
+	never   bool
+	release chan struct{}
+}
+
+func newLateSlack(t *testing.T, h *harness, never bool) *lateSlack {
+	s := &lateSlack{never: never, release: make(chan struct{})}
+	t.Cleanup(func() { close(s.release) })
+	h.slack.Handle("chat.postMessage", func(c fakeslack.Call) fakeslack.Response {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var md map[string]any
+		_ = json.Unmarshal([]byte(c.Form.Get("metadata")), &md)
+		ts := fmt.Sprintf("1700000000.%06d", len(s.channel)+len(s.held)+1)
+		msg := map[string]any{"type": "message", "ts": ts, "text": c.Form.Get("text"), "metadata": md}
+		if th := c.Form.Get("thread_ts"); th != "" {
+			msg["thread_ts"] = th
+		}
+		r := fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "channel": "C0INCIDENT", "ts": ts}}
+		if c.Form.Get("thread_ts") == "" {
+			if s.parents++; s.parents == 1 {
+				s.held = append(s.held, msg)
+				r.Hold = s.release
+				return r
+			}
+		}
+		s.channel = append(s.channel, msg)
+		return r
+	})
+	h.slack.Handle("conversations.history", func(c fakeslack.Call) fakeslack.Response {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.looks++
+		msgs := slices.Clone(s.channel)
+		slices.Reverse(msgs) // newest first
+		if !s.never {
+			s.channel, s.held = append(s.channel, s.held...), nil // carried out right after this look
+		}
+		return fakeslack.Response{Status: 200, Body: map[string]any{"ok": true, "messages": msgs}}
+	})
+	return s
+}
+
+// Issue 33.3: the first parent post is answered after request_timeout and lands in the channel
+// only after the retry first looks for it. The retry does not post a second parent: not finding
+// it, it waits (a retryable failure) while the post may still land, adopts it once it is in the
+// history, and replies in its thread with what it did not show (an alert that joined the group
+// meanwhile), so that the redelivery loses no diagnosis.
+func TestAParentPostThatLandsAfterTheRetryLooksIsNotPostedTwice(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cfg.RequestTimeout = 300 * time.Millisecond
+	s := newLateSlack(t, h, false)
+	first := firingNotification("late", item(playbooks.VerdictKVPressure, "vllm-0"))
+	if retry, err := h.n.Notify(context.Background(), first); err == nil || !retry {
+		t.Fatalf("the post that timed out: retry=%v err=%v; want a retryable failure", retry, err)
+	}
+	// The redelivery carries the group's newer state: a second alert joined it.
+	newer := firingNotification("late", item(playbooks.VerdictKVPressure, "vllm-0"), item(playbooks.VerdictKVPreemption, "vllm-1"))
+	if retry, err := h.n.Notify(context.Background(), newer); !retry || !errors.Is(err, errUnansweredPending) {
+		t.Fatalf("the retry that does not find the post yet: retry=%v err=%v; want it to wait", retry, err)
+	}
+	notifyOK(t, h.n, newer)
+	var parents, replies int
+	for _, c := range h.slack.Calls("chat.postMessage") {
+		switch c.Form.Get("thread_ts") {
+		case "":
+			parents++
+		case "1700000000.000001":
+			replies++
+			if !strings.Contains(c.Form.Get("text"), "vllm-1") && !strings.Contains(c.Form.Get("blocks"), "vllm-1") {
+				t.Errorf("the thread reply does not show the alert that joined: %s", c.Form.Get("blocks"))
+			}
+		}
+	}
+	if parents != 1 || replies != 1 || s.looks != 2 {
+		t.Fatalf("%d parent posts, %d replies in its thread after %d looks; want the one parent, adopted, and the new alert in its thread", parents, replies, s.looks)
+	}
+	th, err := h.n.loadThread(context.Background(), "late")
+	if err != nil || th == nil || th.TS != "1700000000.000001" || len(th.Verdicts) != 2 {
+		t.Fatalf("the thread must be the post that landed (ts 1700000000.000001), with both alerts: %v", err)
+	}
+}
+
+// The hard negative: the post that timed out never lands. Once it could no longer land
+// (unansweredWait request timeouts after it began) the parent is posted again: the diagnosis is
+// not lost.
+func TestAParentPostThatNeverLandsIsPostedAgainAfterTheWait(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.cfg.RequestTimeout = 300 * time.Millisecond
+	newLateSlack(t, h, true)
+	nt := firingNotification("lost", item(playbooks.VerdictKVPressure, "vllm-0"))
+	if retry, err := h.n.Notify(context.Background(), nt); err == nil || !retry {
+		t.Fatalf("the post that timed out: retry=%v err=%v; want a retryable failure", retry, err)
+	}
+	if retry, err := h.n.Notify(context.Background(), nt); !retry || !errors.Is(err, errUnansweredPending) {
+		t.Fatalf("within the wait: retry=%v err=%v; want it to wait", retry, err)
+	}
+	h.n.now = func() time.Time { return t0.Add(unansweredWait*h.cfg.RequestTimeout + time.Millisecond) }
+	notifyOK(t, h.n, nt)
+	if posts := h.slack.Calls("chat.postMessage"); len(posts) != 2 {
+		t.Fatalf("%d parent posts; want the lost one and its repost", len(posts))
+	}
+	if th, err := h.n.loadThread(context.Background(), "lost"); err != nil || th == nil || th.TS != "1700000000.000002" {
+		t.Fatalf("the thread must be the repost (ts 1700000000.000002): %v %v", th != nil && th.TS != "", err)
+	}
+}
+
 // The channel's name cannot be resolved (the token lacks channels:read): the diagnosis is posted
 // by name all the same, and the name is not looked up again at every post.
 func TestAChannelNameThatCannotBeResolvedIsPostedToByName(t *testing.T) {
@@ -648,6 +764,18 @@ func TestResponseURLsAreRestrictedToSlacksHosts(t *testing.T) {
 	h.cfg.ResponseURLHosts = []string{strings.TrimPrefix(other.URL, "http://")}
 	if err := h.api.Respond(context.Background(), other.URL+"/response/x", msg); err != nil || hit.Load() != 1 {
 		t.Fatalf("a host in response_url_hosts must be allowed: %v (hits %d)", err, hit.Load())
+	}
+}
+
+// A response_url is a credential (it posts to the channel for half an hour): when the call to it
+// fails, the error (which is logged) names its host only, and is still classified as retryable.
+func TestAFailedResponseURLIsNamedByItsHostOnly(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	u := h.slack.ResponseURL("T0KEN-SECRET")
+	h.slack.Close()
+	err := h.api.Respond(context.Background(), u, &slackgo.WebhookMessage{Text: "hi"})
+	if err == nil || strings.Contains(err.Error(), "T0KEN-SECRET") || !strings.Contains(err.Error(), h.slack.URL) || !isRetryable(err) {
+		t.Fatalf("err = %v (retryable %v); want a retryable error naming %s only", err, isRetryable(err), h.slack.URL)
 	}
 }
 

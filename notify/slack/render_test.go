@@ -10,6 +10,7 @@ import (
 
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -18,13 +19,13 @@ func TestEveryVerdictRendersAsItsGoldenBlockKitMessage(t *testing.T) {
 	for _, v := range playbooks.KnownVerdicts {
 		t.Run(v, func(t *testing.T) {
 			nt := firingNotification(`{}:{alertname="VLLMTimeToFirstTokenP99High"}`, item(v, "vllm-0"))
-			blocks, text := parentBlocks(nt, testRender())
+			blocks, text := parentOf(nt, testRender())
 			checkLimits(t, blocks)
 			out, err := json.MarshalIndent(map[string]any{"text": text, "blocks": blocks}, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "golden/"+v+".json", append(out, '\n'))
+			golden.Check(t, "golden/"+v+".json", append(out, '\n'))
 		})
 	}
 }
@@ -41,7 +42,7 @@ func goldenMessage(t *testing.T, name string, blocks []slackgo.Block, text map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "golden/"+name+".json", append(out, '\n'))
+	golden.Check(t, "golden/"+name+".json", append(out, '\n'))
 }
 
 // Every kind of message the notifier and the app post, rendered alone (pure functions of the
@@ -59,7 +60,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 		}
 		return out
 	}
-	parent, parentText := parentBlocks(firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), o)
+	parent, parentText := parentOf(firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), o)
 	raw, _ := json.Marshal(parent)
 	th := &thread{GroupKey: group, Channel: "C0INCIDENT", TS: "1700000000.000001", Alertname: "VLLMTimeToFirstTokenP99High",
 		Status: notify.StatusFiring, StartedAt: startTS, Blocks: raw, Text: parentText}
@@ -74,7 +75,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 			}
 			items = append(items, item(v, fmt.Sprintf("vllm-%d", i)))
 		}
-		blocks, text := parentBlocks(firingNotification(group, items...), o)
+		blocks, text := parentOf(firingNotification(group, items...), o)
 		goldenMessage(t, "storm", blocks, map[string]string{"text": text})
 	})
 	t.Run("reply-news-and-resolved", func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 		goldenMessage(t, "reply-resolved-only", blocks, map[string]string{"text": text})
 	})
 	t.Run("reply-storm", func(t *testing.T) {
-		blocks, text := replyBlocks(firingNotification(group), changes(o.StormThreshold+1), nil, "VLLMTimeToFirstTokenP99High", o)
+		blocks, text := replyBlocks(firingNotification(group), changes(o.View.StormThreshold+1), nil, "VLLMTimeToFirstTokenP99High", o)
 		goldenMessage(t, "reply-storm", blocks, map[string]string{"text": text})
 	})
 	t.Run("resolved-parent", func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 	t.Run("slowest-reply", func(t *testing.T) {
 		a, b := item(playbooks.VerdictPrefillBound, "vllm-0"), item(playbooks.VerdictPrefillBound, "vllm-1")
 		a.Diagnosis.SlowestRequests, b.Diagnosis.SlowestRequests = slowestReport(), slowestReport()
-		goldenMessage(t, "slowest-reply", slowestReply([]notify.Item{a, b}, o), nil)
+		goldenMessage(t, "slowest-reply", slowestReply(notify.NewView(firingNotification(group, a, b), o.View)), nil)
 	})
 	t.Run("on-demand-answer", func(t *testing.T) {
 		buttons := buttonBlock(o.ButtonKey, buttonScope{d: onDemand, labels: onDemand.Scope, now: t0, silenceConfigured: true, capture: true})
@@ -116,15 +117,15 @@ func TestRepliesWithNothingToSayRenderNothing(t *testing.T) {
 		t.Errorf("an empty reply rendered %d blocks, text %q", len(blocks), text)
 	}
 	var items []notify.Item
-	for i := range o.StormThreshold + 1 {
+	for i := range o.View.StormThreshold + 1 {
 		it := item(playbooks.VerdictPrefillBound, fmt.Sprintf("vllm-%d", i))
 		it.Diagnosis.SlowestRequests = slowestReport()
 		items = append(items, it)
 	}
-	if blocks := slowestReply(items, o); blocks != nil {
+	if blocks := slowestReply(notify.NewView(firingNotification("g", items...), o.View)); blocks != nil {
 		t.Errorf("a storm's slowest requests rendered %d blocks", len(blocks))
 	}
-	if blocks := slowestReply(items[:1:1], o); blocks == nil {
+	if blocks := slowestReply(notify.NewView(firingNotification("g", items[0]), o.View)); blocks == nil {
 		t.Error("one diagnosis with traces rendered no reply")
 	}
 }
@@ -171,7 +172,7 @@ func TestLongEvidenceIsTrimmedWithANoteAndStaysWithinSlackLimits(t *testing.T) {
 		})
 	}
 	it.Diagnosis.Summary = strings.Repeat("very long summary ", 400)
-	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
+	blocks, _ := parentOf(firingNotification("g", it), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	if !strings.Contains(string(raw), "more evidence lines not shown") {
@@ -188,7 +189,7 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 		}
 		items = append(items, item(v, fmt.Sprintf("vllm-%03d", i)))
 	}
-	blocks, text := parentBlocks(firingNotification("g", items...), testRender())
+	blocks, text := parentOf(firingNotification("g", items...), testRender())
 	checkLimits(t, blocks)
 	raw, _ := json.Marshal(blocks)
 	for _, want := range []string{"Alert storm: 120 alerts", "80 × `capacity-past-knee`", "40 × `kv-pressure`", "more alerts not listed", "vllm-001"} {
@@ -207,7 +208,7 @@ func TestAGroupWithManyAlertsBecomesOneStormSummaryWithATableAndACount(t *testin
 func TestLabelValuesCannotInjectSlackMarkup(t *testing.T) {
 	it := item(playbooks.VerdictHealthy, "<!channel>")
 	it.Diagnosis.Summary = "<https://evil.example|click> & more"
-	blocks, _ := parentBlocks(firingNotification("g", it), testRender())
+	blocks, _ := parentOf(firingNotification("g", it), testRender())
 	raw, _ := json.Marshal(blocks)
 	for _, bad := range []string{"<!channel>", "<https://evil.example|click>"} {
 		if strings.Contains(string(raw), bad) {
@@ -231,7 +232,7 @@ func TestButtonsFollowTheConfiguration(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			blocks := itemBlocks(item(c.verdict, "vllm-0"), t0, c.opts, false)
+			blocks := itemBlocks(alertView(item(c.verdict, "vllm-0")), t0, c.opts, false)
 			var got []string
 			for _, b := range blocks {
 				if ab, ok := b.(*slackgo.ActionBlock); ok {
@@ -291,9 +292,9 @@ func TestButtonValuesNotOfferedByTheResponderAreRefused(t *testing.T) {
 
 func TestLinksAreFilledWithTheModelAndTheAlertWindow(t *testing.T) {
 	a := alert("vllm-0", notify.StatusFiring)
-	got := linksText(a, a.Labels, t0, testRender())
+	got := linksText(notify.NewView(firingNotification("g", notify.Item{Alert: a}), testRender().View).Firing[0].Links)
 	for _, want := range []string{
-		"<http://prometheus.example/graph?g0.expr=vllm_ttft|Alert query>",
+		"<http://prometheus.example/graph?g0.expr=vllm_ttft|Alert query in Prometheus>",
 		"var-model=meta-llama%2FLlama-3.1-8B-Instruct",
 		fmt.Sprintf("from=%d", startTS.Add(-15*60e9).UnixMilli()),
 		fmt.Sprintf("to=%d", t0.UnixMilli()),
@@ -307,18 +308,9 @@ func TestLinksAreFilledWithTheModelAndTheAlertWindow(t *testing.T) {
 	}
 }
 
-func TestHumanDuration(t *testing.T) {
-	for d, want := range map[string]string{"42s": "42s", "23m10s": "23m", "1h5m": "1h 5m", "1h": "1h", "51h": "2d 3h", "-5s": "0s"} {
-		dur, _ := timeParse(d)
-		if got := humanDuration(dur); got != want {
-			t.Errorf("humanDuration(%s) = %s, want %s", d, got, want)
-		}
-	}
-}
-
 func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 	label := func(now time.Time) string {
-		for _, b := range itemBlocks(item(playbooks.VerdictKVPreemption, "vllm-0"), now, renderOptions{Buttons: true}, false) {
+		for _, b := range itemBlocks(alertView(item(playbooks.VerdictKVPreemption, "vllm-0")), now, renderOptions{Buttons: true}, false) {
 			if ab, ok := b.(*slackgo.ActionBlock); ok {
 				for _, e := range ab.Elements.ElementSet {
 					if be := e.(*slackgo.ButtonBlockElement); be.ActionID == actionRerun {
@@ -340,11 +332,123 @@ func TestTheRerunButtonOfAnOlderDiagnosisSaysItRunsNow(t *testing.T) {
 
 // A label-valued fact (a workload, an HPA) is evidence with a value, not "no data".
 func TestALabelValuedFactIsShownAsItsValue(t *testing.T) {
-	line := evidenceLine(playbooks.Evidence{Name: "kube_workload_ref", Title: "Workload", Label: "deployment/llama", Text: "deployment/llama"})
+	line := evidenceLine(evidenceRow(playbooks.Evidence{Name: "kube_workload_ref", Title: "Workload", Label: "deployment/llama", Text: "deployment/llama"}))
 	if line != "• Workload: *deployment/llama*" {
 		t.Fatalf("got %q", line)
 	}
-	if line := evidenceLine(playbooks.Evidence{Name: "x", Title: "X"}); line != "• X: _no data_" {
+	if line := evidenceLine(evidenceRow(playbooks.Evidence{Name: "x", Title: "X"})); line != "• X: _no data_" {
 		t.Fatalf("got %q", line)
 	}
+}
+
+// alertView is the view of one firing item, as a parent message shows it.
+func alertView(it notify.Item) notify.AlertView {
+	return notify.NewView(firingNotification("g", it), testRender().View).Firing[0]
+}
+
+// evidenceRow is the view of one evidence line.
+func evidenceRow(e playbooks.Evidence) notify.EvidenceRow {
+	return notify.NewDiagnosisView(&playbooks.Diagnosis{Evidence: []playbooks.Evidence{e}}).Evidence[0]
+}
+
+// Only http(s) URLs become links (issue 33.8): an alert's generatorURL and runbook_url,
+// Alertmanager's externalURL and a trace link come from outside and may be javascript: or
+// data: URLs, which Slack must not be handed as links.
+func TestOnlyHTTPURLsBecomeLinks(t *testing.T) {
+	o := testRender()
+	it := item(playbooks.VerdictCapacityPastKnee, "vllm-0")
+	it.Alert.GeneratorURL = "javascript:alert(1)"
+	it.Alert.Annotations["runbook_url"] = "data:text/html,<script>alert(2)</script>"
+	it.Diagnosis.SlowestRequests = slowestReport()
+	it.Diagnosis.SlowestRequests.SearchLink = "vbscript:msgbox(3)"
+	it.Diagnosis.SlowestRequests.Requests[0].Link = "javascript:alert(4)"
+	var storm []notify.Item
+	for i := range testStormThreshold + 1 {
+		s := item(playbooks.VerdictKVPressure, fmt.Sprintf("vllm-%d", i))
+		s.Alert.GeneratorURL = "javascript:alert(5)"
+		storm = append(storm, s)
+	}
+	parent, _ := parentOf(firingNotification("g", it), o)
+	stormN := firingNotification("g", storm...)
+	stormN.ExternalURL = "javascript:alert(6)"
+	stormBlocks, _ := parentOf(stormN, o)
+	for name, blocks := range map[string][]slackgo.Block{
+		"parent": parent, "storm": stormBlocks,
+		"slowest reply": slowestReply(notify.NewView(firingNotification("g", it), o.View)),
+	} {
+		raw, _ := json.Marshal(blocks)
+		for _, bad := range []string{"javascript:", "data:text", "vbscript:"} {
+			if strings.Contains(string(raw), bad) {
+				t.Errorf("%s: a %s URL is in the message: %s", name, bad, raw)
+			}
+		}
+	}
+}
+
+// Format characters in labels (issue 33.9: U+202E shows "vllm\u202egnp.exe" as "vllmexe.png",
+// U+200B hides in a name) are shown, not obeyed, wherever Slack shows label text: the alert's
+// heading and scope, its labels, the storm table, the resolved list and the fallback text.
+func TestFormatCharactersInLabelsAreShownNotObeyed(t *testing.T) {
+	o := testRender()
+	hostile := func(pod string) notify.Item {
+		it := item(playbooks.VerdictKVPressure, pod)
+		it.Alert.Labels["alertname"] = "VLLMKV\u200bCache"
+		it.Diagnosis.Scope["pod"] = pod
+		return it
+	}
+	unmatched := notify.Item{Alert: alert("vllm\u202egnp.exe", notify.StatusFiring), Unmatched: true}
+	nt := firingNotification("g", hostile("vllm\u202egnp.exe"), unmatched)
+	nt.GroupLabels["alertname"] = "VLLMKV\u200bCache"
+	parent, text := parentOf(nt, o)
+	var storm []notify.Item
+	for i := range testStormThreshold + 1 {
+		storm = append(storm, hostile(fmt.Sprintf("vllm-%d\u2066", i)))
+	}
+	stormBlocks, _ := parentOf(firingNotification("g", storm...), o)
+	resolved := notify.Item{Alert: alert("old\u202epod", notify.StatusResolved)}
+	reply, _ := replyBlocks(firingNotification("g"), nil, []notify.Item{resolved}, "A", o)
+	for name, blocks := range map[string][]slackgo.Block{"parent": parent, "storm": stormBlocks, "reply": reply} {
+		raw := shownJSON(t, blocks)
+		got := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(raw))
+		for _, r := range []string{"\u202e", "\u200b", "\u2066"} {
+			if strings.Contains(got, r) {
+				t.Errorf("%s holds %U raw", name, []rune(r)[0])
+			}
+		}
+		want := map[string]string{"parent": "vllm&lt;U+202E&gt;gnp.exe", "storm": "vllm-0&lt;U+2066&gt;", "reply": "old&lt;U+202E&gt;pod"}[name]
+		if !strings.Contains(got, want) {
+			t.Errorf("%s does not show %s: %s", name, want, got)
+		}
+	}
+	if strings.Contains(text, "\u200b") || !strings.Contains(text, "VLLMKV&lt;U+200B&gt;Cache") {
+		t.Errorf("fallback text %q", text)
+	}
+}
+
+// shownJSON is the blocks as JSON without the buttons' values: what a message shows (a value
+// carries the alert's labels as received, signed, back to the responder).
+func shownJSON(t *testing.T, blocks []slackgo.Block) []byte {
+	t.Helper()
+	raw, _ := json.Marshal(blocks)
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(any)
+	strip = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			delete(x, "value")
+			for _, e := range x {
+				strip(e)
+			}
+		case []any:
+			for _, e := range x {
+				strip(e)
+			}
+		}
+	}
+	strip(generic)
+	out, _ := json.Marshal(generic)
+	return out
 }

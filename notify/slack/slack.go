@@ -2,11 +2,12 @@
 //
 // It posts diagnoses to Slack (notifier.go): one Block Kit message per Alertmanager group,
 // replies in its thread when something changes, an edit of the parent when the group resolves, a
-// chart of the playbook's series (chart.go, charts_post.go) and the slowest traced requests
-// (traces.go) in the thread, to the configured channel resolved to its id (channel.go). Every
-// message is rendered by pure functions of the notification or the diagnosis and of the
-// configuration (render.go, fleet.go, traces.go; golden files in testdata/golden), apart from
-// their delivery. It serves the Slack app (app.go): the /vllm slash command, one subcommand per
+// chart of the playbook's series (its range queries in chartdata.go, its drawing in chart.go,
+// its upload in charts_post.go) and the slowest traced requests (traces.go) in the thread, to
+// the configured channel resolved to its id (channel.go). Every message maps notify's view of
+// the notification (what it says, shared with Teams and the console) to Block Kit by pure
+// functions of the view or the diagnosis and of the configuration (render.go, fleet.go,
+// traces.go; golden files in testdata/golden), apart from their delivery. It serves the Slack app (app.go): the /vllm slash command, one subcommand per
 // entry of subcommandTable (command.go), and the buttons under a diagnosis, one per entry of
 // buttonTable (buttons.go), over the HTTP endpoints or Socket Mode (socket.go). Both talk to
 // Slack through one API client (api.go: deadlines, metrics, pacing in pace.go, shared through a
@@ -44,6 +45,9 @@ type Options struct {
 	MaxCapture time.Duration
 	// Silencer creates the Silence button's silences (an Alertmanager); nil: no Silence button.
 	Silencer Silencer
+	// StormThreshold: a notification of more firing alerts than this is one storm summary
+	// (dispatch.storm_threshold, read once by the caller).
+	StormThreshold int
 	// Registerer receives the Slack metrics; nil: not registered.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -76,7 +80,7 @@ func New(o Options) (*Slack, error) {
 		api.sharePacing(p) // post_interval across the replicas that share the store
 	}
 	n, err := newNotifier(notifierOptions{Config: o.Config, Store: o.Store, API: api, Logger: o.Logger,
-		Prometheus: o.Prometheus, Silence: o.Silencer != nil, Capture: o.Capturer != nil})
+		Prometheus: o.Prometheus, Silence: o.Silencer != nil, Capture: o.Capturer != nil, StormThreshold: o.StormThreshold})
 	if err != nil {
 		return nil, err
 	}

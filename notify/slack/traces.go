@@ -15,8 +15,8 @@ import (
 // maxSlowestShown bounds the requests listed in one thread reply.
 const maxSlowestShown = 10
 
-// slowestBlocks renders the slowest traced requests compactly, one line each with its trace
-// link; nil when the diagnosis has no trace report.
+// slowestBlocks renders the slowest traced requests (the view's report: its links http(s) only)
+// compactly, one line each with its trace link; nil when the diagnosis has no trace report.
 func slowestBlocks(r *traces.Report) []slackgo.Block {
 	if r == nil {
 		return nil
@@ -43,8 +43,12 @@ func slowestBlocks(r *traces.Report) []slackgo.Block {
 				fmt.Fprintf(&b, "\n_…%d more_", len(r.Requests)-i)
 				break
 			}
-			line := fmt.Sprintf("\n• <%s|%s> queue %s · prefill %s · decode %s · prompt %s · out %s",
-				escape(q.Link), traces.FormatDuration(q.Duration), traces.FormatDuration(q.Queue),
+			took := traces.FormatDuration(q.Duration)
+			if q.Link != "" {
+				took = "<" + escape(q.Link) + "|" + took + ">"
+			}
+			line := fmt.Sprintf("\n• %s queue %s · prefill %s · decode %s · prompt %s · out %s",
+				took, traces.FormatDuration(q.Queue),
 				traces.FormatDuration(q.Prefill), traces.FormatDuration(q.Decode),
 				traces.FormatTokens(q.PromptTokens), traces.FormatTokens(q.CompletionTokens))
 			if q.RequestID != "" {
@@ -67,22 +71,22 @@ func slowestBlocks(r *traces.Report) []slackgo.Block {
 
 // slowestReply is the thread reply that lists the slowest requests of each diagnosis that has a
 // trace report; nil when none has, or for a storm.
-func slowestReply(items []notify.Item, opts renderOptions) []slackgo.Block {
-	if len(items) > opts.StormThreshold {
+func slowestReply(v *notify.View) []slackgo.Block {
+	if v.Summarised {
 		return nil
 	}
 	var blocks []slackgo.Block
-	for _, it := range items {
-		if it.Diagnosis == nil || it.Diagnosis.SlowestRequests == nil {
+	for _, av := range v.Firing {
+		if av.Diagnosis == nil || av.Shared || av.Diagnosis.Slowest == nil {
 			continue
 		}
 		if len(blocks) > 0 {
 			blocks = append(blocks, slackgo.NewDividerBlock())
 		}
-		if len(items) > 1 {
-			blocks = append(blocks, section(fmt.Sprintf("*%s* %s", escape(it.Alert.Labels["alertname"]), scopeText(pick(it.Alert.Labels, scopeOrder...)))))
+		if len(v.Firing) > 1 {
+			blocks = append(blocks, alertHeading(av.Alertname, av.Scope))
 		}
-		blocks = append(blocks, slowestBlocks(it.Diagnosis.SlowestRequests)...)
+		blocks = append(blocks, slowestBlocks(av.Diagnosis.Slowest)...)
 	}
 	if len(blocks) == 0 {
 		return nil
@@ -92,8 +96,8 @@ func slowestReply(items []notify.Item, opts renderOptions) []slackgo.Block {
 
 // postSlowest replies in the thread with the slowest requests (slowestReply). A failure is
 // logged; it never fails the notification (the diagnosis is out).
-func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thread, items []notify.Item) {
-	blocks := slowestReply(items, n.render)
+func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thread, v *notify.View) {
+	blocks := slowestReply(v)
 	if blocks == nil {
 		return
 	}
@@ -106,13 +110,4 @@ func (n *notifier) postSlowest(ctx context.Context, log zerolog.Logger, th *thre
 		return
 	}
 	n.api.metrics.Messages.WithLabelValues("reply").Inc()
-}
-
-// slowestLine is the one line a diagnosis message carries about its traces (the details go in
-// the thread).
-func slowestLine(r *traces.Report) string {
-	if r == nil || len(r.Requests) == 0 {
-		return ""
-	}
-	return ":mag_right: *Traces:* " + escape(r.Summary)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
@@ -66,7 +67,7 @@ func TestSlowestRequestsRenderAsTheirGoldenBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "golden/"+name+".json", append(out, '\n'))
+			golden.Check(t, "golden/"+name+".json", append(out, '\n'))
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/alertmanager/template"
 	"github.com/rs/zerolog"
 
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -30,7 +31,7 @@ func correctionEnv(t *testing.T, allowed ...string) (*env, *notifier, *playbooks
 		t.Fatal(err)
 	}
 	rec = n
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func (s setTriager) Triage(_ context.Context, labels map[string]string) (*playbo
 
 func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *testing.T) {
 	var rec *notifier
-	pbs, err := playbooks.Builtin()
+	pbs, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
-
-	"github.com/prometheus/alertmanager/template"
 
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -29,10 +24,10 @@ const CardVersion = "1.2"
 const ContentType = "application/vnd.microsoft.card.adaptive"
 
 // Limits of a card. Teams refuses a message over about 28 KB; the card is kept under
-// maxCardBytes, dropping detail (then rows) until it fits.
+// maxCardBytes, dropping detail, then rows, then label text until it fits, and as a last
+// resort it is a short card that says what it could not show (minimalCard).
 const (
 	maxCardBytes   = 24 << 10
-	maxDetailed    = 3  // alerts shown with their whole diagnosis; more make a storm summary
 	maxEvidence    = 12 // evidence facts per diagnosis
 	maxFleetRows   = 8
 	maxSlowest     = 5
@@ -102,7 +97,7 @@ type Fact struct {
 }
 
 // Action is an Action.OpenUrl: the only action a webhook card can carry (nothing can answer a
-// Submit).
+// Submit). Its URL is always http(s) (the view keeps no other).
 type Action struct {
 	Type  string `json:"type"`
 	Title string `json:"title,omitempty"`
@@ -110,93 +105,147 @@ type Action struct {
 }
 
 // Render is the Teams message of a notification: a firing card (each new alert with its
-// diagnosis, or a storm summary, and any alerts that resolved meanwhile), or, when every alert
-// of it resolved, a short resolution card that names the firing card it closes (Teams cannot
-// edit or thread a webhook's message). It is a pure function of the notification.
-func Render(n *notify.Notification) Message {
+// diagnosis, or the storm summary, and any alerts that resolved meanwhile), or, when every
+// alert of it resolved, a short resolution card that names the firing card it closes (Teams
+// cannot edit or thread a webhook's message). It maps notify's view of the notification to an
+// Adaptive Card; it is a pure function of the notification and the options. firingUnchecked
+// says that whether the firing card was posted could not be checked (the notifier's store was
+// down): a resolution card then says so instead of naming the card it closes.
+func Render(n *notify.Notification, o notify.ViewOptions, firingUnchecked bool) Message {
+	return renderView(notify.NewView(n, o), firingUnchecked)
+}
+
+// renderView is Render of the notification's view.
+func renderView(v *notify.View, firingUnchecked bool) Message {
 	var card Card
-	for _, layout := range []layout{{detailed: maxDetailed, rows: maxStormRows}, {rows: maxStormRows}, {rows: 10}, {rows: 3}} {
-		card = render(n, layout)
+	fits := false
+	for _, l := range []layout{{detailed: true, rows: maxStormRows, label: 200}, {rows: maxStormRows, label: 200}, {rows: 10, label: 100}, {rows: 3, label: 60}} {
+		card = render(v, l, firingUnchecked)
 		if b, err := json.Marshal(card); err == nil && len(b) <= maxCardBytes {
+			fits = true
 			break
 		}
+	}
+	if !fits {
+		card = minimalCard(v)
 	}
 	return Message{Type: "message", Attachments: []Attachment{{ContentType: ContentType, Content: card}}}
 }
 
-// layout is how much a card shows: alerts in full (up to detailed, else the storm summary) and
-// rows of the lists.
+// layout is how much a card shows: alerts in full (unless the view summarises them, or
+// detailed is false: the storm summary), rows of the lists, and runes of each label value
+// (names, pods, models): a label can be kilobytes long.
 type layout struct {
-	detailed int
+	detailed bool
 	rows     int
+	label    int
 }
 
-func render(n *notify.Notification, l layout) Card {
-	var firing, resolved []notify.Item
-	for _, it := range n.Items {
-		if isResolved(n, it) {
-			resolved = append(resolved, it)
-		} else {
-			firing = append(firing, it)
-		}
-	}
-	name := groupAlertname(n)
-	card := Card{Schema: "http://adaptivecards.io/schemas/adaptive-card.json", Type: "AdaptiveCard", Version: CardVersion,
+// lbl is label text cut to the layout's length.
+func (l layout) lbl(s string) string { return notify.Truncate(s, l.label) }
+
+func newCard() Card {
+	return Card{Schema: "http://adaptivecards.io/schemas/adaptive-card.json", Type: "AdaptiveCard", Version: CardVersion,
 		MSTeams: MSTeams{Width: "Full"}}
-	if len(firing) == 0 {
-		card.Body = resolutionBody(name, resolved, l.rows)
-		card.FallbackText = truncate(fmt.Sprintf("RESOLVED %s: %d alert(s)", cmp.Or(name, "alert"), len(resolved)), maxFallbackLen)
+}
+
+func render(v *notify.View, l layout, firingUnchecked bool) Card {
+	card := newCard()
+	name := l.lbl(cmp.Or(v.Alertname, "alert"))
+	if len(v.Firing) == 0 {
+		card.Body = resolutionBody(v, l, firingUnchecked)
+		card.FallbackText = notify.Truncate(fmt.Sprintf("RESOLVED %s: %d alert(s)", name, len(v.Resolved)), maxFallbackLen)
 	} else {
-		card.Body = firingBody(n, name, firing, l)
-		if len(resolved) > 0 {
-			card.Body = append(card.Body, resolvedContainer(resolved, l.rows))
+		card.Body = firingBody(v, l)
+		if len(v.Resolved) > 0 {
+			card.Body = append(card.Body, resolvedContainer(v.Resolved, l))
 		}
-		card.FallbackText = fallbackText(name, firing)
+		card.FallbackText = fallbackText(v, name)
 	}
-	if n.ExternalURL != "" {
-		card.Actions = append(card.Actions, openURL("Alertmanager", n.ExternalURL))
+	if v.Alertmanager != nil {
+		card.Actions = append(card.Actions, openURL(*v.Alertmanager))
 	}
 	return card
 }
 
-func isResolved(n *notify.Notification, it notify.Item) bool {
-	return it.Alert.Status == notify.StatusResolved || (it.Alert.Status == "" && n.Resolved())
+// minimalCard is the card of a notification that no layout fits under the limit: its headline,
+// and where the rest is. Every string in it is bounded, so it always fits.
+func minimalCard(v *notify.View) Card {
+	card := newCard()
+	color, style := "Attention", "attention"
+	if len(v.Firing) == 0 {
+		color, style = "Good", "good"
+	}
+	head := notify.Headline(v.Status, notify.Truncate(v.Alertname, 60), v.Count())
+	card.Body = []Element{{Type: "Container", Style: style, Bleed: true, Items: []Element{{Type: "TextBlock", Text: md(head), Size: "Large", Weight: "Bolder", Color: color, Wrap: true}}}}
+	if v.Storm != nil {
+		counts := make([]string, 0, len(v.Storm.Counts))
+		for _, c := range v.Storm.Counts {
+			counts = append(counts, fmt.Sprintf("%d × %s", c.Alerts, c.Verdict)) // verdict ids: short, from the playbooks
+		}
+		card.Body = append(card.Body, text(strings.Join(counts, " · ")))
+	}
+	card.Body = append(card.Body, subtle("Its labels and diagnoses are too large for a Teams card: see Alertmanager, or responder triage --label model_name=... --label pod=..."))
+	card.FallbackText = notify.Truncate(head, maxFallbackLen)
+	if v.Alertmanager != nil && len(v.Alertmanager.URL) < 2000 {
+		card.Actions = []Action{openURL(*v.Alertmanager)}
+	}
+	return card
 }
 
-// firingBody is the header and the alerts: each in full, or one storm summary.
-func firingBody(n *notify.Notification, name string, firing []notify.Item, l layout) []Element {
-	head := "FIRING: " + cmp.Or(name, "alert")
-	if len(firing) > 1 {
-		head += fmt.Sprintf(" (%d alerts)", len(firing))
+// alertLine names one alert as the firing card shows it: its scope and when it fired ("model m
+// · pod p · fired Jan 2 15:04 UTC"), with its name first when one is given.
+func alertLine(name string, scope []notify.Label, started time.Time, l layout) string {
+	var parts []string
+	if name != "" {
+		parts = append(parts, l.lbl(name))
 	}
-	header := []Element{{Type: "TextBlock", Text: md(head), Size: "Large", Weight: "Bolder", Color: "Attention", Wrap: true}}
-	if len(firing) == 1 {
-		header = append(header, subtle(alertLine(firing[0].Alert, false)))
+	if s := scopeText(scope, l); s != "" {
+		parts = append(parts, s)
+	}
+	if !started.IsZero() {
+		parts = append(parts, "fired "+started.UTC().Format("Jan 2 15:04 UTC"))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// scopeText names a scope: "model m · pod p · namespace ns", then any other label.
+func scopeText(scope []notify.Label, l layout) string {
+	parts := make([]string, len(scope))
+	for i, s := range scope {
+		parts[i] = s.Word() + " " + l.lbl(s.Value)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// firingBody is the header and the alerts: each in full, or the storm summary.
+func firingBody(v *notify.View, l layout) []Element {
+	header := []Element{{Type: "TextBlock", Text: md(notify.Headline(v.Status, l.lbl(v.Alertname), v.Count())), Size: "Large", Weight: "Bolder", Color: "Attention", Wrap: true}}
+	if len(v.Firing) == 1 {
+		header = append(header, subtle(alertLine("", v.Firing[0].Scope, v.Firing[0].StartsAt, l)))
 	}
 	body := []Element{{Type: "Container", Style: "attention", Bleed: true, Items: header}}
-	if n.TruncatedAlerts > 0 {
-		body = append(body, subtle(fmt.Sprintf("Alertmanager left %d alerts of this group out of the payload (max_alerts).", n.TruncatedAlerts)))
+	if v.Truncated > 0 {
+		body = append(body, subtle(fmt.Sprintf("Alertmanager left %d alerts of this group out of the payload (max_alerts).", v.Truncated)))
 	}
-	if len(firing) > l.detailed {
-		return append(body, stormElements(firing, l.rows)...)
+	if v.Summarised || !l.detailed {
+		return append(body, stormElements(v, l)...)
 	}
-	shown := map[*playbooks.Diagnosis]bool{}
-	for _, it := range firing {
+	for _, av := range v.Firing {
 		var items []Element
-		if len(firing) > 1 {
-			items = append(items, Element{Type: "TextBlock", Text: md(alertLine(it.Alert, true)), Weight: "Bolder", Wrap: true})
+		if len(v.Firing) > 1 {
+			items = append(items, Element{Type: "TextBlock", Text: md(alertLine(av.Alertname, av.Scope, av.StartsAt, l)), Weight: "Bolder", Wrap: true})
 		}
 		switch {
-		case it.Diagnosis != nil && shown[it.Diagnosis]:
+		case av.Shared:
 			items = append(items, subtle("The same group-wide diagnosis as above."))
-		case it.Diagnosis != nil:
-			shown[it.Diagnosis] = true
-			items = append(items, diagnosisElements(it.Diagnosis)...)
+		case av.Diagnosis != nil:
+			items = append(items, diagnosisElements(av.Diagnosis, l)...)
 		default:
-			items = append(items, unmatchedElements(it.Alert)...)
+			items = append(items, unmatchedElements(av, l)...)
 		}
-		if links := alertLinks(it); len(links) > 0 {
-			items = append(items, Element{Type: "ActionSet", Actions: links})
+		if len(av.Links) > 0 {
+			items = append(items, Element{Type: "ActionSet", Actions: actions(av.Links)})
 		}
 		body = append(body, Element{Type: "Container", Separator: true, Spacing: "Medium", Items: items})
 	}
@@ -205,16 +254,19 @@ func firingBody(n *notify.Notification, name string, firing []notify.Item, l lay
 
 // diagnosisElements renders one diagnosis: verdict, title, summary, evidence, fleet, slowest
 // requests, actions, problems and where it came from.
-func diagnosisElements(d *playbooks.Diagnosis) []Element {
+func diagnosisElements(d *notify.DiagnosisView, l layout) []Element {
 	out := []Element{
-		{Type: "TextBlock", Text: md(cmp.Or(d.Title, d.Verdict)), Size: "Medium", Weight: "Bolder", Wrap: true},
-		{Type: "TextBlock", Text: "Verdict: " + md(d.Verdict), Color: verdictColor(d.Verdict), Weight: "Bolder", Spacing: "None", Wrap: true},
+		{Type: "TextBlock", Text: md(d.Title), Size: "Medium", Weight: "Bolder", Wrap: true},
+		{Type: "TextBlock", Text: "Verdict: " + md(d.Verdict), Color: classColor[d.Class], Weight: "Bolder", Spacing: "None", Wrap: true},
+	}
+	if out[1].Color == "" {
+		out[1].Color = "Attention"
 	}
 	if d.Summary != "" {
 		out = append(out, text(d.Summary))
 	}
-	if r := d.SlowestRequests; r != nil && len(r.Requests) > 0 && !d.SummaryCitesTraces() {
-		out = append(out, text("Traces: "+r.Summary))
+	if d.Traces != "" {
+		out = append(out, text("Traces: "+d.Traces))
 	}
 	if len(d.Evidence) > 0 {
 		out = append(out, heading("Evidence"), evidenceFacts(d.Evidence))
@@ -222,14 +274,14 @@ func diagnosisElements(d *playbooks.Diagnosis) []Element {
 			out = append(out, subtle(fmt.Sprintf("…%d more evidence lines; responder triage --output json lists them all.", n)))
 		}
 	}
-	out = append(out, fleetElements(d.Fleet)...)
-	out = append(out, slowestElements(d.SlowestRequests)...)
+	out = append(out, fleetElements(d.Fleet, l)...)
+	out = append(out, slowestElements(d.Slowest)...)
 	if len(d.Actions) > 0 {
 		lines := make([]string, len(d.Actions))
 		for i, a := range d.Actions {
 			lines[i] = fmt.Sprintf("%d. %s", i+1, md(a))
 		}
-		out = append(out, heading("Recommended actions"), Element{Type: "TextBlock", Text: truncate(strings.Join(lines, "\r"), maxTextChars), Wrap: true, Spacing: "Small"})
+		out = append(out, heading("Recommended actions"), Element{Type: "TextBlock", Text: notify.Truncate(strings.Join(lines, "\r"), maxTextChars), Wrap: true, Spacing: "Small"})
 	}
 	if d.Error != "" {
 		out = append(out, warning("Degraded: "+d.Error))
@@ -243,52 +295,48 @@ func diagnosisElements(d *playbooks.Diagnosis) []Element {
 	if d.OfferProfile {
 		out = append(out, subtle("Metrics do not explain this: a bounded profile capture can (responder profile --pod ..., or the Slack button)."))
 	}
-	meta := scopeText(d.Scope)
+	meta := []string{}
+	if s := scopeText(d.Scope, l); s != "" {
+		meta = append(meta, s)
+	}
 	if d.Playbook != "" {
-		meta += " · playbook " + d.Playbook
+		meta = append(meta, "playbook "+d.Playbook)
 	}
-	if !d.EvaluatedAt.IsZero() {
-		meta += " · evaluated " + d.EvaluatedAt.UTC().Format("15:04:05 UTC")
+	if e := d.Evaluated(); e != "" {
+		meta = append(meta, e)
 	}
-	return append(out, subtle(meta))
+	return append(out, subtle(strings.Join(meta, " · ")))
 }
 
-func evidenceFacts(ev []playbooks.Evidence) Element {
+func evidenceFacts(ev []notify.EvidenceRow) Element {
 	set := Element{Type: "FactSet"}
 	for i, e := range ev {
 		if i == maxEvidence {
 			break
 		}
-		v := cmp.Or(e.Text, playbooks.FormatValue(e.Value, e.Unit))
-		if !e.HasValue() {
+		v := e.Value
+		if e.NoData {
 			v = "no data"
 		}
-		switch {
-		case e.Baseline != nil:
-			v += " (baseline " + cmp.Or(e.BaselineText, playbooks.FormatValue(e.Baseline, e.Unit)) + ")"
-		case e.BaselineText != "":
-			v += " (" + e.BaselineText + ")"
+		if e.Baseline != "" {
+			v += " (" + e.Baseline + ")"
 		}
 		if e.Problem != "" {
 			v += " ⚠ " + e.Problem
 		}
-		set.Facts = append(set.Facts, Fact{Title: md(cmp.Or(e.Title, e.Name)), Value: md(truncate(v, 300))})
+		set.Facts = append(set.Facts, Fact{Title: md(e.Title), Value: md(notify.Truncate(v, 300))})
 	}
 	return set
 }
 
 // fleetElements compares the pod with its siblings: the headline, then one fact per pod with
 // its column values (the focus pod marked ▶, affected pods !).
-func fleetElements(v *playbooks.FleetView) []Element {
-	if v == nil || len(v.Rows) == 0 {
+func fleetElements(f *notify.Fleet, l layout) []Element {
+	if f == nil {
 		return nil
 	}
-	titles := make([]string, len(v.Columns))
-	for i, c := range v.Columns {
-		titles[i] = c.Title
-	}
 	set := Element{Type: "FactSet"}
-	for i, r := range v.Rows {
+	for i, r := range f.Rows {
 		if i == maxFleetRows {
 			break
 		}
@@ -301,11 +349,11 @@ func fleetElements(v *playbooks.FleetView) []Element {
 		case r.Affected:
 			mark = "! "
 		}
-		set.Facts = append(set.Facts, Fact{Title: md(mark + r.Pod), Value: md(strings.Join(r.Texts, " · "))})
+		set.Facts = append(set.Facts, Fact{Title: md(mark + l.lbl(r.Name)), Value: md(strings.Join(r.Texts, " · "))})
 	}
-	out := []Element{heading("Fleet"), text(v.Headline()), subtle(v.By + ": " + strings.Join(titles, " · ")), set}
-	if n := len(v.Rows) - maxFleetRows; n > 0 {
-		out = append(out, subtle(fmt.Sprintf("…%d more %ss", n, v.By)))
+	out := []Element{heading("Fleet"), text(f.Headline), subtle(f.By + ": " + strings.Join(f.Columns, " · ")), set}
+	if n := len(f.Rows) - maxFleetRows; n > 0 {
+		out = append(out, subtle(fmt.Sprintf("…%d more %ss", n, f.By)))
 	}
 	return out
 }
@@ -335,7 +383,7 @@ func slowestElements(r *traces.Report) []Element {
 					traces.FormatTokens(q.PromptTokens), traces.FormatTokens(q.CompletionTokens), requestID(q.RequestID)))}}},
 			}}
 			if q.Link != "" {
-				a := openURL("Open trace", q.Link)
+				a := openURL(notify.Link{Title: "Open trace", URL: q.Link})
 				row.SelectAction = &a
 			}
 			out = append(out, row)
@@ -351,165 +399,119 @@ func requestID(id string) string {
 	return " · " + id
 }
 
-func unmatchedElements(a template.Alert) []Element {
+func unmatchedElements(av notify.AlertView, l layout) []Element {
 	out := []Element{{Type: "TextBlock", Text: "No playbook matches this alert", Weight: "Bolder", Wrap: true}}
-	if s := cmp.Or(a.Annotations["summary"], a.Annotations["description"]); s != "" {
-		out = append(out, text(s))
+	if av.Summary != "" {
+		out = append(out, text(av.Summary))
 	}
-	return append(out, subtle(labelsText(a.Labels)))
+	parts := make([]string, len(av.Labels))
+	for i, lb := range av.Labels {
+		parts[i] = lb.Name + "=" + l.lbl(lb.Value)
+	}
+	return append(out, subtle(strings.Join(parts, " ")))
 }
 
-// stormElements summarises many alerts: a count per verdict, the group-wide diagnoses they
-// share, and one row per alert.
-func stormElements(items []notify.Item, rows int) []Element {
-	counts := map[string]int{}
-	for _, it := range items {
-		counts[itemVerdict(it)]++
-	}
-	verdicts := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Or(counts[b]-counts[a], strings.Compare(a, b)) })
-	sum := make([]string, len(verdicts))
-	for i, v := range verdicts {
-		sum[i] = fmt.Sprintf("%d × %s", counts[v], v)
+// stormElements renders the view's storm summary: a count per verdict, the group-wide
+// diagnoses the alerts share, and one row per alert.
+func stormElements(v *notify.View, l layout) []Element {
+	sum := make([]string, len(v.Storm.Counts))
+	for i, c := range v.Storm.Counts {
+		sum[i] = fmt.Sprintf("%d × %s", c.Alerts, c.Verdict)
 	}
 	out := []Element{
-		{Type: "TextBlock", Text: md(fmt.Sprintf("Alert storm: %d alerts, summarised in one card.", len(items))), Weight: "Bolder", Wrap: true},
+		{Type: "TextBlock", Text: md(fmt.Sprintf("Alert storm: %d alerts, summarised in one card.", len(v.Firing))), Weight: "Bolder", Wrap: true},
 		text(strings.Join(sum, " · ")),
 	}
-	seen := map[*playbooks.Diagnosis]bool{}
-	for _, it := range items {
-		d := it.Diagnosis
-		if d == nil || seen[d] || len(seen) == 3 {
-			continue
-		}
-		seen[d] = true
-		if shared := countShared(items, d); shared > 1 {
-			out = append(out, text(fmt.Sprintf("Group diagnosis (%d alerts, group-wide queries over %s): %s: %s. %s", shared, scopeText(d.Scope), d.Verdict, d.Title, d.Summary)))
-		}
+	for _, s := range v.Storm.Shared {
+		d := s.Diagnosis
+		out = append(out, text(fmt.Sprintf("Group diagnosis (%d alerts, group-wide queries over %s): %s: %s. %s", s.Alerts, scopeText(d.Scope, l), d.Verdict, d.Title, d.Summary)))
 	}
-	sorted := slices.Clone(items)
-	slices.SortStableFunc(sorted, func(a, b notify.Item) int {
-		return cmp.Or(strings.Compare(itemVerdict(a), itemVerdict(b)),
-			strings.Compare(a.Alert.Labels["model_name"], b.Alert.Labels["model_name"]),
-			strings.Compare(a.Alert.Labels["pod"], b.Alert.Labels["pod"]))
-	})
 	set := Element{Type: "FactSet"}
-	for i, it := range sorted {
-		if i == rows {
+	for i, r := range v.Storm.Rows {
+		if i == l.rows {
 			break
 		}
-		a := it.Alert
-		set.Facts = append(set.Facts, Fact{Title: md(itemVerdict(it)), Value: md(cmp.Or(a.Labels["model_name"], "-") + " · " + cmp.Or(a.Labels["pod"], a.Labels["instance"], "-"))})
+		set.Facts = append(set.Facts, Fact{Title: md(r.Verdict), Value: md(l.lbl(cmp.Or(r.Model, "-")) + " · " + l.lbl(cmp.Or(r.Pod, "-")))})
 	}
 	out = append(out, set)
-	if n := len(sorted) - rows; n > 0 {
+	if n := len(v.Storm.Rows) - l.rows; n > 0 {
 		out = append(out, subtle(fmt.Sprintf("…and %d more alerts not listed.", n)))
 	}
 	return append(out, subtle("Per-alert detail: responder triage --label model_name=... --label pod=..., or /vllm triage in Slack."))
 }
 
 // resolutionBody is the card of a resolved group: what resolved, and which firing card it
-// closes (the firing card's header and each alert's start, as that card shows them).
-func resolutionBody(name string, resolved []notify.Item, rows int) []Element {
-	head := "RESOLVED: " + cmp.Or(name, "alert")
-	if len(resolved) > 1 {
-		head += fmt.Sprintf(" (%d alerts)", len(resolved))
+// closes (the firing card's header and each alert's start, as that card shows them); or, when
+// the notifier could not check that a firing card was posted, that it could not.
+func resolutionBody(v *notify.View, l layout, firingUnchecked bool) []Element {
+	name := l.lbl(cmp.Or(v.Alertname, "alert"))
+	closes := fmt.Sprintf("Closes the card “FIRING: %s” (Teams cannot edit it).", name)
+	if firingUnchecked {
+		closes = fmt.Sprintf("Whether this responder posted a card “FIRING: %s” could not be checked: its store is unavailable.", name)
 	}
-	closes := fmt.Sprintf("Closes the card “FIRING: %s” (Teams cannot edit it).", cmp.Or(name, "alert"))
 	return []Element{
 		{Type: "Container", Style: "good", Bleed: true, Items: []Element{
-			{Type: "TextBlock", Text: md(head), Size: "Large", Weight: "Bolder", Color: "Good", Wrap: true},
+			{Type: "TextBlock", Text: md(notify.Headline(notify.StatusResolved, name, len(v.Resolved))), Size: "Large", Weight: "Bolder", Color: "Good", Wrap: true},
 			subtle(closes),
 		}},
-		resolvedList(resolved, rows),
+		resolvedList(v.Resolved, l),
 	}
 }
 
 // resolvedContainer lists the alerts that resolved beside new firing ones.
-func resolvedContainer(resolved []notify.Item, rows int) Element {
+func resolvedContainer(resolved []notify.Line, l layout) Element {
 	return Element{Type: "Container", Style: "good", Separator: true, Items: []Element{
 		{Type: "TextBlock", Text: fmt.Sprintf("Resolved meanwhile (%d)", len(resolved)), Weight: "Bolder", Color: "Good", Wrap: true},
-		resolvedList(resolved, rows),
+		resolvedList(resolved, l),
 	}}
 }
 
-func resolvedList(resolved []notify.Item, rows int) Element {
-	rows = min(rows, maxResolved)
+func resolvedList(resolved []notify.Line, l layout) Element {
+	rows := min(l.rows, maxResolved)
 	var lines []string
-	for i, it := range resolved {
+	for i, r := range resolved {
 		if i == rows {
 			lines = append(lines, fmt.Sprintf("…and %d more.", len(resolved)-i))
 			break
 		}
-		a := it.Alert
-		line := "- " + md(alertLine(a, true))
-		if !a.EndsAt.IsZero() && !a.StartsAt.IsZero() && a.EndsAt.After(a.StartsAt) {
-			line += md(fmt.Sprintf(", resolved %s after %s", a.EndsAt.UTC().Format("15:04 UTC"), humanDuration(a.EndsAt.Sub(a.StartsAt))))
+		line := "- " + md(alertLine(r.Alertname, r.Scope, r.StartsAt, l))
+		if d, ok := r.Lasted(); ok {
+			line += md(fmt.Sprintf(", resolved %s after %s", r.EndsAt.UTC().Format("15:04 UTC"), notify.HumanDuration(d)))
 		}
 		lines = append(lines, line)
 	}
 	return Element{Type: "TextBlock", Text: strings.Join(lines, "\r"), Wrap: true}
 }
 
-// alertLine names one alert as the firing card does: its scope and when it fired ("model m ·
-// pod p · fired Jan 2 15:04 UTC"), with its name first when withName.
-func alertLine(a template.Alert, withName bool) string {
-	parts := []string{}
-	if withName && a.Labels["alertname"] != "" {
-		parts = append(parts, a.Labels["alertname"])
-	}
-	if s := scopeText(pick(a.Labels, "model_name", "pod", "namespace")); s != "" {
-		parts = append(parts, s)
-	}
-	if !a.StartsAt.IsZero() {
-		parts = append(parts, "fired "+a.StartsAt.UTC().Format("Jan 2 15:04 UTC"))
-	}
-	return strings.Join(parts, " · ")
-}
-
-// alertLinks are the alert's links: where it fired (Prometheus), its runbook, and the Jaeger
-// search of its slowest requests.
-func alertLinks(it notify.Item) []Action {
-	var out []Action
-	if u := it.Alert.GeneratorURL; isHTTP(u) {
-		out = append(out, openURL("Alert query in Prometheus", u))
-	}
-	if u := it.Alert.Annotations["runbook_url"]; isHTTP(u) {
-		out = append(out, openURL("Runbook", u))
-	}
-	if d := it.Diagnosis; d != nil && d.SlowestRequests != nil && isHTTP(d.SlowestRequests.SearchLink) {
-		out = append(out, openURL("Slow requests in Jaeger", d.SlowestRequests.SearchLink))
+func actions(links []notify.Link) []Action {
+	out := make([]Action, len(links))
+	for i, l := range links {
+		out[i] = openURL(l)
 	}
 	return out
 }
 
-func isHTTP(u string) bool {
-	return strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")
+func openURL(l notify.Link) Action { return Action{Type: "Action.OpenUrl", Title: l.Title, URL: l.URL} }
+
+func fallbackText(v *notify.View, name string) string {
+	s := "FIRING " + name
+	if len(v.Firing) == 1 && v.Firing[0].Diagnosis != nil {
+		s += ": " + v.Firing[0].Diagnosis.Title
+	} else if len(v.Firing) > 1 {
+		s += fmt.Sprintf(": %d alerts", len(v.Firing))
+	}
+	return notify.Truncate(s, maxFallbackLen)
 }
 
-func openURL(title, u string) Action { return Action{Type: "Action.OpenUrl", Title: title, URL: u} }
-
-func fallbackText(name string, firing []notify.Item) string {
-	s := "FIRING " + cmp.Or(name, "alert")
-	if len(firing) == 1 && firing[0].Diagnosis != nil {
-		d := firing[0].Diagnosis
-		s += ": " + cmp.Or(d.Title, d.Verdict)
-	} else if len(firing) > 1 {
-		s += fmt.Sprintf(": %d alerts", len(firing))
-	}
-	return truncate(s, maxFallbackLen)
-}
-
-// verdictColor colours the verdict line: red for what needs action now, amber for pressure and
-// for what could not be decided, green for healthy.
-func verdictColor(v string) string {
-	switch v {
-	case playbooks.VerdictHealthy:
-		return "Good"
-	case playbooks.VerdictKVPressure, playbooks.VerdictInconclusive, playbooks.VerdictNoData, "engine-paused":
-		return "Warning"
-	default:
-		return "Attention"
-	}
+// classColor colours the verdict line by the verdict's class: red for what needs action now,
+// amber for pressure, a deliberate pause and what could not be decided, green for healthy.
+var classColor = map[playbooks.Class]string{
+	playbooks.ClassProblem:     "Attention",
+	playbooks.ClassPressure:    "Warning",
+	playbooks.ClassPaused:      "Warning",
+	playbooks.ClassUnexplained: "Warning",
+	playbooks.ClassNoData:      "Warning",
+	playbooks.ClassHealthy:     "Good",
 }
 
 func heading(s string) Element {
@@ -517,15 +519,15 @@ func heading(s string) Element {
 }
 
 func text(s string) Element {
-	return Element{Type: "TextBlock", Text: md(truncate(s, maxTextChars)), Wrap: true}
+	return Element{Type: "TextBlock", Text: md(notify.Truncate(s, maxTextChars)), Wrap: true}
 }
 
 func subtle(s string) Element {
-	return Element{Type: "TextBlock", Text: md(truncate(s, maxTextChars)), IsSubtle: true, Size: "Small", Wrap: true, Spacing: "Small"}
+	return Element{Type: "TextBlock", Text: md(notify.Truncate(s, maxTextChars)), IsSubtle: true, Size: "Small", Wrap: true, Spacing: "Small"}
 }
 
 func warning(s string) Element {
-	return Element{Type: "TextBlock", Text: md(truncate(s, maxTextChars)), Color: "Warning", Wrap: true}
+	return Element{Type: "TextBlock", Text: md(notify.Truncate(s, maxTextChars)), Color: "Warning", Wrap: true}
 }
 
 // md escapes text for a TextBlock, which Teams reads as Markdown (a CommonMark subset): a label
@@ -551,99 +553,4 @@ func md(s string) string {
 
 func isWordRune(c rune) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c > 127
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
-var scopeNames = map[string]string{"model_name": "model", "pod": "pod", "namespace": "namespace"}
-
-// scopeText names a scope: "model m · pod p · namespace ns", then any other label.
-func scopeText(scope map[string]string) string {
-	var parts []string
-	for _, k := range []string{"model_name", "pod", "namespace"} {
-		if v := scope[k]; v != "" {
-			parts = append(parts, scopeNames[k]+" "+v)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(scope)) {
-		if scopeNames[k] == "" && scope[k] != "" {
-			parts = append(parts, k+" "+scope[k])
-		}
-	}
-	return strings.Join(parts, " · ")
-}
-
-func pick(m map[string]string, keys ...string) map[string]string {
-	out := map[string]string{}
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-func labelsText(labels map[string]string) string {
-	parts := make([]string, 0, len(labels))
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		parts = append(parts, k+"="+labels[k])
-	}
-	return strings.Join(parts, " ")
-}
-
-func groupAlertname(n *notify.Notification) string {
-	if v := cmp.Or(n.GroupLabels["alertname"], n.CommonLabels["alertname"]); v != "" {
-		return v
-	}
-	for _, it := range n.Items {
-		if v := it.Alert.Labels["alertname"]; v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func itemVerdict(it notify.Item) string {
-	switch {
-	case it.Diagnosis != nil:
-		return it.Diagnosis.Verdict
-	case it.Alert.Status == notify.StatusResolved:
-		return "resolved"
-	default:
-		return "unmatched"
-	}
-}
-
-func countShared(items []notify.Item, d *playbooks.Diagnosis) int {
-	n := 0
-	for _, it := range items {
-		if it.Diagnosis == d {
-			n++
-		}
-	}
-	return n
-}
-
-// humanDuration prints a duration as an engineer says it: 42s, 23m, 1h 5m, 2d 3h.
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(max(d, 0).Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 24*time.Hour:
-		h := int(d.Hours())
-		if m := int(d.Minutes()) - 60*h; m > 0 {
-			return fmt.Sprintf("%dh %dm", h, m)
-		}
-		return fmt.Sprintf("%dh", h)
-	default:
-		days := int(d.Hours()) / 24
-		return fmt.Sprintf("%dd %dh", days, int(d.Hours())-24*days)
-	}
 }

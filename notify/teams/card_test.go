@@ -2,22 +2,18 @@ package teams
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/alertmanager/template"
 
+	"github.com/vllm-responder/vllm-responder/internal/golden"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/traces"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden cards under testdata/cards (then run make test: cardcheck parses and renders them)")
 
 var (
 	t0      = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -120,6 +116,17 @@ func cases() map[string]*notify.Notification {
 		storm = append(storm, notify.Item{Alert: alert(fmt.Sprintf("vllm-%02d", i), notify.StatusFiring), Diagnosis: shared})
 	}
 
+	// Three group-wide diagnoses whose every text is too large for any layout: the card is the
+	// short one.
+	var huge []notify.Item
+	for i := range 3 {
+		d := diagnosis(playbooks.VerdictCapacityPastKnee, "")
+		d.Summary = strings.Repeat("<", 30<<10)
+		for j := range 2 {
+			huge = append(huge, notify.Item{Alert: alert(fmt.Sprintf("vllm-%d-%d", i, j), notify.StatusFiring), Diagnosis: d})
+		}
+	}
+
 	resolvedOne := notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}
 	resolvedTwo := notify.Item{Alert: alert("vllm-1", notify.StatusResolved)}
 	return map[string]*notify.Notification{
@@ -130,36 +137,47 @@ func cases() map[string]*notify.Notification {
 		"storm":              notification(notify.StatusFiring, storm...),
 		"resolved":           notification(notify.StatusResolved, resolvedOne, resolvedTwo),
 		"firing-and-resolve": notification(notify.StatusFiring, item(playbooks.VerdictHealthy, "vllm-2"), resolvedOne),
+		"too-large":          notification(notify.StatusFiring, huge...),
 	}
 }
 
 func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {
 	for name, n := range cases() {
 		t.Run(name, func(t *testing.T) {
-			out, err := json.MarshalIndent(Render(n), "", "  ")
+			out, err := json.MarshalIndent(Render(n, testView, false), "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "cards/"+name+".json", append(out, '\n'))
+			golden.Check(t, "cards/"+name+".json", append(out, '\n'))
 		})
 	}
+}
+
+// A resolution whose firing card could not be checked (the store was down) says so.
+func TestAnUncheckedResolutionRendersAsItsGoldenCard(t *testing.T) {
+	m := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}), testView, true)
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "cards/resolved-unchecked.json", append(out, '\n'))
 }
 
 func TestEveryVerdictRendersAsAGoldenCard(t *testing.T) {
 	for _, v := range playbooks.KnownVerdicts {
 		t.Run(v, func(t *testing.T) {
-			out, err := json.MarshalIndent(Render(notification(notify.StatusFiring, item(v, "vllm-0"))), "", "  ")
+			out, err := json.MarshalIndent(Render(notification(notify.StatusFiring, item(v, "vllm-0")), testView, false), "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "cards/verdict-"+v+".json", append(out, '\n'))
+			golden.Check(t, "cards/verdict-"+v+".json", append(out, '\n'))
 		})
 	}
 }
 
 func TestAFiringAndAResolvedCardAreToldApart(t *testing.T) {
-	firing := Render(notification(notify.StatusFiring, item(playbooks.VerdictCapacityPastKnee, "vllm-0"))).Attachments[0].Content
-	resolved := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})).Attachments[0].Content
+	firing := Render(notification(notify.StatusFiring, item(playbooks.VerdictCapacityPastKnee, "vllm-0")), testView, false).Attachments[0].Content
+	resolved := Render(notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}), testView, false).Attachments[0].Content
 	fHead, rHead := firing.Body[0], resolved.Body[0]
 	if fHead.Style != "attention" || fHead.Items[0].Color != "Attention" || !strings.HasPrefix(fHead.Items[0].Text, "FIRING: VLLMTimeToFirstTokenP99High") {
 		t.Errorf("firing header = %+v", fHead)
@@ -170,14 +188,23 @@ func TestAFiringAndAResolvedCardAreToldApart(t *testing.T) {
 	// The resolution names the firing card: its header, and each alert as the firing card
 	// showed it (scope and start).
 	raw, _ := json.Marshal(resolved)
-	for _, want := range []string{"FIRING: VLLMTimeToFirstTokenP99High", alertLine(alert("vllm-0", notify.StatusFiring), false), "resolved 12:13 UTC after 23m"} {
+	for _, want := range []string{"FIRING: VLLMTimeToFirstTokenP99High", firingLine(alert("vllm-0", notify.StatusFiring)), "resolved 12:13 UTC after 23m"} {
 		if !strings.Contains(string(raw), md(want)) {
 			t.Errorf("resolution card does not say %q:\n%s", want, raw)
 		}
 	}
-	if !strings.Contains(subtleTexts(firing), alertLine(alert("vllm-0", notify.StatusFiring), false)) {
+	if !strings.Contains(subtleTexts(firing), firingLine(alert("vllm-0", notify.StatusFiring))) {
 		t.Errorf("the firing card does not show the line its resolution names")
 	}
+}
+
+// testView is what the tests' views are built with: the default storm threshold.
+var testView = notify.ViewOptions{StormThreshold: 5}
+
+// firingLine is the line that names a firing alert in its card (its scope and start).
+func firingLine(a template.Alert) string {
+	av := notify.NewView(notification(notify.StatusFiring, notify.Item{Alert: a}), testView).Firing[0]
+	return alertLine("", av.Scope, av.StartsAt, layout{label: 200})
 }
 
 func subtleTexts(c Card) string {
@@ -204,9 +231,9 @@ func TestTextFromAlertsCannotBecomeMarkdownOrLinks(t *testing.T) {
 			t.Errorf("md(%q) = %q, want %q", in, got, want)
 		}
 	}
-	card := Render(cases()["firing-hostile"]).Attachments[0].Content
+	card := Render(cases()["firing-hostile"], testView, false).Attachments[0].Content
 	for _, a := range allActions(card) {
-		if !isHTTP(a.URL) {
+		if notify.HTTPURL(a.URL) == "" {
 			t.Errorf("action %q opens %q: only http(s) links belong on a card", a.Title, a.URL)
 		}
 	}
@@ -240,7 +267,7 @@ func TestAHugeNotificationStaysUnderTeamsMessageSize(t *testing.T) {
 	for i := range 3000 {
 		items = append(items, notify.Item{Alert: alert(fmt.Sprintf("gone-%d", i), notify.StatusResolved)})
 	}
-	b, err := json.Marshal(Render(notification(notify.StatusFiring, items...)))
+	b, err := json.Marshal(Render(notification(notify.StatusFiring, items...), testView, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +280,7 @@ func TestAHugeNotificationStaysUnderTeamsMessageSize(t *testing.T) {
 }
 
 func TestTheDetailedCardShowsWhatTheIssueAsksFor(t *testing.T) {
-	card := Render(cases()["firing-one"]).Attachments[0].Content
+	card := Render(cases()["firing-one"], testView, false).Attachments[0].Content
 	texts := subtleTexts(card)
 	raw, _ := json.Marshal(card)
 	for _, want := range []string{"Verdict: capacity-past-knee", "Capacity, past the knee", "140 requests waiting", "Evidence", "Fleet",
@@ -269,37 +296,153 @@ func TestTheDetailedCardShowsWhatTheIssueAsksFor(t *testing.T) {
 			t.Errorf("card lacks %s", want)
 		}
 	}
-	env, _ := json.Marshal(Render(cases()["firing-one"]))
+	env, _ := json.Marshal(Render(cases()["firing-one"], testView, false))
 	if !strings.Contains(string(env), `"contentType":"application/vnd.microsoft.card.adaptive","contentUrl":null`) || !strings.HasPrefix(string(env), `{"type":"message"`) {
 		t.Errorf("not the envelope Workflows expects: %.200s", env)
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the rendered card (run go test -update, review the diff, run cardcheck):\n%s", path, got)
-	}
-}
-
 // A label-valued fact (a workload, an HPA) is evidence with a value, not "no data".
 func TestALabelValuedFactIsAFactWithItsValue(t *testing.T) {
-	set := evidenceFacts([]playbooks.Evidence{{Name: "kube_hpa", Title: "HorizontalPodAutoscaler", Label: "llama", Text: "llama"}, {Name: "x", Title: "X"}})
+	set := evidenceFacts(notify.NewDiagnosisView(&playbooks.Diagnosis{Evidence: []playbooks.Evidence{{Name: "kube_hpa", Title: "HorizontalPodAutoscaler", Label: "llama", Text: "llama"}, {Name: "x", Title: "X"}}}).Evidence)
 	if len(set.Facts) != 2 || !strings.Contains(fmt.Sprint(set.Facts[0].Value), "llama") || !strings.Contains(fmt.Sprint(set.Facts[1].Value), "no data") {
 		t.Fatalf("facts: %+v", set.Facts)
 	}
+}
+
+// cardSize is the size of the message Teams receives.
+func cardSize(t *testing.T, m Message) int {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
+}
+
+// Every card stays under Teams' limit whatever its labels hold: the multi-alert header, the
+// alert lines, the storm facts and the resolved lines cut label text too (issue 33.7: two alerts
+// with 20 KB pod labels made a 41 KB card, a resolution of three 15 KB pods 46 KB, and Teams
+// refused both). What fits is still said: each alert, cut.
+func TestEveryCardStaysUnderTheLimitWhateverItsLabels(t *testing.T) {
+	big := func(n int, pod string) notify.Item {
+		it := item(playbooks.VerdictCapacityPastKnee, strings.Repeat(pod, n))
+		it.Diagnosis.Scope["pod"] = it.Alert.Labels["pod"]
+		return it
+	}
+	resolvedBig := func(pod string) notify.Item {
+		return notify.Item{Alert: alert(strings.Repeat(pod, 15<<10), notify.StatusResolved)}
+	}
+	hostile := big(20<<10, "<")
+	hostile.Alert.Labels["alertname"] = strings.Repeat("\u202e", 10<<10)
+	hostile.Alert.Labels["model_name"] = strings.Repeat("*", 20<<10)
+	hostile.Diagnosis.Title = strings.Repeat("[x]", 10<<10)
+	hostile.Diagnosis.Summary = strings.Repeat("<", 30<<10)
+	hostile.Alert.GeneratorURL = "https://prometheus.example/" + strings.Repeat("a", 30<<10)
+	var storm []notify.Item
+	for i := range 40 {
+		storm = append(storm, big(2<<10, fmt.Sprintf("p%d-", i)))
+	}
+	for name, c := range map[string]struct {
+		n    *notify.Notification
+		says []string
+	}{
+		"two alerts with 20 KB pod labels":    {notification(notify.StatusFiring, big(20<<10, "a"), big(20<<10, "b")), []string{"FIRING: VLLMTimeToFirstTokenP99High (2 alerts)", "pod aaaa", "pod bbbb"}},
+		"a resolution of three 15 KB pods":    {notification(notify.StatusResolved, resolvedBig("a"), resolvedBig("b"), resolvedBig("c")), []string{"RESOLVED: VLLMTimeToFirstTokenP99High (3 alerts)", "pod aaaa", "pod cccc"}},
+		"a storm of 40 alerts with 2 KB pods": {notification(notify.StatusFiring, storm...), []string{"Alert storm: 40 alerts", "p0-p0-"}},
+		"firing and three 15 KB resolved":     {notification(notify.StatusFiring, big(20<<10, "a"), resolvedBig("b"), resolvedBig("c"), resolvedBig("d")), []string{"Resolved meanwhile (3)", "pod bbbb"}},
+		"every text of one alert hostile":     {notification(notify.StatusFiring, hostile), []string{"FIRING"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := Render(c.n, testView, false)
+			if n := cardSize(t, m); n > maxCardBytes {
+				t.Errorf("card of %d bytes, the limit is %d", n, maxCardBytes)
+			}
+			raw, _ := json.Marshal(m)
+			for _, want := range c.says {
+				if !strings.Contains(string(raw), want) {
+					t.Errorf("the card does not say %q", want)
+				}
+			}
+		})
+	}
+}
+
+// Only http(s) URLs become actions or links (issue 33.8: a javascript: externalURL became an
+// Action.OpenUrl, and the renderer then refused the whole card), wherever the URL comes from.
+func TestOnlyHTTPURLsBecomeActions(t *testing.T) {
+	it := richItem()
+	it.Alert.GeneratorURL = "javascript:alert(1)"
+	it.Alert.Annotations["runbook_url"] = "data:text/html,<script>alert(2)</script>"
+	it.Diagnosis.SlowestRequests.SearchLink = "vbscript:msgbox(3)"
+	it.Diagnosis.SlowestRequests.Requests[0].Link = "javascript:alert(4)"
+	n := notification(notify.StatusFiring, it)
+	n.ExternalURL = "javascript:alert(5)"
+	for _, r := range []*notify.Notification{n, notification(notify.StatusResolved, notify.Item{Alert: alert("vllm-0", notify.StatusResolved)})} {
+		if r.Resolved() {
+			r.ExternalURL = "JavaScript:alert(6)"
+		}
+		card := Render(r, testView, false).Attachments[0].Content
+		for _, a := range allActions(card) {
+			if notify.HTTPURL(a.URL) == "" {
+				t.Errorf("action %q opens %q", a.Title, a.URL)
+			}
+		}
+	}
+	if got := len(allActions(Render(n, testView, false).Attachments[0].Content)); got != 1 {
+		t.Errorf("%d actions; want only the second trace's link", got)
+	}
+}
+
+// Format characters in labels and in what the diagnosis says (issue 33.9: "vllm\u202egnp.exe"
+// shows as "vllmexe.png") reach the card visible, never raw.
+func TestFormatCharactersInLabelsAreShownNotObeyed(t *testing.T) {
+	it := richItem()
+	it.Alert.Labels["pod"] = "vllm\u202egnp.exe"
+	it.Alert.Labels["model_name"] = "llama\u200b-8b"
+	it.Diagnosis.Scope["pod"] = "vllm\u202egnp.exe"
+	it.Diagnosis.Summary = "adapter sql\u2066-lora waits"
+	resolved := notify.Item{Alert: alert("old\u202epod", notify.StatusResolved)}
+	texts := cardStrings(t, Render(notification(notify.StatusFiring, it, resolved), testView, false))
+	for _, r := range []string{"\u202e", "\u200b", "\u2066"} {
+		if strings.Contains(texts, r) {
+			t.Errorf("the card holds %U raw", []rune(r)[0])
+		}
+	}
+	for _, want := range []string{"vllm<U+202E>gnp.exe", "llama<U+200B>-8b", "sql<U+2066>-lora", "old<U+202E>pod"} {
+		if !strings.Contains(texts, md(want)) {
+			t.Errorf("the card does not show %s", md(want))
+		}
+	}
+}
+
+// cardStrings is every string of the message, one a line.
+func cardStrings(t *testing.T, m Message) string {
+	t.Helper()
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			b.WriteString(x + "\n")
+		}
+	}
+	walk(generic)
+	return b.String()
 }

@@ -3,6 +3,7 @@ package teams
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/store"
 )
 
 // workflow is a local stand-in for a Teams Workflows trigger: it records every POST to its one
@@ -81,7 +83,7 @@ func newNotifier(t *testing.T, w *workflow) (notify.Notifier, *[]notify.Attempt)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(cfg, zerolog.Nop())
+	n, err := New(Options{Config: cfg, Store: store.NewMemory(), StormThreshold: 5, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func TestTheNotifierPostsTheRenderedCardToTheWorkflow(t *testing.T) {
 	if len(posts) != 1 {
 		t.Fatalf("%d posts, want 1", len(posts))
 	}
-	want, _ := json.Marshal(Render(n))
+	want, _ := json.Marshal(Render(n, testView, false))
 	if string(posts[0]) != string(want) {
 		t.Errorf("posted body is not Render(n):\n%s", posts[0])
 	}
@@ -169,7 +171,7 @@ func TestAnUnreachableWorkflowIsRetryableAndItsURLIsNotInTheError(t *testing.T) 
 	cfg := &Config{}
 	cfg.SetDefaults()
 	cfg.WebhookURL = secret.Secret(url)
-	n, err := New(cfg, zerolog.Nop())
+	n, err := New(Options{Config: cfg, Store: store.NewMemory(), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +194,81 @@ func TestConfigChecksTheURLWithoutShowingIt(t *testing.T) {
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "webhook_url: must be an http(s) URL") || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// downStore is a store that cannot be reached.
+type downStore struct{ store.Store }
+
+var errDown = fmt.Errorf("store: %w", store.ErrUnavailable)
+
+func (downStore) Get(context.Context, string) ([]byte, bool, error)        { return nil, false, errDown }
+func (downStore) Set(context.Context, string, []byte, time.Duration) error { return errDown }
+func (downStore) Delete(context.Context, string) error                     { return errDown }
+
+// A resolution closes a firing card, so it is posted only for a group whose firing card this
+// responder posted (issue 33.11: a responder down or started after the firing posted "RESOLVED
+// ... Closes the card FIRING: ..." for a card that never existed). It posts nothing then, as
+// Slack posts nothing for a thread it never started; a resolution of part of a firing group
+// keeps the record for the rest; with the store down it posts, saying it could not check.
+func TestAResolutionIsPostedOnlyForAFiringCardThisResponderPosted(t *testing.T) {
+	w := newWorkflow(t)
+	cfg := &Config{}
+	cfg.SetDefaults()
+	cfg.WebhookURL = secret.Secret(w.url())
+	newN := func(st store.Store) *Notifier {
+		n, err := New(Options{Config: cfg, Store: st, StormThreshold: 5, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ctx := context.Background()
+	resolved := func(status string, pods ...string) *notify.Notification {
+		var items []notify.Item
+		for _, p := range pods {
+			items = append(items, notify.Item{Alert: alert(p, notify.StatusResolved)})
+		}
+		return notification(status, items...)
+	}
+	posts := func(want int, why string) {
+		t.Helper()
+		if got := len(w.posts()); got != want {
+			t.Fatalf("%s: %d posts in all, want %d", why, got, want)
+		}
+	}
+
+	n := newN(store.NewMemory())
+	if _, err := n.Notify(ctx, resolved(notify.StatusResolved, "vllm-0")); err != nil {
+		t.Fatal(err)
+	}
+	posts(0, "a resolution of a group whose firing card was never posted")
+
+	if _, err := n.Notify(ctx, notification(notify.StatusFiring, item(playbooks.VerdictKVPreemption, "vllm-0"), item(playbooks.VerdictKVPreemption, "vllm-1"))); err != nil {
+		t.Fatal(err)
+	}
+	posts(1, "the firing card")
+	if _, err := n.Notify(ctx, resolved(notify.StatusFiring, "vllm-1")); err != nil {
+		t.Fatal(err)
+	}
+	posts(2, "one alert of the still firing group resolved")
+	if _, err := n.Notify(ctx, resolved(notify.StatusResolved, "vllm-0")); err != nil {
+		t.Fatal(err)
+	}
+	posts(3, "the group resolved")
+	if !strings.Contains(string(w.posts()[2]), "Closes the card") {
+		t.Errorf("the resolution does not name the card it closes: %s", w.posts()[2])
+	}
+	if _, err := n.Notify(ctx, resolved(notify.StatusResolved, "vllm-0")); err != nil {
+		t.Fatal(err)
+	}
+	posts(3, "a second resolution of the group (its new firing was not seen)")
+
+	if _, err := newN(downStore{}).Notify(ctx, resolved(notify.StatusResolved, "vllm-2")); err != nil {
+		t.Fatal(err)
+	}
+	posts(4, "a resolution with the store down")
+	if last := string(w.posts()[3]); !strings.Contains(last, "could not be checked") || strings.Contains(last, "Closes the card") {
+		t.Errorf("with the store down the resolution should say it could not check: %s", last)
 	}
 }

@@ -65,9 +65,9 @@ const (
 type Config struct {
 	// Name labels the target in logs, metrics (notifier="webhook/NAME") and delivery records.
 	Name string `yaml:"name"`
-	// URL receives the POSTs. A password in it prints masked (a token belongs in the secret or
-	// in authorization).
-	URL secret.URL `yaml:"url"`
+	// URL receives the POSTs. Incident tools often put a token in its path or query string, so
+	// it prints, logs and marshals as its scheme and host only (secret.TokenURL).
+	URL secret.TokenURL `yaml:"url"`
 	// Secret signs every request: "whsec_" + base64 of 24 to 64 random bytes
 	// (echo "whsec_$(openssl rand -base64 32)"). Required.
 	Secret     secret.Secret `yaml:"secret"`
@@ -186,13 +186,18 @@ type Alert struct {
 type EncodeFunc func(*playbooks.Diagnosis) ([]byte, error)
 
 // Body renders the request body of a notification: a pure function of it and the encoder.
+// The group's and each alert's URL (externalURL, generatorURL) is sent only when it is an
+// http(s) URL, as every integration makes links only of those (notify.HTTPURL): a receiver that
+// renders it as a link cannot be handed a javascript: one. Labels and annotations go as they
+// are: they are data the receiver matches on.
 func Body(n *notify.Notification, encode EncodeFunc) ([]byte, error) {
 	p := Payload{Type: TypeResolved, Timestamp: n.ReceivedAt.UTC(), Data: Data{Source: n.Source, Diagnoses: []json.RawMessage{},
 		Group: Group{Receiver: n.Receiver, Status: n.Status, Alerts: []Alert{}, GroupLabels: n.GroupLabels, CommonLabels: n.CommonLabels,
-			CommonAnnotations: n.CommonAnnotations, ExternalURL: n.ExternalURL, GroupKey: n.GroupKey, TruncatedAlerts: n.TruncatedAlerts}}}
+			CommonAnnotations: n.CommonAnnotations, ExternalURL: notify.HTTPURL(n.ExternalURL), GroupKey: n.GroupKey, TruncatedAlerts: n.TruncatedAlerts}}}
 	index := map[*playbooks.Diagnosis]int{}
 	for _, it := range n.Items {
 		a := Alert{Alert: it.Alert, Unmatched: it.Unmatched}
+		a.GeneratorURL = notify.HTTPURL(a.GeneratorURL)
 		if a.Status == "" {
 			a.Status = n.Status
 		}
@@ -243,7 +248,26 @@ func New(cfg *Config, encode EncodeFunc, log zerolog.Logger) (*Notifier, error) 
 	if err != nil {
 		return nil, fmt.Errorf("webhook %s: %w", cfg.Name, err)
 	}
+	if cfg.HTTP.FollowRedirects {
+		client.CheckRedirect = sameOrigin
+	}
 	return &Notifier{cfg: cfg, key: key, client: client, encode: encode, log: log, now: time.Now}, nil
+}
+
+// maxRedirects bounds the redirects followed on the receiver's own origin (net/http's default).
+const maxRedirects = 10
+
+// sameOrigin follows a redirect only to the origin (scheme, host and port) of the configured URL.
+// A signed delivery carries its body and its webhook-* headers along a redirect, and the copy
+// verifies with the receiver's secret for the whole replay window: sent to another host, it could
+// be replayed to the receiver, which never accepted that id. Not followed, the redirect is the
+// answer: a 3xx the retry loop does not retry, logged with the host it pointed to.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) || len(via) >= maxRedirects {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // MessageID is the webhook-id of a notification: the same for every delivery of one group state.

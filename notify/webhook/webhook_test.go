@@ -364,3 +364,55 @@ func mustNode(t *testing.T, s string) *yaml.Node {
 	}
 	return n.Content[0]
 }
+
+// Issue 33.6: a redirect to another host is never followed with a signed body (the copy would
+// verify with the receiver's secret, and could be replayed to it): the receiver elsewhere gets
+// nothing, and the 3xx is a failure the retry loop does not retry, naming where it pointed. The
+// hard negative: a redirect on the receiver's own origin is followed and delivered.
+func TestARedirectToAnotherHostIsNeverFollowedWithTheSignedBody(t *testing.T) {
+	elsewhere := newReceiver(t) // verifies with the same secret, as a copy would
+	moved := httptest.NewServer(http.RedirectHandler(elsewhere.url(), http.StatusTemporaryRedirect))
+	t.Cleanup(moved.Close)
+	n := notification(notify.Item{Alert: alert("vllm-0", "firing"), Diagnosis: diag("kv-pressure")})
+	_, err := retrying(newNotifier(t, moved.URL+"/hooks/vllm")).Notify(context.Background(), n)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 307: redirect to "+elsewhere.srv.URL+" not followed") {
+		t.Errorf("err = %v; want the redirect refused, naming its host", err)
+	}
+	if len(elsewhere.ids) != 0 {
+		t.Fatalf("the other host received %d signed copies", len(elsewhere.ids))
+	}
+
+	rcv := newReceiver(t)
+	same := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/old" {
+			http.Redirect(w, req, "/hooks/vllm", http.StatusPermanentRedirect)
+			return
+		}
+		rcv.serve(w, req)
+	}))
+	t.Cleanup(same.Close)
+	rcv.srv = same
+	if _, err := retrying(newNotifier(t, same.URL+"/old")).Notify(context.Background(), n); err != nil || len(rcv.accepted) != 1 {
+		t.Fatalf("a redirect on the same origin: err=%v, accepted %d; want it followed and delivered", err, len(rcv.accepted))
+	}
+}
+
+// Only http(s) URLs go out as the group's or an alert's URL (issue 33.8, in every integration):
+// a receiver that renders externalURL or generatorURL as a link is never handed a javascript:
+// one; an http(s) URL goes as it is.
+func TestOnlyHTTPURLsGoOutAsURLs(t *testing.T) {
+	bad := alert("vllm-0", "firing")
+	bad.GeneratorURL = "javascript:alert(1)"
+	n := notification(notify.Item{Alert: bad, Diagnosis: diag(playbooks.VerdictKVPressure)}, notify.Item{Alert: alert("vllm-1", "firing"), Unmatched: true})
+	n.ExternalURL = "javascript:alert(2)"
+	body, err := Body(n, encodeForTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(body), "javascript:") {
+		t.Errorf("a javascript: URL went out: %s", body)
+	}
+	if !strings.Contains(string(body), `"generatorURL":"http://prometheus.example/graph"`) || !strings.Contains(string(body), `"externalURL":""`) {
+		t.Errorf("the http(s) URL should go as it is and the other as empty: %s", body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -150,7 +151,7 @@ func runCost(promURL string, at time.Time) costReport {
 
 // runCostUntil is runCost with each query measured fewer times once deadline has passed.
 func runCostUntil(promURL string, at time.Time, deadline time.Time) costReport {
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		return costReport{err: err}
 	}

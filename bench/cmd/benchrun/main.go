@@ -41,6 +41,7 @@ var phaseCaps = map[string]struct{ cap, floor time.Duration }{
 	"ingest":     {3 * time.Minute, 40 * time.Second},
 	"storm":      {2 * time.Minute, 30 * time.Second},
 	"big":        {90 * time.Second, 20 * time.Second},
+	"hostile":    {3 * time.Minute, 45 * time.Second},
 }
 
 // runs reports whether section s is to run (-only).
@@ -66,19 +67,19 @@ func main() {
 	flag.DurationVar(&o.openRound, "open-round", 4*time.Second, "length of one open-loop round")
 	flag.IntVar(&o.ttdReps, "ttd-reps", 30, "time-to-diagnosis repetitions")
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the Go benchmarks")
-	only := flag.String("only", "", "comma-separated sections to run (go,cost,ttd,ingest,storm,big); BENCHMARKS.md is written only by a full run")
+	only := flag.String("only", "", "comma-separated sections to run (go,cost,ttd,ingest,storm,big,hostile); BENCHMARKS.md is written only by a full run")
 	flag.StringVar(&o.promURL, "prometheus", "", "a Prometheus already holding the recorded series (with -at, for -only cost)")
-	flag.DurationVar(&o.timeout, "timeout", 14*time.Minute, "bound of the whole run (each phase has its own cap within it)")
+	flag.DurationVar(&o.timeout, "timeout", 18*time.Minute, "bound of the whole run (each phase has its own cap within it)")
 	at := flag.Int64("at", 0, "Unix time at which -prometheus's recorded series end")
 	flag.Parse()
 	if *only != "" {
 		o.only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case "go", "cost", "ttd", "ingest", "storm", "big":
+			case "go", "cost", "ttd", "ingest", "storm", "big", "hostile":
 				o.only[s] = true
 			default:
-				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, cost, ttd, ingest, storm, big)\n", s)
+				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, cost, ttd, ingest, storm, big, hostile)\n", s)
 				os.Exit(2)
 			}
 		}
@@ -125,6 +126,7 @@ func main() {
 		ing      ingestReport
 		st       stormReport
 		big      bigReport
+		hs       hostileReport
 	)
 	if o.runs("go") {
 		if deadline, ok := phase("go", "Go benchmarks"); ok {
@@ -173,9 +175,14 @@ func main() {
 			}
 		}
 	}
+	if o.runs("hostile") {
+		if _, ok := phase("hostile", "hostile storm: what stays"); ok {
+			hs = benchHostileStorm(t, o.responderBin)
+		}
+	}
 	step("done")
 
-	table := render(o, ing, cost, []ttdReport{ttd, fleet, fleetRaw}, skipped, st, big, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
+	table := render(o, ing, cost, []ttdReport{ttd, fleet, fleetRaw}, skipped, st, big, hs, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
 	if len(o.only) > 0 {
 		return // a partial run does not replace the full table
@@ -206,7 +213,7 @@ func passFail(ok bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skipped []string, st stormReport, big bigReport, gb []goBench, gbErr error, took time.Duration, load string) string {
+func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skipped []string, st stormReport, big bigReport, hs hostileReport, gb []goBench, gbErr error, took time.Duration, load string) string {
 	cpu, cores := machine()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -311,6 +318,10 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 			big.alerts, big.queries, big.parents, big.replies, big.took.Round(10*time.Millisecond), passFail(big.drained && big.parents == 1 && big.queries < 100))
 	}
 
+	if o.runs("hostile") {
+		renderHostile(w, hs)
+	}
+
 	for _, sk := range skipped {
 		w("| not run: %s | | | | skipped |\n", sk)
 	}
@@ -361,5 +372,8 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 	w("- One notification of 10,000 alerts: one `VLLMQueueDepthHigh` group of 10,000 pods of one model in a single webhook\n")
 	w("  (`webhook.max_body_bytes` raised to 4 MiB for it), Slack the recording fake. Peak RSS is the responder's VmHWM over its whole\n")
 	w("  life; goroutines are sampled from its /metrics every 50 ms until the summary is posted.\n")
+	w("- Hostile storm: webhooks of distinct groups with 16 KiB label values, 32 at once, to a responder whose Prometheus is unreachable\n")
+	w("  (quick diagnoses: what stays is measured, not query cost). The store's figures are its gauges\n")
+	w("  (`vllm_responder_store_memory_bytes`, `_entries`, `_max_bytes`); RSS is VmRSS, the heap `go_memstats_heap_inuse_bytes`.\n")
 	return b.String()
 }

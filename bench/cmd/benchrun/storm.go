@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -105,7 +106,7 @@ slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, 
 	rep.idleG, _ = metric(resp.URL, "go_goroutines")
 
 	// The alerts, and the distinct requests their playbooks need.
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

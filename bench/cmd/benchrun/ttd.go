@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/config"
 	"github.com/vllm-responder/vllm-responder/dispatch"
 	"github.com/vllm-responder/vllm-responder/evidence"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/handlers"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
@@ -87,7 +88,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 		t.Fatalf("%v", err)
 	}
 	promAPI := v1.NewAPI(client)
-	builtin, err := playbooks.Builtin()
+	builtin, err := playbooks.Builtin(sources.Catalog())
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -97,7 +98,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	}
 	pb, _ := set.Get("ttft-p99-high")
 	m := metrics.New(prometheus.NewRegistry())
-	opt := evidence.EngineOptions{QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Logger: zerolog.Nop()}
+	opt := evidence.EngineOptions{QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()}
 	var alts evidence.AlternativesFunc
 	if recorded {
 		alts = evidence.StallHistory(opt.Naming)

@@ -23,7 +23,7 @@ func receiversOf(conf *config.Config, labels model.LabelSet) []string {
 
 var vllmAlerts = []string{"VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High",
 	"VLLMSpecDecodeAcceptanceDropped", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMKVTransferFailing",
-	"VLLMQueueDepthHigh", "VLLMEngineStalled"}
+	"VLLMQueueDepthHigh", "VLLMEngineStalled", "VLLMGPUFault"}
 
 // TestEveryConfigLoadsAndRoutesAsItsCommentsSay loads each file with the loader of the
 // Alertmanager module this project builds against (v0.35, which knows update_message: Debian's

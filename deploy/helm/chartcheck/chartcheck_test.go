@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vllm-responder/vllm-responder/config"
+	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -354,8 +355,34 @@ func TestServicesPDBsAndMonitorsSelectTheRightPods(t *testing.T) {
 			}
 			for _, u := range ty.monitoring {
 				where := u.GetKind() + " " + u.GetName()
-				switch u.GetKind() {
-				case "ServiceMonitor":
+				switch {
+				case u.GetKind() == "ServiceMonitor" && strings.HasSuffix(u.GetName(), "-dcgm-exporter"):
+					// An existing dcgm-exporter, scraped in the layout the GPU alert is rendered
+					// for: honorLabels false (the holder's pod in exported_pod).
+					sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
+					if len(sel) == 0 {
+						t.Errorf("%s: spec.selector.matchLabels required", where)
+					}
+					for k, v := range sel {
+						if responderSvc.Labels[k] == v {
+							t.Errorf("%s: selector %s=%s selects the responder's Service, not dcgm-exporter's", where, k, v)
+						}
+					}
+					ns, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "namespaceSelector", "matchNames")
+					if len(ns) != 1 || ns[0] == "" {
+						t.Errorf("%s: namespaceSelector.matchNames: want the exporter's namespace, got %v", where, ns)
+					}
+					eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
+					if len(eps) != 1 {
+						t.Fatalf("%s: want one endpoint, got %d", where, len(eps))
+					}
+					m, _ := eps[0].(map[string]any)
+					if m["honorLabels"] != false || m["path"] != "/metrics" || m["port"] == "" || m["port"] == nil {
+						t.Errorf("%s: endpoints[0]: want honorLabels false, path /metrics and a port, got %v", where, m)
+					}
+					checkOnlyKeys(t, where+" spec", u.Object["spec"], "selector", "namespaceSelector", "endpoints")
+					checkOnlyKeys(t, where+" endpoints[0]", m, "port", "path", "interval", "scrapeTimeout", "honorLabels")
+				case u.GetKind() == "ServiceMonitor":
 					sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
 					for k, v := range sel {
 						if responderSvc.Labels[k] != v {
@@ -376,7 +403,7 @@ func TestServicesPDBsAndMonitorsSelectTheRightPods(t *testing.T) {
 						}
 					}
 					checkOnlyKeys(t, where+" spec", u.Object["spec"], "selector", "namespaceSelector", "endpoints")
-				case "PrometheusRule":
+				case u.GetKind() == "PrometheusRule":
 					groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
 					if len(groups) == 0 {
 						t.Fatalf("%s: spec.groups required", where)
@@ -404,8 +431,8 @@ func TestServicesPDBsAndMonitorsSelectTheRightPods(t *testing.T) {
 							}
 						}
 					}
-					if alerts != 8 { // deploy/prometheus AlertNames
-						t.Errorf("%s: want the 8 built-in alerts, got %d", where, alerts)
+					if alerts != 9 { // deploy/prometheus AlertNames
+						t.Errorf("%s: want the 9 built-in alerts, got %d", where, alerts)
 					}
 				}
 			}
@@ -520,7 +547,7 @@ func TestUserPlaybooksInTheChartParse(t *testing.T) {
 					continue
 				}
 				for name, body := range cm.Data {
-					if _, err := playbooks.Parse(name, []byte(body)); err != nil {
+					if _, err := playbooks.Parse(name, []byte(body), sources.Catalog()); err != nil {
 						t.Errorf("ConfigMap %s: %v", cm.Name, err)
 					}
 				}

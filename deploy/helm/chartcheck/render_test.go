@@ -165,6 +165,8 @@ func TestOtherMisconfigurationsFailToRender(t *testing.T) {
 		{"config.outbound_webhooks[0].name=bot,config.outbound_webhooks[0].url=https://bot.example/h", "set outboundWebhookSecrets.bot: {existingSecret"},
 		{"outboundWebhookSecrets.bot.existingSecret=s", "outboundWebhookSecrets.bot: existingSecret and key are required"},
 		{"config.vllm.metric_prefix=other:", `ships rules for config.vllm.metric_prefix vllm: and kserve_vllm:, not "other:"`},
+		{"dcgmExporter.serviceMonitor.enabled=true,dcgmExporter.serviceMonitor.namespace=gpu-operator", "dcgmExporter.serviceMonitor.selector: the labels of your dcgm-exporter Service are required"},
+		{"dcgmExporter.serviceMonitor.enabled=true,dcgmExporter.serviceMonitor.selector.app=nvidia-dcgm-exporter", "dcgmExporter.serviceMonitor.namespace: the namespace of your dcgm-exporter Service is required"},
 	} {
 		vals := map[string]any{}
 		for _, s := range []string{"replicaCount=1", c.set} {

@@ -9,13 +9,21 @@
 //	ksm-standin --listen 127.0.0.1:9900 --namespace demo --deployment vllm-demo \
 //	  --pods vllm-demo-0,vllm-demo-1,vllm-demo-2 --hpa-max 3 --hpa-target 20 \
 //	  --prometheus http://127.0.0.1:9090 --reading 'avg(vllm:num_requests_waiting{namespace="demo"})'
+//
+// Pod i runs on node gpu-node-<i> (vllm-sim's dcgm-exporter stand-in names its nodes the same),
+// each with --gpus-per-node GPUs, Ready, schedulable. POST /admin/node changes a node as a
+// cordon or a GPU health agent would: {"node":"gpu-node-0","unschedulable":true,
+// "conditions":{"SysLogsGPUFallenOff":"True"},"gpus_allocatable":7} (fields left out are kept).
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -91,12 +99,17 @@ func run(args []string) int {
 	promURL := fs.String("prometheus", "", "Prometheus to read the metric from (empty: no reading, ScalingActive False)")
 	reading := fs.String("reading", "", "PromQL of the metric's average per pod")
 	every := fs.Duration("every", 3*time.Second, "how often the HPA reads its metric")
+	gpus := fs.Int("gpus-per-node", 8, "GPUs (nvidia.com/gpu) on each pod's node; 0: no node objects")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	var ps []testenv.KSMPod
+	n := &nodes{}
 	for i, p := range strings.Split(*pods, ",") {
 		ps = append(ps, testenv.KSMPod{Name: strings.TrimSpace(p), Ready: true, Node: fmt.Sprintf("gpu-node-%d", i)})
+		if *gpus > 0 {
+			n.list = append(n.list, testenv.KSMGPUNode(fmt.Sprintf("gpu-node-%d", i), *gpus))
+		}
 	}
 	base := testenv.KSMDeployment(*ns, *deploy, ps...)
 	h := &hpa{spec: testenv.KSMHPA{Namespace: *ns, Name: *deploy, TargetKind: "Deployment", TargetName: *deploy,
@@ -117,8 +130,9 @@ func run(args []string) int {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		fmt.Fprint(w, h.state(base).Exposition(time.Now()))
+		fmt.Fprint(w, h.state(base).Add(n.state()).Exposition(time.Now()))
 	})
+	mux.Handle("POST /admin/node", n)
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -153,4 +167,67 @@ func readLoop(ctx context.Context, prom v1.API, query string, period time.Durati
 		case <-t.C:
 		}
 	}
+}
+
+// nodes are the pods' nodes, changed by POST /admin/node.
+type nodes struct {
+	mu   sync.Mutex
+	list []testenv.KSMNode
+}
+
+func (n *nodes) state() testenv.KSMState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]testenv.KSMNode, len(n.list))
+	for i, x := range n.list {
+		x.Conditions = maps.Clone(x.Conditions)
+		out[i] = x
+	}
+	return testenv.KSMState{Nodes: out}
+}
+
+// nodeChange is the body of POST /admin/node: the fields set are changed, the others kept.
+type nodeChange struct {
+	Node            string            `json:"node"`
+	Unschedulable   *bool             `json:"unschedulable"`
+	Conditions      map[string]string `json:"conditions"`
+	GPUsAllocatable *int              `json:"gpus_allocatable"`
+}
+
+func (n *nodes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var c nodeChange
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&c); err != nil {
+		http.Error(w, "invalid JSON body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := n.apply(c); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (n *nodes) apply(c nodeChange) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := range n.list {
+		x := &n.list[i]
+		if x.Name != c.Node {
+			continue
+		}
+		if c.Unschedulable != nil {
+			x.Unschedulable = *c.Unschedulable
+		}
+		if c.GPUsAllocatable != nil {
+			x.GPUsAllocatable = c.GPUsAllocatable
+		}
+		for k, v := range c.Conditions {
+			if x.Conditions == nil {
+				x.Conditions = map[string]string{}
+			}
+			x.Conditions[k] = v
+		}
+		return nil
+	}
+	return fmt.Errorf("no node %q", c.Node)
 }
