@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -232,39 +233,49 @@ func (e *Engine) queryGroup(ctx context.Context, p *playbooks.Playbook, g []int,
 // requests (one unless the labels make it longer than the bound). The number of requests does
 // not grow with the number of pods.
 func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int) []string {
-	return RecordedRequests(p, labels, queriesPerRequest, nil)
+	return requests(p, labels, queriesPerRequest, playbooks.PodScope{}, nil)
 }
 
-// RequestsWith is what a run of an engine with the recorded alternatives alts sends, its cache
-// empty: the checks of the alternatives (once each), then RecordedRequests where the rules'
-// series are found (recorded), Requests where not.
-func RequestsWith(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, alts AlternativesFunc, recorded bool) []string {
+// RequestsWith is what a run sends from an engine configured as serve and triage configure
+// theirs (internal/stack): series named as n says (its pod and role labels) and the stall
+// history's recorded alternatives (StallHistory), its cache empty: the alternatives' check,
+// then the requests with their recorded forms where the rules' series are found (recorded), or
+// with the raw forms where not.
+func RequestsWith(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, n vllmnames.Naming, recorded bool) []string {
+	ps := playbooks.PodScope{Label: n.PodLabel, Role: n.RoleLabel}
+	alts := StallHistory(n)
 	var out []string
 	seen := map[string]bool{}
-	a := alts(p, labels, playbooks.PodScope{})
+	a := alts(p, labels, ps)
 	for _, alt := range append(a.Queries, a.Fleet...) {
 		if alt.Expr != "" && alt.Present != "" && !seen[alt.Present] {
 			seen[alt.Present] = true
 			out = append(out, alt.Present)
 		}
 	}
-	if recorded {
-		return append(out, RecordedRequests(p, labels, queriesPerRequest, alts)...)
+	if !recorded {
+		alts = nil
 	}
-	return append(out, Requests(p, labels, queriesPerRequest)...)
+	return append(out, requests(p, labels, queriesPerRequest, ps, alts)...)
 }
 
 // RecordedRequests is Requests where the recorded alternatives alts gives are used (their
 // checks answered), the checks not counted: what a run sends where the shipped recording rules
 // run. A nil alts is Requests.
 func RecordedRequests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, alts AlternativesFunc) []string {
+	return requests(p, labels, queriesPerRequest, playbooks.PodScope{}, alts)
+}
+
+// requests are the requests of a run of p with pods named as ps says, the recorded forms alts
+// gives used (nil: none).
+func requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, ps playbooks.PodScope, alts AlternativesFunc) []string {
 	if queriesPerRequest == 0 {
 		queriesPerRequest = defaultQueriesPerRequest
 	}
-	x := p.ExpandAll(labels, playbooks.PodScope{})
+	x := p.ExpandAll(labels, ps)
 	var shared []bool
 	if alts != nil {
-		a := alts(p, labels, playbooks.PodScope{})
+		a := alts(p, labels, ps)
 		yes := func(as []Alternative) map[string]bool {
 			m := map[string]bool{}
 			for _, alt := range as {
@@ -285,7 +296,7 @@ func RecordedRequests(p *playbooks.Playbook, labels map[string]string, queriesPe
 		out = append(out, promQL)
 	}
 	if p.Fleet != nil {
-		for _, fr := range newFleetRequests(p, x.Fleet, shared, playbooks.PodScope{}, DefaultMaxQueryBytes) {
+		for _, fr := range newFleetRequests(p, x.Fleet, shared, ps, DefaultMaxQueryBytes) {
 			out = append(out, fr.promQL())
 		}
 	}

@@ -255,7 +255,7 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 	}
 	// the check for the recorded stall history (none here), its queries a few to a request, and
 	// the fleet request
-	for _, r := range evidence.RequestsWith(pb, labels, 0, evidence.StallHistory(vllmnames.Naming{}), false) {
+	for _, r := range evidence.RequestsWith(pb, labels, 0, vllmnames.Default(), false) {
 		add(r)
 	}
 	if len(in) == 0 || len(out) == 0 {

@@ -131,7 +131,7 @@ slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, 
 				// The check for the recorded stall history, its queries a few to a request, and
 				// the fleet's requests (shared by the pods of a model; the stall history, recorded
 				// in the bench's Prometheus, by every playbook of the model).
-				reqs := evidence.RequestsWith(pb, l, 0, evidence.StallHistory(vllmnames.Naming{}), true)
+				reqs := evidence.RequestsWith(pb, l, 0, vllmnames.Default(), true)
 				for _, r := range reqs {
 					pairs[r] = true
 				}
