@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -31,8 +32,23 @@ import (
 // queries is sent again alone, so that one query cannot cost the others their answer; when the
 // request cannot reach Prometheus at all (refused, DNS, TLS), every query of it is unreachable.
 
+//
+// How long a request may be: at most MaxQueryBytes of PromQL (EngineOptions.MaxQueryBytes).
+// VictoriaMetrics refuses a longer query (-search.maxQueryLen, 16 KiB by default: "422: too long
+// query"), and a request's length grows with the scope's label values, which every selector
+// repeats. The queries of a request are split further until each request fits; a query that
+// does not fit alone is not sent (query.go), and the diagnosis says why.
+
 // defaultQueriesPerRequest is EngineOptions.QueriesPerRequest's default.
 const defaultQueriesPerRequest = 10
+
+// DefaultMaxQueryBytes is EngineOptions.MaxQueryBytes' default: VictoriaMetrics'
+// -search.maxQueryLen default, the shortest bound of the backends docs/deploy.md names.
+const DefaultMaxQueryBytes = 16384
+
+// foldedLen is the length foldQueries gives one query of several: the query labelled with its
+// name, and the " or " that joins it to the next.
+func foldedLen(name, expr string) int { return len(labelled(name, "")) + len(expr) + len(" or ") }
 
 // signalLabel names each query's answer in a request that carries several queries.
 const signalLabel = "vllm_responder_signal"
@@ -47,9 +63,14 @@ func foldQueries(names, exprs []string) string {
 		if i > 0 {
 			b.WriteString(" or ")
 		}
-		fmt.Fprintf(&b, "label_replace(%s, %q, %q, \"\", \"\")", e, signalLabel, names[i])
+		b.WriteString(labelled(names[i], e))
 	}
 	return b.String()
+}
+
+// labelled is expr with its answer labelled with name (signalLabel).
+func labelled(name, expr string) string {
+	return fmt.Sprintf("label_replace(%s, %q, %q, \"\", \"\")", expr, signalLabel, name)
 }
 
 // splitBySignal is foldQueries' answer apart again, by name.
@@ -93,9 +114,10 @@ func (b *queryBatch) interpret(v model.Value) result {
 }
 
 // groups splits p's queries (but those skip takes) into requests: the instant-vector queries
-// at most perRequest to a request, as evenly as can be (18 by 10 are two requests of 9), and
+// at most perRequest to a request, as evenly as can be (18 by 10 are two requests of 9), each
+// request split further until its PromQL (exprs, by p.Queries) is at most maxBytes long, and
 // every other query alone (a scalar cannot be labelled).
-func groups(p *playbooks.Playbook, perRequest int, skip func(i int) bool) [][]int {
+func groups(p *playbooks.Playbook, exprs []string, perRequest, maxBytes int, skip func(i int) bool) [][]int {
 	var folded []int
 	var out [][]int
 	for i, q := range p.Queries {
@@ -110,10 +132,28 @@ func groups(p *playbooks.Playbook, perRequest int, skip func(i int) bool) [][]in
 	if len(folded) > 0 {
 		n := (len(folded) + perRequest - 1) / perRequest
 		for k := range n {
-			out = append(out, folded[k*len(folded)/n:(k+1)*len(folded)/n])
+			out = append(out, fitted(folded[k*len(folded)/n:(k+1)*len(folded)/n], maxBytes, func(i int) int {
+				return foldedLen(p.Queries[i].Name, exprs[i])
+			})...)
 		}
 	}
 	return out
+}
+
+// fitted splits g, in its order, into runs whose folded length (size of each, added up) is at
+// most maxBytes; a query longer than that on its own is a run of its own.
+func fitted(g []int, maxBytes int, size func(i int) int) [][]int {
+	var out [][]int
+	start, total := 0, 0
+	for k, i := range g {
+		n := size(i)
+		if k > start && total+n > maxBytes {
+			out = append(out, g[start:k])
+			start, total = k, 0
+		}
+		total += n
+	}
+	return append(out, g[start:])
 }
 
 // fold is the request that carries the queries g of p (indexes into p.Queries and exprs, their
@@ -130,7 +170,7 @@ func fold(p *playbooks.Playbook, g []int, exprs []string) (names []string, promQ
 // request, and returns each query's result. A query whose result is cached is not sent.
 func (e *Engine) queryAll(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time) []result {
 	results := make([]result, len(exprs))
-	gs := groups(p, e.opt.QueriesPerRequest, func(i int) bool {
+	gs := groups(p, exprs, e.opt.QueriesPerRequest, e.opt.MaxQueryBytes, func(i int) bool {
 		r, ok := e.cached(exprs[i] + keySuffix)
 		if ok {
 			results[i] = r
@@ -188,21 +228,77 @@ func (e *Engine) queryGroup(ctx context.Context, p *playbooks.Playbook, g []int,
 }
 
 // Requests is the PromQL of every request a run of p for an alert with these labels sends to
-// Prometheus, with the default pod label and nothing cached: its queries queriesPerRequest to a
-// request (0: the engine's default), then the fleet request. The number of requests does not
-// grow with the number of pods.
+// Prometheus, with the default pod label, the default bound on a request's length and nothing
+// cached: its queries queriesPerRequest to a request (0: the engine's default), then the fleet
+// requests (one unless the labels make it longer than the bound). The number of requests does
+// not grow with the number of pods.
 func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int) []string {
+	return requests(p, labels, queriesPerRequest, playbooks.PodScope{}, nil)
+}
+
+// RequestsWith is what a run sends from an engine configured as serve and triage configure
+// theirs (internal/stack): series named as n says (its pod and role labels) and the stall
+// history's recorded alternatives (StallHistory), its cache empty: the alternatives' check,
+// then the requests with their recorded forms where the rules' series are found (recorded), or
+// with the raw forms where not.
+func RequestsWith(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, n vllmnames.Naming, recorded bool) []string {
+	ps := playbooks.PodScope{Label: n.PodLabel, Role: n.RoleLabel}
+	alts := StallHistory(n)
+	var out []string
+	seen := map[string]bool{}
+	a := alts(p, labels, ps)
+	for _, alt := range append(a.Queries, a.Fleet...) {
+		if alt.Expr != "" && alt.Present != "" && !seen[alt.Present] {
+			seen[alt.Present] = true
+			out = append(out, alt.Present)
+		}
+	}
+	if !recorded {
+		alts = nil
+	}
+	return append(out, requests(p, labels, queriesPerRequest, ps, alts)...)
+}
+
+// RecordedRequests is Requests where the recorded alternatives alts gives are used (their
+// checks answered), the checks not counted: what a run sends where the shipped recording rules
+// run. A nil alts is Requests.
+func RecordedRequests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, alts AlternativesFunc) []string {
+	return requests(p, labels, queriesPerRequest, playbooks.PodScope{}, alts)
+}
+
+// requests are the requests of a run of p with pods named as ps says, the recorded forms alts
+// gives used (nil: none).
+func requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, ps playbooks.PodScope, alts AlternativesFunc) []string {
 	if queriesPerRequest == 0 {
 		queriesPerRequest = defaultQueriesPerRequest
 	}
-	x := p.ExpandAll(labels, playbooks.PodScope{})
+	x := p.ExpandAll(labels, ps)
+	var shared []bool
+	if alts != nil {
+		a := alts(p, labels, ps)
+		yes := func(as []Alternative) map[string]bool {
+			m := map[string]bool{}
+			for _, alt := range as {
+				m[alt.Present] = true
+			}
+			return m
+		}
+		x.Queries = swapped(x.Queries, a.Queries, yes(a.Queries))
+		x.Fleet = swapped(x.Fleet, a.Fleet, yes(a.Fleet))
+		shared = make([]bool, len(x.Fleet))
+		for i, alt := range a.Fleet {
+			shared[i] = i < len(shared) && alt.Expr != ""
+		}
+	}
 	var out []string
-	for _, g := range groups(p, queriesPerRequest, nil) {
+	for _, g := range groups(p, x.Queries, queriesPerRequest, DefaultMaxQueryBytes, nil) {
 		_, promQL := fold(p, g, x.Queries)
 		out = append(out, promQL)
 	}
 	if p.Fleet != nil {
-		out = append(out, newFleetRequest(p, x.Fleet, playbooks.PodScope{}).promQL())
+		for _, fr := range newFleetRequests(p, x.Fleet, shared, ps, DefaultMaxQueryBytes) {
+			out = append(out, fr.promQL())
+		}
 	}
 	return out
 }

@@ -32,7 +32,17 @@ type EngineOptions struct {
 	// QueriesPerRequest is how many of a run's queries one request to Prometheus carries at most
 	// (default 10; 1 sends each query alone). See batch.go.
 	QueriesPerRequest int
-	Observer          Observer
+	// MaxQueryBytes bounds the PromQL of one request (default DefaultMaxQueryBytes, 16 KiB):
+	// queries travel in more requests rather than in a longer one, and a query longer than this
+	// alone is not sent (its evidence says so). See batch.go.
+	MaxQueryBytes int
+	// Alternatives, when set, gives the recorded alternatives of a playbook's queries: cheap
+	// forms over the shipped recording rules' series, sent instead of the raw form where the
+	// rules record the scope (recorded.go). RecordedCheckTTL is how long the answer of a check
+	// whether they do is kept (default 5m).
+	Alternatives     AlternativesFunc
+	RecordedCheckTTL time.Duration
+	Observer         Observer
 	// Naming is how vLLM's series are named and labelled (the vllm section): its pod label is
 	// what a playbook's pod scope selects on, its prefix, the one the queries were renamed to, is
 	// named in the notes of a no-data diagnosis. The zero value is vLLM's own names.
@@ -64,6 +74,7 @@ type Engine struct {
 	sem         chan struct{}
 	mu          sync.Mutex
 	cache       map[string]cached
+	presence    map[string]presence // recorded.go
 }
 
 type cached struct {
@@ -88,10 +99,16 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 	case opt.QueriesPerRequest < 0:
 		opt.QueriesPerRequest = 1
 	}
+	if opt.RecordedCheckTTL <= 0 {
+		opt.RecordedCheckTTL = defaultRecordedCheckTTL
+	}
+	if opt.MaxQueryBytes <= 0 {
+		opt.MaxQueryBytes = DefaultMaxQueryBytes
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel, Role: opt.Naming.RoleLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{},
+	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel, Role: opt.Naming.RoleLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{}, presence: map[string]presence{},
 		deadlineErr: fmt.Errorf("query deadline of %s exceeded", opt.QueryTimeout)}
 }
 
@@ -110,6 +127,7 @@ func (e *Engine) RunAt(ctx context.Context, p *playbooks.Playbook, labels map[st
 		return d, nil
 	}
 	pl := e.plan(p, labels, start, at)
+	e.useRecorded(ctx, &pl)
 	g := e.gather(ctx, pl)
 	d, err := e.judge(pl, g)
 	// A rule on the way to the verdict reads facts not looked up yet (kube-state-metrics', the
@@ -159,6 +177,9 @@ type plan struct {
 	// cacheSuffix keeps the answers at a fixed past time apart from the "now" answers of the
 	// same query.
 	cacheSuffix string
+	// sharedFleet marks the fleet queries every playbook shares (those with a recorded
+	// alternative: the stall history), which travel in a request of their own (recorded.go).
+	sharedFleet []bool
 }
 
 func (e *Engine) plan(p *playbooks.Playbook, labels map[string]string, now, at time.Time) plan {
@@ -187,7 +208,9 @@ func (e *Engine) gather(ctx context.Context, pl plan) gathered {
 	var g gathered
 	var wg sync.WaitGroup
 	if pl.p.Fleet != nil {
-		wg.Go(func() { g.fleet, g.fleetNotes = e.queryFleet(ctx, pl.p, pl.x.Fleet, pl.cacheSuffix, pl.at) })
+		wg.Go(func() {
+			g.fleet, g.fleetNotes = e.queryFleet(ctx, pl.p, pl.x.Fleet, pl.sharedFleet, pl.cacheSuffix, pl.at)
+		})
 	}
 	g.results = e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at)
 	markSaturated(pl.p, g.results)
@@ -279,6 +302,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		if t.unreachable > 0 {
 			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, len(p.Queries), t.lastErr))
 		}
+		sayRefused(d, p, g.results)
 	}
 	d.Scope, d.PodLabel, d.SlowestRequests = pl.x.Scope, pl.x.PodLabel, g.traces
 	d.Evidence = evidenceOf(p, pl.x.Queries, g.results, t.values, p.PodScoped(pl.labels, e.pods))
@@ -287,6 +311,26 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	}
 	d.Charts = charts(p, pl.x.Queries)
 	return d, err
+}
+
+// sayRefused says which of p's queries the backend refused (results, by p.Queries): not missing
+// evidence, whose absence a rule may read, but evidence the backend would not give. They leave
+// d.Missing for d.Error (the diagnosis is degraded), which names them and the backend's reason.
+func sayRefused(d *playbooks.Diagnosis, p *playbooks.Playbook, results []result) {
+	var names []string
+	why := ""
+	for i, q := range p.Queries {
+		if r := results[i]; r.refused {
+			names = append(names, q.Name)
+			why = cmp.Or(why, r.problem)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	d.Missing = slices.DeleteFunc(d.Missing, func(n string) bool { return slices.Contains(names, n) })
+	d.Error = cmp.Or(d.Error, fmt.Sprintf("%d of %d queries (%s) were refused by the backend or too long to send, so what they show is unknown, not absent: %s",
+		len(names), len(p.Queries), strings.Join(names, ", "), why))
 }
 
 // unreachable is the diagnosis when no query reached Prometheus: inconclusive, and saying so.

@@ -205,6 +205,9 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 		unavailable string
 		// batchedNotes replace notes when the queries share a request (they share its warnings).
 		batchedNotes []string
+		// refused: the backend refused the query: not missing; the diagnosis' error (errMsg) names it
+		refused bool
+		errMsg  string
 	}{
 		{
 			name: "one sample is the value", answers: map[string]answer{"a": one(5)},
@@ -268,15 +271,37 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 		},
 		{
 			name: "a query Prometheus rejects (bad_data) is missing with Prometheus' reason", answers: map[string]answer{"a": {err: rejected}},
-			query: "a", problem: `query rejected by Prometheus: invalid parameter "query": 1:6: parse error: unexpected "}"`,
-			verdict: playbooks.VerdictInconclusive, status: QueryError,
+			query: "a", problem: `the backend refused the query: invalid parameter "query": 1:6: parse error: unexpected "}"`,
+			verdict: playbooks.VerdictInconclusive, status: QueryError, refused: true,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+			errMsg: `1 of 3 queries (a) were refused by the backend or too long to send, so what they show is unknown, ` +
+				`not absent: the backend refused the query: invalid parameter "query": 1:6: parse error: unexpected "}"`,
 		},
 		{
 			name: "a query that fails to execute (execution) is rejected too", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrExec, Msg: "expanding series: too many samples"}}},
-			query: "a", problem: "query rejected by Prometheus: expanding series: too many samples",
-			verdict: playbooks.VerdictInconclusive, status: QueryError,
+			query: "a", problem: "the backend refused the query: expanding series: too many samples",
+			verdict: playbooks.VerdictInconclusive, status: QueryError, refused: true,
 			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+			errMsg: "1 of 3 queries (a) were refused by the backend or too long to send, so what they show is unknown, " +
+				"not absent: the backend refused the query: expanding series: too many samples",
+		},
+		{
+			name:    "VictoriaMetrics refusing a query longer than -search.maxQueryLen (its 422) is a refusal, not Prometheus unreachable",
+			answers: map[string]answer{"a": {err: &v1.Error{Type: "422", Msg: "too long query; got 17500 bytes; mustn't exceed `-search.maxQueryLen=16384` bytes"}}},
+			query:   "a", problem: "the backend refused the query: too long query; got 17500 bytes; mustn't exceed `-search.maxQueryLen=16384` bytes",
+			verdict: playbooks.VerdictInconclusive, status: QueryError, refused: true,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+			errMsg: "1 of 3 queries (a) were refused by the backend or too long to send, so what they show is unknown, " +
+				"not absent: the backend refused the query: too long query; got 17500 bytes; mustn't exceed `-search.maxQueryLen=16384` bytes",
+		},
+		{
+			name:    "a proxy refusing a request too large for it (413) is a refusal",
+			answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrClient, Msg: "client error: 413", Detail: "<html>413 Request Entity Too Large</html>"}}},
+			query:   "a", problem: "the backend refused the query: client error: 413: <html>413 Request Entity Too Large</html>",
+			verdict: playbooks.VerdictInconclusive, status: QueryError, refused: true,
+			notes: []string{"rule capacity-past-knee not decidable: a missing"},
+			errMsg: "1 of 3 queries (a) were refused by the backend or too long to send, so what they show is unknown, " +
+				"not absent: the backend refused the query: client error: 413: <html>413 Request Entity Too Large</html>",
 		},
 		{
 			name: "Prometheus' own timeout (timeout) is a timeout", answers: map[string]answer{"a": {err: &v1.Error{Type: v1.ErrTimeout, Msg: "query timed out in expression evaluation"}}},
@@ -393,12 +418,18 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 					t.Errorf("%s = %s; want %v", tc.query, ev.Text, *tc.value)
 				}
 				if tc.value == nil {
-					if ev.Text != playbooks.NA || !slices.Contains(d.Missing, tc.query) {
+					if tc.refused && (ev.Text != playbooks.NA || slices.Contains(d.Missing, tc.query)) {
+						t.Errorf("%s shows %q, missing %q; want n/a and not named as missing (refused)", tc.query, ev.Text, d.Missing)
+					}
+					if !tc.refused && (ev.Text != playbooks.NA || !slices.Contains(d.Missing, tc.query)) {
 						t.Errorf("%s shows %q, missing %q; want n/a and named as missing", tc.query, ev.Text, d.Missing)
 					}
 					if !d.Degraded() {
 						t.Error("a diagnosis with missing evidence must be degraded")
 					}
+				}
+				if tc.unavailable == "" && d.Error != tc.errMsg {
+					t.Errorf("error %q; want %q", d.Error, tc.errMsg)
 				}
 				if ev.Problem != tc.problem {
 					t.Errorf("%s's problem\n  %q\nwant\n  %q", tc.query, ev.Problem, tc.problem)

@@ -174,9 +174,20 @@ func (e *Engine) factsAsker(keySuffix string, at time.Time) facts.Asker {
 		}
 		per := max(e.opt.QueriesPerRequest, 1)
 		n := (len(qs) + per - 1) / per
+		all := make([]int, len(qs))
+		for i := range all {
+			all[i] = i
+		}
 		var wg sync.WaitGroup
 		for k := range n {
-			wg.Go(func() { send(qs[k*len(qs)/n : (k+1)*len(qs)/n]) })
+			// at most per to a request, and each request within MaxQueryBytes (batch.go)
+			for _, run := range fitted(all[k*len(qs)/n:(k+1)*len(qs)/n], e.opt.MaxQueryBytes, func(i int) int { return foldedLen(qs[i].Name, qs[i].Expr) }) {
+				chunk := make([]facts.Query, len(run))
+				for j, i := range run {
+					chunk[j] = qs[i]
+				}
+				wg.Go(func() { send(chunk) })
+			}
 		}
 		wg.Wait()
 		return a

@@ -71,7 +71,14 @@ type fleetRequest struct {
 	ps           playbooks.PodScope
 }
 
-func (fr *fleetRequest) promQL() string { return foldQueries(fr.names, fr.exprs) }
+// promQL is the request's PromQL: each query's answer labelled with its name, one query alone
+// too (so that every fleet answer reads the same way, however the queries were split).
+func (fr *fleetRequest) promQL() string {
+	if len(fr.exprs) == 1 {
+		return labelled(fr.names[0], fr.exprs[0])
+	}
+	return foldQueries(fr.names, fr.exprs)
+}
 
 func (fr *fleetRequest) key() string {
 	return "fleet by " + fr.ps.Name() + " role " + fr.ps.Role + "\x00"
@@ -100,25 +107,75 @@ func (fr *fleetRequest) interpret(v model.Value) result {
 	return r
 }
 
-// newFleetRequest is the request of p's fleet queries, expanded as exprs, series named as ps
-// says.
-func newFleetRequest(p *playbooks.Playbook, exprs []string, ps playbooks.PodScope) *fleetRequest {
-	fr := &fleetRequest{exprs: exprs, aggs: p.Fleet.Aggs, ps: ps}
-	for _, q := range p.Fleet.Queries {
-		fr.names = append(fr.names, q.Name)
+// newFleetRequests are the requests of p's fleet queries, expanded as exprs, series named as ps
+// says: one, unless its PromQL would be longer than maxBytes (the scope's label values repeat in
+// every selector), then as few as keep each within it. The queries shared marks (the history
+// every playbook shares, recorded.go) travel in requests of their own.
+func newFleetRequests(p *playbooks.Playbook, exprs []string, shared []bool, ps playbooks.PodScope, maxBytes int) []*fleetRequest {
+	var own, common []int
+	for i := range exprs {
+		if i < len(shared) && shared[i] {
+			common = append(common, i)
+		} else {
+			own = append(own, i)
+		}
 	}
-	return fr
+	size := func(i int) int { return foldedLen(p.Fleet.Queries[i].Name, exprs[i]) }
+	var runs [][]int
+	for _, g := range [][]int{own, common} {
+		if len(g) > 0 {
+			runs = append(runs, fitted(g, maxBytes, size)...)
+		}
+	}
+	var out []*fleetRequest
+	for _, run := range runs {
+		fr := &fleetRequest{ps: ps}
+		for _, i := range run {
+			fr.names = append(fr.names, p.Fleet.Queries[i].Name)
+			fr.exprs = append(fr.exprs, exprs[i])
+			fr.aggs = append(fr.aggs, p.Fleet.Aggs[i])
+		}
+		out = append(out, fr)
+	}
+	return out
 }
 
-// queryFleet runs the fleet's queries as one request. When Prometheus rejects it, each query
-// is sent alone, so that one bad query does not cost the others their answer.
-func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time) (playbooks.FleetValues, []string) {
-	fr := newFleetRequest(p, exprs, e.pods)
+// queryFleet runs the fleet's queries, as one request where it fits (newFleetRequests), the
+// requests at once.
+func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []string, shared []bool, keySuffix string, at time.Time) (playbooks.FleetValues, []string) {
+	frs := newFleetRequests(p, exprs, shared, e.pods, e.opt.MaxQueryBytes)
+	if len(frs) == 1 {
+		return e.queryFleetRequest(ctx, frs[0], keySuffix, at)
+	}
+	vals := playbooks.FleetValues{}
+	notes := make([][]string, len(frs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for k, fr := range frs {
+		wg.Go(func() {
+			v, n := e.queryFleetRequest(ctx, fr, keySuffix, at)
+			mu.Lock()
+			defer mu.Unlock()
+			maps.Copy(vals, v)
+			notes[k] = n
+		})
+	}
+	wg.Wait()
+	return vals, slices.Concat(notes...)
+}
+
+// queryFleetRequest runs one request of fleet queries. When Prometheus rejects it, each query is
+// sent alone, so that one bad query does not cost the others their answer.
+func (e *Engine) queryFleetRequest(ctx context.Context, fr *fleetRequest, keySuffix string, at time.Time) (playbooks.FleetValues, []string) {
 	r := e.query(ctx, fr.promQL(), keySuffix, at, fr)
-	if r.status != QueryError || len(exprs) == 1 {
+	if r.status != QueryError || len(fr.exprs) == 1 {
 		var notes []string
 		if r.problem != "" && r.status != QueryEmpty {
-			notes = append(notes, "fleet queries: "+r.problem)
+			what := "fleet queries"
+			if len(fr.names) == 1 {
+				what = "fleet query " + fr.names[0]
+			}
+			notes = append(notes, what+": "+r.problem)
 		}
 		if len(r.warnings) > 0 {
 			notes = append(notes, "fleet queries came back with warnings, the sibling comparison may be partial: "+strings.Join(r.warnings, "; "))
@@ -126,22 +183,20 @@ func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []
 		return r.fleet, notes
 	}
 	vals := playbooks.FleetValues{}
-	notes := make([]string, len(exprs))
+	notes := make([]string, len(fr.exprs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i := range exprs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			one := &fleetRequest{names: fr.names[i : i+1], exprs: exprs[i : i+1], aggs: fr.aggs[i : i+1], ps: fr.ps}
-			r := e.query(ctx, exprs[i], keySuffix, at, one)
+	for i := range fr.exprs {
+		wg.Go(func() {
+			one := &fleetRequest{names: fr.names[i : i+1], exprs: fr.exprs[i : i+1], aggs: fr.aggs[i : i+1], ps: fr.ps}
+			r := e.query(ctx, fr.exprs[i], keySuffix, at, one)
 			mu.Lock()
 			defer mu.Unlock()
 			maps.Copy(vals, r.fleet)
 			if r.problem != "" && r.status != QueryEmpty {
 				notes[i] = fmt.Sprintf("fleet query %s: %s", fr.names[i], r.problem)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return vals, slices.DeleteFunc(notes, func(n string) bool { return n == "" })

@@ -28,6 +28,9 @@ type result struct {
 	// DNS, TLS. Sending its queries again alone would fail alike.
 	transport bool
 	warnings  []string // the answer's warnings: it may be partial
+	// refused: the backend refused the query (or it was too long to send): its evidence is
+	// unknown, not absent.
+	refused bool
 }
 
 // query runs one request with deduplication: an identical request in flight (at the same
@@ -37,6 +40,9 @@ type result struct {
 // kind, when set, reads the answer of a request carrying several queries (a queryBatch or a
 // fleetRequest) instead of as one number.
 func (e *Engine) query(ctx context.Context, q, keySuffix string, at time.Time, kind answerKind) result {
+	if len(q) > e.opt.MaxQueryBytes {
+		return tooLong(len(q), e.opt.MaxQueryBytes)
+	}
 	key := q + keySuffix
 	if kind != nil {
 		key = kind.key() + key
@@ -126,15 +132,56 @@ func (e *Engine) pruneLocked() {
 	}
 }
 
+// tooLong is the result of a query that is not sent: n bytes of PromQL, more than the max the
+// backends accept.
+func tooLong(n, maxBytes int) result {
+	return result{status: QueryError, refused: true, problem: fmt.Sprintf("not sent: the query is %d bytes long, more than the %d bytes "+
+		"a backend may accept (VictoriaMetrics' -search.maxQueryLen); the scope's label values make it this long", n, maxBytes)}
+}
+
+// refusedPrefix is how a query's problem begins when the backend refused it (Prometheus' 400 or 422
+// with an error, VictoriaMetrics' 422 "too long query", a 4xx from a proxy): the query was
+// answered, with a refusal, which is not the absence of its evidence.
+const refusedPrefix = "the backend refused the query: "
+
+// refusal reports whether apiErr is the backend refusing the query, rather than failing to
+// answer it: Prometheus' bad_data and execution errors (its 400 and 422), the error types
+// Prometheus does not define in an API answer (VictoriaMetrics puts its HTTP status there:
+// "422" for a query longer than -search.maxQueryLen), and a proxy's 413, 414 or 431 (a request
+// too large for it). Another 4xx without an API body (401, 403, 404, 429) is about the way to
+// the backend, not the query.
+func refusal(apiErr *v1.Error) bool {
+	switch apiErr.Type {
+	case v1.ErrBadData, v1.ErrExec:
+		return true
+	case v1.ErrClient:
+		switch apiErr.Msg {
+		case "client error: 413", "client error: 414", "client error: 431":
+			return true
+		}
+		return false
+	case v1.ErrTimeout, v1.ErrCanceled, v1.ErrServer, v1.ErrBadResponse:
+		return false
+	}
+	return true
+}
+
 // interpret turns a query answer into one number, or a reason there is none.
 func interpret(v model.Value, err error, ctx context.Context) result {
 	if err != nil {
 		var apiErr *v1.Error
 		switch {
-		case errors.As(err, &apiErr) && (apiErr.Type == v1.ErrBadData || apiErr.Type == v1.ErrExec):
-			return result{status: QueryError, problem: "query rejected by Prometheus: " + apiErr.Msg}
 		case errors.As(err, &apiErr) && (apiErr.Type == v1.ErrTimeout || apiErr.Type == v1.ErrCanceled):
 			return result{status: QueryTimeout, problem: "Prometheus timed out: " + apiErr.Msg}
+		case errors.As(err, &apiErr) && refusal(apiErr):
+			msg := apiErr.Msg
+			if detail := strings.TrimSpace(apiErr.Detail); apiErr.Type == v1.ErrClient && detail != "" {
+				if len(detail) > 200 {
+					detail = strings.ToValidUTF8(detail[:200], "") + "…"
+				}
+				msg += ": " + detail
+			}
+			return result{status: QueryError, refused: true, problem: refusedPrefix + msg}
 		case ctx.Err() != nil:
 			return result{status: QueryTimeout, problem: context.Cause(ctx).Error()}
 		default:

@@ -457,6 +457,21 @@ func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 	return env
 }
 
+// fleetColumnExprs is fleetExprs for the queries the fleet view shows (a column each, with its
+// query as sent), "" for the hidden ones: a judgement needs no more (the stall history alone is
+// 10 KB of PromQL, hidden, and expanding it on every judgement was a third of Judge's bytes).
+func (p *Playbook) fleetColumnExprs(labels map[string]string, ps PodScope) []string {
+	siblings, _, _ := ScopeMatchers(siblingScope(p.Scope, p.Fleet.By), labels)
+	by := fleetGroupBy(ps)
+	out := make([]string, len(p.Fleet.Queries))
+	for i, q := range p.Fleet.Queries {
+		if !q.Hidden {
+			out[i] = expand(withGroupBy(q.segs, by), siblings, p.Window, p.Params)
+		}
+	}
+	return out
+}
+
 // fleetExprs expands the fleet's queries for an alert: the scope without the pod, grouped by
 // the pod label in force (and the role label, where pods have roles).
 func (p *Playbook) fleetExprs(labels map[string]string, ps PodScope) []string {

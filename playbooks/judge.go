@@ -59,7 +59,7 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 		missing[m] = true
 	}
 	if p.Fleet != nil {
-		fj := judgeFleet(p, o.Fleet, o.Labels, p.fleetExprs(o.Labels, o.PodScope), o.PodScope)
+		fj := judgeFleet(p, o.Fleet, o.Labels, p.fleetColumnExprs(o.Labels, o.PodScope), o.PodScope)
 		d.Fleet = fj.view
 		d.Notes = append(d.Notes, fj.notes...)
 		values = mergeValues(values, fj.values)

@@ -30,6 +30,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/sim"
@@ -252,7 +253,9 @@ func splitQueries(t *testing.T, labels map[string]string, match string) (matchin
 			out[e] = true
 		}
 	}
-	for _, r := range evidence.Requests(pb, labels, 0) { // its queries a few to a request, and the fleet request
+	// the check for the recorded stall history (none here), its queries a few to a request, and
+	// the fleet request
+	for _, r := range evidence.RequestsWith(pb, labels, 0, vllmnames.Default(), false) {
 		add(r)
 	}
 	if len(in) == 0 || len(out) == 0 {

@@ -10,61 +10,9 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 )
 
-// progressLoads are the pods of one model whose engines hang, sleep, restart or recover, as
-// recorded on a real Prometheus (the hang as measured on vLLM 0.32: every vllm: series frozen
-// at its last value, /metrics still answering), beside an idle, a slow and a quiet pod.
-func progressLoads() []testenv.VLLMLoad {
-	pod := func(name string, f func(*testenv.VLLMLoad)) testenv.VLLMLoad {
-		l := testenv.HealthyLoad
-		l.Namespace, l.Pod, l.Model = "p", name, "llama-p"
-		f(&l)
-		return l
-	}
-	return []testenv.VLLMLoad{
-		// SIGSTOP of EngineCore with two requests running: the queue reads 0.
-		pod("hung", func(l *testenv.VLLMLoad) { l.Running, l.Waiting, l.KV, l.HangFrom = 2, 0, 0.04, 8*time.Minute }),
-		pod("asleep", func(l *testenv.VLLMLoad) { l.Running, l.Waiting, l.HangFrom, l.Asleep = 2, 1, 8*time.Minute, true }),
-		pod("restarted", func(l *testenv.VLLMLoad) {
-			l.RestartAt, l.RestartReason, l.RestartExitCode = 2*time.Minute, "OOMKilled", 137
-		}),
-		// hung for 5 minutes, until 4 minutes ago; its backlog queues since
-		pod("recovered", func(l *testenv.VLLMLoad) {
-			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 9*time.Minute, 5*time.Minute, 30, 34, 35
-		}),
-		// SIGSTOP for 75 s, until a minute ago, as the real-vLLM end-to-end test does: scraped
-		// every 15 s, and every second
-		pod("stopped-75s", func(l *testenv.VLLMLoad) {
-			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
-		}),
-		pod("stopped-75s-1s", func(l *testenv.VLLMLoad) {
-			l.Step, l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = time.Second, 135*time.Second, 75*time.Second, 30, 34, 35
-		}),
-		// stopped for 75 s twice: 8 minutes ago and until a minute ago
-		pod("stopped-twice", func(l *testenv.VLLMLoad) {
-			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
-			l.EarlierHangFrom, l.EarlierHangFor = 8*time.Minute, 75*time.Second
-		}),
-		// stopped 6m10s ago, scraped every second: since when, to 5 s
-		pod("stopped-370s-1s", func(l *testenv.VLLMLoad) {
-			l.Step, l.Running, l.Waiting, l.HangFrom = time.Second, 2, 0, 370*time.Second
-		}),
-		// past capacity, its scrapes timing out for 45 s: neither a restart nor a stall
-		pod("busy-gap", func(l *testenv.VLLMLoad) {
-			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6
-			l.ScrapeGapAt, l.ScrapeGap = 3*time.Minute, 45*time.Second
-		}),
-		// killed 6.5 minutes ago and scraped again for 30 s: a gap longer than the window; its
-		// engine core died, so the container exited 0 (vLLM 0.32)
-		pod("restarted-late", func(l *testenv.VLLMLoad) {
-			l.RestartAt, l.RestartGap, l.RestartReason, l.RestartExitCode = 30*time.Second, 6*time.Minute, "Completed", 0
-		}),
-		// a new pod: two minutes of start-up scraped as down, serving for the last minute
-		pod("new", func(l *testenv.VLLMLoad) { l.StartAt, l.RestartGap = time.Minute, 2*time.Minute }),
-		pod("idle", func(l *testenv.VLLMLoad) { l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0 }),
-		pod("slow", func(l *testenv.VLLMLoad) { l.ReqRate, l.Running, l.Waiting = 0.05, 4, 2 }),
-		pod("ok", func(*testenv.VLLMLoad) {}),
-	}
-}
+// progressLoads are the pods of one model whose engines hang, sleep, restart or recover
+// (testenv.ProgressLoads).
+func progressLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("p", "llama-p") }
 
 // Against a real Prometheus: progress, not gauges. A hung engine with frozen gauges and an empty
 // queue is engine-stalled (never healthy), with the frozen gauges and since when named; asleep on

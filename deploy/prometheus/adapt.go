@@ -43,7 +43,7 @@ func (p Profile) adapt(rendered []byte, rf *RulesFile) ([]byte, error) {
 			}
 			expr, err := p.naming().Rewrite(expr)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", r.Alert, err))
+				errs = append(errs, fmt.Errorf("%s: %w", r.Alert+r.Record, err))
 				continue
 			}
 			if expr == r.Expr {
@@ -52,7 +52,7 @@ func (p Profile) adapt(rendered []byte, rf *RulesFile) ([]byte, error) {
 			var at int
 			doc, at, err = replaceBlock(doc, cursor, r.Expr, expr)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", r.Alert, err))
+				errs = append(errs, fmt.Errorf("%s: %w", r.Alert+r.Record, err))
 				continue
 			}
 			cursor = at

@@ -20,7 +20,9 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
+	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
@@ -83,6 +85,23 @@ type SpecDecodeAlert struct {
 	BaselineWindow string  `yaml:"baseline_window"`
 }
 
+// RecordNames are the recording rules, in the order the rules file defines them: the stall
+// history the responder's playbooks read where they find it (evidence.Alternatives).
+var RecordNames = []string{"engine:vllm_tokens_moved:timestamp", "engine:vllm_stall_held:1m"}
+
+// RecordBy is what the recording rules group by: one series per engine of a pod, with what the
+// playbooks' fleet groups by (namespace, pod, instance, engine, the role) and model_name, which
+// their scope selects on.
+func (p Profile) RecordBy() string {
+	var by []string
+	for _, l := range []string{"namespace", p.PodLabel, "instance", "engine", "model_name", p.RoleLabel} {
+		if l != "" && !slices.Contains(by, l) {
+			by = append(by, l)
+		}
+	}
+	return strings.Join(by, ", ")
+}
+
 // GPUFaultAlert holds the parameters of VLLMGPUFault: the XIDs of the drain/reset kind, how
 // long a new fault keeps firing (Recent), the NVLink CRC errors per second that count.
 type GPUFaultAlert struct {
@@ -118,7 +137,11 @@ type Profile struct {
 	RouterLabel  string    `yaml:"router_label"`
 	PodLabel     string    `yaml:"pod_label"`
 	GPU          GPULabels `yaml:"gpu"`
-	Alerts       struct {
+	// RoleLabel names a pod's role in disaggregated serving (empty: none); RecordInterval is
+	// the evaluation interval of the stall history's recording rules (RecordNames).
+	RoleLabel      string `yaml:"role_label"`
+	RecordInterval string `yaml:"record_interval"`
+	Alerts         struct {
 		TTFT       Alert           `yaml:"ttft"`
 		ITL        Alert           `yaml:"itl"`
 		SpecDecode SpecDecodeAlert `yaml:"spec_decode"`
@@ -275,6 +298,13 @@ func (p Profile) Validate() error {
 	dur("rate_window", p.RateWindow, false)
 	dur("gauge_window", p.GaugeWindow, false)
 	dur("eval_interval", p.EvalInterval, true)
+	dur("record_interval", p.RecordInterval, false)
+	if d, err := model.ParseDuration(p.RecordInterval); err == nil && time.Duration(d) > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("record_interval: %q is longer than Prometheus' 5m lookback: the history would have holes", p.RecordInterval))
+	}
+	if p.RoleLabel != "" && !labelNameRE.MatchString(p.RoleLabel) {
+		errs = append(errs, fmt.Errorf("role_label: %q is not a valid label name", p.RoleLabel))
+	}
 	if err := p.naming().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -399,14 +429,21 @@ func Render(p Profile) ([]byte, error) {
 	}
 	buf.Reset()
 	buf.Write(adapted)
-	var got []string
+	var got, records []string
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
-			got = append(got, r.Alert)
+			if r.Record != "" {
+				records = append(records, r.Record)
+			} else {
+				got = append(got, r.Alert)
+			}
 		}
 	}
 	if want := p.AlertNames(); !slices.Equal(got, want) {
 		return nil, fmt.Errorf("rendered rules (profile %q) define alerts %v, want %v", p.Name, got, want)
+	}
+	if !slices.Equal(records, RecordNames) {
+		return nil, fmt.Errorf("rendered rules (profile %q) record %v, want %v", p.Name, records, RecordNames)
 	}
 	return buf.Bytes(), nil
 }
@@ -438,11 +475,12 @@ type RulesFile struct {
 	} `yaml:"groups"`
 }
 
-// Rule is one alerting rule.
+// Rule is one alerting or recording rule.
 type Rule struct {
-	Alert       string            `yaml:"alert"`
+	Alert       string            `yaml:"alert,omitempty"`
+	Record      string            `yaml:"record,omitempty"`
 	Expr        string            `yaml:"expr"`
-	For         string            `yaml:"for"`
+	For         string            `yaml:"for,omitempty"`
 	Labels      map[string]string `yaml:"labels"`
 	Annotations map[string]string `yaml:"annotations"`
 }
@@ -457,7 +495,10 @@ func ParseRules(b []byte) (*RulesFile, error) {
 	}
 	for gi, g := range rf.Groups {
 		for ri, r := range g.Rules {
-			if r.Alert == "" || strings.TrimSpace(r.Expr) == "" || r.For == "" {
+			switch {
+			case r.Record != "" && (r.Alert != "" || strings.TrimSpace(r.Expr) == "" || r.For != "" || len(r.Annotations) > 0):
+				return nil, fmt.Errorf("groups[%d].rules[%d]: a recording rule has record and expr, and no alert, for or annotations", gi, ri)
+			case r.Record == "" && (r.Alert == "" || strings.TrimSpace(r.Expr) == "" || r.For == ""):
 				return nil, fmt.Errorf("groups[%d].rules[%d]: alert, expr and for are required", gi, ri)
 			}
 		}

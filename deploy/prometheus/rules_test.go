@@ -45,8 +45,17 @@ func TestProductionAndFastDifferOnlyInParameters(t *testing.T) {
 	}
 	for i := range prod {
 		p, f := prod[i], fast[i]
-		if p.Alert != f.Alert {
-			t.Errorf("rule %d: production %s, fast %s", i, p.Alert, f.Alert)
+		if p.Alert != f.Alert || p.Record != f.Record {
+			t.Errorf("rule %d: production %s%s, fast %s%s", i, p.Alert, p.Record, f.Alert, f.Record)
+			continue
+		}
+		if p.Record != "" {
+			// The stall history's minute is the playbooks' (their stall_recent_min counts from
+			// it), in every profile: only the group's interval differs (and the offset that
+			// looks one interval back).
+			if normalize(p.Expr) != normalize(f.Expr) || strings.Contains(p.Expr, "[1m]") != strings.Contains(f.Expr, "[1m]") {
+				t.Errorf("%s: the recorded stall history differs between profiles:\nproduction: %s\nfast:       %s", p.Record, p.Expr, f.Expr)
+			}
 			continue
 		}
 		if normalize(p.Expr) != normalize(f.Expr) {
@@ -66,9 +75,15 @@ func TestProductionAndFastDifferOnlyInParameters(t *testing.T) {
 	}
 }
 
-func TestEveryAlertCarriesSeverityAndAnnotations(t *testing.T) {
+func TestEveryAlertCarriesSeverityAndAnnotationsAndEveryRecordOneSeriesPerEngine(t *testing.T) {
 	runbook := regexp.MustCompile(`^https://github\.com/vllm-responder/vllm-responder/blob/main/docs/playbooks/[a-z0-9-]+\.md$`)
 	for _, r := range mustRules(t, "production") {
+		if r.Record != "" {
+			if !strings.Contains(r.Expr, "by (namespace, pod, instance, engine, model_name, llm_isvc_role)") {
+				t.Errorf("%s: not one series per engine of a pod (with model_name and the role)", r.Record)
+			}
+			continue
+		}
 		if r.Labels["severity"] == "" {
 			t.Errorf("%s: no severity label", r.Alert)
 		}

@@ -221,6 +221,9 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		Naming:            n,
 		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes}),
 		Logger:            log,
+		// The stall history read from the shipped recording rules where they run
+		// (deploy/prometheus, group vllm-responder-stall-history), its raw form elsewhere.
+		Alternatives: evidence.StallHistory(n),
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

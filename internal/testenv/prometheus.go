@@ -25,6 +25,15 @@ type PromOptions struct {
 	// OpenMetrics, when set, is backfilled into the TSDB with `promtool tsdb create-blocks-from
 	// openmetrics` before the server starts: recorded series with history. End it with "# EOF".
 	OpenMetrics string
+	// BackfillRules, when set with OpenMetrics, are rule files whose recording rules are
+	// evaluated over the whole recorded history (`promtool tsdb create-blocks-from rules`, at
+	// each group's interval) once the server holds it; the server is then restarted with their
+	// series. Backfilled series carry no staleness markers (a rule that records a series only
+	// while a condition holds would seem to go on for the lookback after it): the shipped
+	// recording rules record every series all the time.
+	BackfillRules []string
+	// BackfillFrom and BackfillTo bound the rules' backfill (the recorded history's span).
+	BackfillFrom, BackfillTo time.Time
 	// ScrapeTargets are scraped every ScrapeInterval (default 1s).
 	ScrapeTargets  []Target
 	ScrapeInterval time.Duration
@@ -61,6 +70,11 @@ type PromServer struct {
 	Proc    *Process
 	opts    PromOptions
 	cfgPath string
+	// RecordedUntil is when the recorded history ends (RecordedPrometheusWithRules): the rules'
+	// series are backfilled up to it and no further, so that evaluating there reads both alike
+	// (past it, a backfilled series, which has no staleness marker, would seem to go on for the
+	// lookback while the raw series have ended).
+	RecordedUntil time.Time
 }
 
 // Prometheus starts a real Prometheus on a loopback port and waits until it is ready.
@@ -95,14 +109,34 @@ func Prometheus(t testing.TB, o PromOptions) *PromServer {
 		}
 		ready = func(u string) bool { return clientOK(o.Client, u) }
 	}
-	p.Proc = Start(t, "prometheus", bin, append(args,
+	args = append(args,
 		"--storage.tsdb.path="+data,
 		"--storage.tsdb.retention.time=30d",
 		"--web.listen-address="+addr(port),
 		"--web.enable-lifecycle",
 		"--query.lookback-delta=5m",
-	)...)
+	)
+	p.Proc = Start(t, "prometheus", bin, args...)
 	WaitFor(t, 60*time.Second, "prometheus to be ready", func() bool { return ready(p.URL + "/-/ready") })
+	if len(o.BackfillRules) > 0 && o.OpenMetrics != "" {
+		promtool := promBinary(t, "PROMTOOL_BIN", "promtool")
+		blocks := dir + "/rule-blocks"
+		mustRun(t, promtool, append([]string{"tsdb", "create-blocks-from", "rules", "--quiet",
+			"--start=" + strconv.FormatInt(o.BackfillFrom.Unix(), 10), "--end=" + strconv.FormatInt(o.BackfillTo.Unix(), 10),
+			"--url=" + p.URL, "--output-dir=" + blocks}, o.BackfillRules...)...)
+		p.Proc.Stop()
+		entries, err := os.ReadDir(blocks)
+		if err != nil {
+			t.Fatalf("rule backfill: %v", err)
+		}
+		for _, e := range entries {
+			if err := os.Rename(blocks+"/"+e.Name(), data+"/"+e.Name()); err != nil {
+				t.Fatalf("rule backfill: %v", err)
+			}
+		}
+		p.Proc = Start(t, "prometheus", bin, args...)
+		WaitFor(t, 60*time.Second, "prometheus to be ready with the recorded rules", func() bool { return ready(p.URL + "/-/ready") })
+	}
 	return p
 }
 

@@ -214,6 +214,16 @@ func (p *Process) Stop() {
 	}
 }
 
+// Pid is the process' id (0 before it started).
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Output returns what the process printed so far.
 func (p *Process) Output() string { return p.out.String() }
 

@@ -418,6 +418,19 @@ func RecordedPrometheus(t testing.TB, pods []VLLMLoad) *PromServer {
 	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(time.Now(), pods)})
 }
 
+// RecordedPrometheusWithRules is RecordedPrometheus with the recording rules of ruleFiles (the
+// shipped deploy/prometheus files: the stall history) evaluated over the recorded 20 minutes,
+// as a Prometheus that has run them all along holds them.
+func RecordedPrometheusWithRules(t testing.TB, pods []VLLMLoad, ruleFiles ...string) *PromServer {
+	t.Helper()
+	now := time.Now()
+	end := now.Truncate(15 * time.Second)
+	p := Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods), BackfillRules: ruleFiles,
+		BackfillFrom: end.Add(-20 * time.Minute), BackfillTo: end})
+	p.RecordedUntil = end
+	return p
+}
+
 // openMetrics groups samples by metric family (OpenMetrics wants each family contiguous) and
 // declares their types.
 func openMetrics(raw string) string {
@@ -455,4 +468,63 @@ func openMetrics(raw string) string {
 	}
 	b.WriteString("# EOF\n")
 	return b.String()
+}
+
+// ProgressLoads are the pods of one model (in namespace) whose engines hang, sleep, restart or
+// recover, as recorded on a real Prometheus (the hang as measured on vLLM 0.32: every vllm:
+// series frozen at its last value, /metrics still answering), beside an idle, a slow and a quiet
+// pod: the real-vLLM end-to-end test's stops of 75 s (scraped every 15 s and every second), two
+// stops, a stop 6m10s ago still on, a hang of 5 minutes that ended, a restart inside the window
+// and one whose scrape gap began before it, a new pod, a busy pod whose scrapes time out.
+func ProgressLoads(namespace, model string) []VLLMLoad {
+	pod := func(name string, f func(*VLLMLoad)) VLLMLoad {
+		l := HealthyLoad
+		l.Namespace, l.Pod, l.Model = namespace, name, model
+		f(&l)
+		return l
+	}
+	return []VLLMLoad{
+		// SIGSTOP of EngineCore with two requests running: the queue reads 0.
+		pod("hung", func(l *VLLMLoad) { l.Running, l.Waiting, l.KV, l.HangFrom = 2, 0, 0.04, 8*time.Minute }),
+		pod("asleep", func(l *VLLMLoad) { l.Running, l.Waiting, l.HangFrom, l.Asleep = 2, 1, 8*time.Minute, true }),
+		pod("restarted", func(l *VLLMLoad) {
+			l.RestartAt, l.RestartReason, l.RestartExitCode = 2*time.Minute, "OOMKilled", 137
+		}),
+		// hung for 5 minutes, until 4 minutes ago; its backlog queues since
+		pod("recovered", func(l *VLLMLoad) {
+			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 9*time.Minute, 5*time.Minute, 30, 34, 35
+		}),
+		// SIGSTOP for 75 s, until a minute ago, as the real-vLLM end-to-end test does: scraped
+		// every 15 s, and every second
+		pod("stopped-75s", func(l *VLLMLoad) {
+			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
+		}),
+		pod("stopped-75s-1s", func(l *VLLMLoad) {
+			l.Step, l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = time.Second, 135*time.Second, 75*time.Second, 30, 34, 35
+		}),
+		// stopped for 75 s twice: 8 minutes ago and until a minute ago
+		pod("stopped-twice", func(l *VLLMLoad) {
+			l.HangFrom, l.HangFor, l.Waiting, l.Queue, l.TTFT = 135*time.Second, 75*time.Second, 30, 34, 35
+			l.EarlierHangFrom, l.EarlierHangFor = 8*time.Minute, 75*time.Second
+		}),
+		// stopped 6m10s ago, scraped every second: since when, to 5 s
+		pod("stopped-370s-1s", func(l *VLLMLoad) {
+			l.Step, l.Running, l.Waiting, l.HangFrom = time.Second, 2, 0, 370*time.Second
+		}),
+		// past capacity, its scrapes timing out for 45 s: neither a restart nor a stall
+		pod("busy-gap", func(l *VLLMLoad) {
+			l.TTFT, l.Queue, l.Waiting, l.Running, l.KV = 35, 34, 140, 64, 0.6
+			l.ScrapeGapAt, l.ScrapeGap = 3*time.Minute, 45*time.Second
+		}),
+		// killed 6.5 minutes ago and scraped again for 30 s: a gap longer than the window; its
+		// engine core died, so the container exited 0 (vLLM 0.32)
+		pod("restarted-late", func(l *VLLMLoad) {
+			l.RestartAt, l.RestartGap, l.RestartReason, l.RestartExitCode = 30*time.Second, 6*time.Minute, "Completed", 0
+		}),
+		// a new pod: two minutes of start-up scraped as down, serving for the last minute
+		pod("new", func(l *VLLMLoad) { l.StartAt, l.RestartGap = time.Minute, 2*time.Minute }),
+		pod("idle", func(l *VLLMLoad) { l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0 }),
+		pod("slow", func(l *VLLMLoad) { l.ReqRate, l.Running, l.Waiting = 0.05, 4, 2 }),
+		pod("ok", func(*VLLMLoad) {}),
+	}
 }

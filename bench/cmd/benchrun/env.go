@@ -312,3 +312,22 @@ func machine() (cpu string, cores int) {
 	}
 	return cpu, cores
 }
+
+// cpuTime is the CPU time (user + system) process pid has used, from /proc/<pid>/stat; 0 when
+// it cannot be read.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (which may hold spaces) in parentheses: utime is the 14th
+	// field of the line, stime the 15th, in clock ticks (100 a second on Linux).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 type goBench struct {
@@ -11,13 +13,19 @@ type goBench struct {
 	nsOp, bytesOp, allocsOp string
 }
 
-// runGoBenchmarks runs the packages' Benchmark functions (-benchmem) and parses their lines.
-func runGoBenchmarks(repo, benchtime string) ([]goBench, error) {
+// runGoBenchmarks runs the packages' Benchmark functions (-benchmem) and parses their lines,
+// killed at deadline (building them included).
+func runGoBenchmarks(repo, benchtime string, deadline time.Time) ([]goBench, error) {
 	pkgs := []string{"./playbooks", "./notify/slack", "./bench"}
 	args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime, "-count", "1"}, pkgs...)
-	cmd := exec.Command("go", args...)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = repo
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("go test -bench: not done within its phase (%s)", ctx.Err())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("go test -bench: %v\n%s", err, out)
 	}

@@ -75,6 +75,9 @@ type ingestMode struct {
 	backlog                          float64 // notifications still queued when the rounds ended
 	bareTP, respTP                   loadResult
 	bareLat, respLat                 loadResult
+	// CPU the responder and Prometheus used during the responder's open-loop rounds (the
+	// background diagnoses' queries included), and how long those rounds lasted.
+	respCPU, promCPU, latWall time.Duration
 }
 
 type ingestReport struct {
@@ -84,13 +87,16 @@ type ingestReport struct {
 	modes                  []*ingestMode
 	distinct               *ingestMode // information only: closed loop, no drain
 	drainWait              time.Duration
+	cut                    bool // the phase's deadline ended rounds early
 }
 
 // benchIngest measures POST /alertmanager on the responder against the bare handler, side by
 // side in alternating rounds: closed loop for throughput, open loop at a fixed rate for latency.
 // Two kinds of traffic: every alert new (the full path, each one diagnosed in the background),
-// and re-sends of a group already diagnosed (duplicates, what Alertmanager sends most).
-func benchIngest(t *benchTB, responderBin, promURL string, o options) ingestReport {
+// and re-sends of a group already diagnosed (duplicates, what Alertmanager sends most). Rounds
+// not begun by deadline are not run (the report says so), and each drain of the queue between
+// rounds waits 20 s at most.
+func benchIngest(t *benchTB, responderBin, promURL string, promPid int, o options, deadline time.Time) ingestReport {
 	rep := ingestReport{conns: o.conns, rate: o.rate, queueSize: o.ingestQueue, rounds: o.rounds,
 		closedRound: o.closedRound, openRound: o.openRound}
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -131,8 +137,11 @@ dispatch: {workers: 4, queue_size: %d}
 	}
 	drain := func() {
 		t0 := time.Now()
-		deadline := t0.Add(60 * time.Second)
-		for time.Now().Before(deadline) {
+		until := t0.Add(20 * time.Second)
+		if deadline.Before(until) {
+			until = deadline
+		}
+		for time.Now().Before(until) {
 			if v, ok := metric(resp.URL, "vllm_responder_queue_depth"); ok && v == 0 {
 				break
 			}
@@ -156,6 +165,10 @@ dispatch: {workers: 4, queue_size: %d}
 		fresh()
 		warm()
 		for r := range o.rounds {
+			if r > 0 && time.Now().After(deadline) {
+				rep.cut = true
+				break
+			}
 			for _, bareTurn := range []bool{r%2 == 0, r%2 != 0} { // alternate who goes first
 				if bareTurn {
 					m.bareTP.add(closedLoop(bareURL, p, o.conns, o.closedRound))
@@ -169,11 +182,19 @@ dispatch: {workers: 4, queue_size: %d}
 		fresh()
 		warm()
 		for r := range o.rounds {
+			if r > 0 && time.Now().After(deadline) {
+				rep.cut = true
+				break
+			}
 			for _, bareTurn := range []bool{r%2 == 0, r%2 != 0} {
 				if bareTurn {
 					m.bareLat.add(openLoop(bareURL, p, o.rate, o.openRound))
 				} else {
+					r0, p0, w0 := cpuTime(resp.cmd.Process.Pid), cpuTime(promPid), time.Now()
 					m.respLat.add(openLoop(respURL, p, o.rate, o.openRound))
+					m.respCPU += cpuTime(resp.cmd.Process.Pid) - r0
+					m.promCPU += cpuTime(promPid) - p0
+					m.latWall += time.Since(w0)
 					drain()
 				}
 			}
@@ -193,6 +214,10 @@ dispatch: {workers: 4, queue_size: %d}
 	p := newIngestPayload()
 	p.distinct = true
 	for r := range o.rounds {
+		if time.Now().After(deadline) {
+			rep.cut = true
+			break
+		}
 		for _, bareTurn := range []bool{r%2 == 0, r%2 != 0} {
 			if bareTurn {
 				d.bareTP.add(closedLoop(bareURL, p, o.conns, o.closedRound))

@@ -22,6 +22,26 @@ type options struct {
 	ttdReps                 int
 	benchtime               string
 	only                    map[string]bool // empty: every section
+	// promURL, when set, is a Prometheus already holding the recorded series (the cost and ttd
+	// sections, for iterating on queries), whose data ends at promAt.
+	promURL string
+	promAt  time.Time
+	// timeout bounds the whole run; each phase has its own cap within it (phaseCaps).
+	timeout time.Duration
+}
+
+// phaseCaps bound each phase of a run; a phase that would end past the run's timeout is given
+// what is left, and one that has less than its floor left is not run (the table says so).
+var phaseCaps = map[string]struct{ cap, floor time.Duration }{
+	"go":         {4 * time.Minute, 30 * time.Second},
+	"prometheus": {3 * time.Minute, time.Minute},
+	"cost":       {90 * time.Second, 10 * time.Second},
+	"ttd":        {40 * time.Second, 5 * time.Second},
+	"ttd-raw":    {30 * time.Second, 5 * time.Second},
+	"ingest":     {3 * time.Minute, 40 * time.Second},
+	"storm":      {2 * time.Minute, 30 * time.Second},
+	"big":        {90 * time.Second, 20 * time.Second},
+	"hostile":    {3 * time.Minute, 45 * time.Second},
 }
 
 // runs reports whether section s is to run (-only).
@@ -47,75 +67,122 @@ func main() {
 	flag.DurationVar(&o.openRound, "open-round", 4*time.Second, "length of one open-loop round")
 	flag.IntVar(&o.ttdReps, "ttd-reps", 30, "time-to-diagnosis repetitions")
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the Go benchmarks")
-	only := flag.String("only", "", "comma-separated sections to run (go,ttd,ingest,storm,big,hostile); BENCHMARKS.md is written only by a full run")
+	only := flag.String("only", "", "comma-separated sections to run (go,cost,ttd,ingest,storm,big,hostile); BENCHMARKS.md is written only by a full run")
+	flag.StringVar(&o.promURL, "prometheus", "", "a Prometheus already holding the recorded series (with -at, for -only cost)")
+	flag.DurationVar(&o.timeout, "timeout", 18*time.Minute, "bound of the whole run (each phase has its own cap within it)")
+	at := flag.Int64("at", 0, "Unix time at which -prometheus's recorded series end")
 	flag.Parse()
 	if *only != "" {
 		o.only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case "go", "ttd", "ingest", "storm", "big", "hostile":
+			case "go", "cost", "ttd", "ingest", "storm", "big", "hostile":
 				o.only[s] = true
 			default:
-				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, ttd, ingest, storm, big, hostile)\n", s)
+				fmt.Fprintf(os.Stderr, "-only: unknown section %q (known: go, cost, ttd, ingest, storm, big, hostile)\n", s)
 				os.Exit(2)
 			}
 		}
 	}
 
+	if *at != 0 {
+		o.promAt = time.Unix(*at, 0)
+	}
+	if o.promURL != "" {
+		if len(o.only) != 1 || !o.only["cost"] {
+			fmt.Fprintln(os.Stderr, "-prometheus: only with -only cost")
+			os.Exit(2)
+		}
+		printCost(runCost(o.promURL, o.promAt))
+		return
+	}
 	loadBefore := loadavg()
 	t := &benchTB{}
 	defer t.runCleanups()
 	began := time.Now()
 	step := func(s string) { fmt.Fprintf(os.Stderr, "[%5.1fs] %s\n", time.Since(began).Seconds(), s) }
+	var skipped []string
+	// phase starts phase name: its deadline, or false (and the table says so) when the run has
+	// less than the phase's floor left.
+	phase := func(name, what string) (time.Time, bool) {
+		c := phaseCaps[name]
+		left := o.timeout - time.Since(began) - 15*time.Second // the table and the cleanups
+		if left < c.floor {
+			skipped = append(skipped, fmt.Sprintf("%s (%s left of the %s timeout)", what, left.Round(time.Second), o.timeout))
+			step("skipped: " + what)
+			return time.Time{}, false
+		}
+		step(what)
+		return time.Now().Add(min(c.cap, left)), true
+	}
 
 	var (
-		gb    []goBench
-		gbErr error
-		ttd   ttdReport
-		fleet ttdReport
-		ing   ingestReport
-		st    stormReport
-		big   bigReport
-		hs    hostileReport
+		gb       []goBench
+		gbErr    error
+		cost     costReport
+		ttd      ttdReport
+		fleet    ttdReport
+		fleetRaw ttdReport
+		ing      ingestReport
+		st       stormReport
+		big      bigReport
+		hs       hostileReport
 	)
 	if o.runs("go") {
-		step("Go benchmarks")
-		gb, gbErr = runGoBenchmarks(o.repo, o.benchtime)
+		if deadline, ok := phase("go", "Go benchmarks"); ok {
+			gb, gbErr = runGoBenchmarks(o.repo, o.benchtime, deadline)
+		}
 	}
-	if o.runs("ttd") || o.runs("ingest") || o.runs("storm") || o.runs("big") {
-		step("starting Prometheus with recorded vLLM series")
-		prom := startRecordedPrometheus(t)
+	if o.runs("cost") || o.runs("ttd") || o.runs("ingest") || o.runs("storm") || o.runs("big") {
+		if _, ok := phase("prometheus", "starting Prometheus with recorded vLLM series and the shipped recording rules"); !ok {
+			t.Fatalf("no time left to start Prometheus")
+		}
+		prom, at := startRecordedPrometheus(t, o.repo)
 		proxy := startCountingProxy(t, prom.URL)
+		if o.runs("cost") {
+			if deadline, ok := phase("cost", "where a diagnosis' time goes (each query alone, stats=all)"); ok {
+				cost = runCostUntil(prom.URL, at, deadline)
+			}
+		}
 		if o.runs("ttd") {
-			step("time to diagnosis")
-			ttd = benchTimeToDiagnosis(t, prom.URL, o.ttdReps, "ttft-p99-high", map[string]string{"alertname": "VLLMTimeToFirstTokenP99High",
-				"namespace": "llm", "pod": "vllm-capacity", "model_name": "llama", "severity": "critical"}, 1)
-			step("time to diagnosis, a model on 50 pods")
-			fleet = benchTimeToDiagnosis(t, prom.URL, o.ttdReps, "ttft-p99-high on one pod of a 50-pod model", map[string]string{"alertname": "VLLMTimeToFirstTokenP99High",
-				"namespace": "llm", "pod": "fleet-0", "model_name": testenv.FleetModel, "severity": "critical"}, testenv.FleetPods)
+			one := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "llm", "pod": "vllm-capacity", "model_name": "llama", "severity": "critical"}
+			fifty := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "llm", "pod": "fleet-0", "model_name": testenv.FleetModel, "severity": "critical"}
+			if deadline, ok := phase("ttd", "time to diagnosis"); ok {
+				ttd = benchTimeToDiagnosis(t, prom.URL, o.ttdReps, "ttft-p99-high", one, 1, true, true, deadline)
+			}
+			if deadline, ok := phase("ttd", "time to diagnosis, a model on 50 pods"); ok {
+				fleet = benchTimeToDiagnosis(t, prom.URL, o.ttdReps, "ttft-p99-high on one pod of a 50-pod model", fifty, testenv.FleetPods, true, true, deadline)
+			}
+			if deadline, ok := phase("ttd-raw", "time to diagnosis, a model on 50 pods, without the recording rules"); ok {
+				fleetRaw = benchTimeToDiagnosis(t, prom.URL, 5, "ttft-p99-high on one pod of a 50-pod model, stall history not recorded", fifty, testenv.FleetPods, false, false, deadline)
+			}
 		}
 		if o.runs("ingest") {
-			step("webhook ingest")
-			// Straight to Prometheus: the counting proxy is for the storm, and its CPU (in this
-			// process, beside the load generator) would be charged to the responder.
-			ing = benchIngest(t, o.responderBin, prom.URL, o)
+			if deadline, ok := phase("ingest", "webhook ingest"); ok {
+				// Straight to Prometheus: the counting proxy is for the storm, and its CPU (in
+				// this process, beside the load generator) would be charged to the responder.
+				ing = benchIngest(t, o.responderBin, prom.URL, prom.Proc.Pid(), o, deadline)
+			}
 		}
 		if o.runs("storm") {
-			step("alert storm")
-			st = benchStorm(t, o.responderBin, proxy)
+			if _, ok := phase("storm", "alert storm"); ok {
+				st = benchStorm(t, o.responderBin, proxy)
+			}
 		}
 		if o.runs("big") {
-			step("one notification of 10,000 alerts")
-			big = benchBigNotification(t, o.responderBin, proxy)
+			if _, ok := phase("big", "one notification of 10,000 alerts"); ok {
+				big = benchBigNotification(t, o.responderBin, proxy)
+			}
 		}
 	}
 	if o.runs("hostile") {
-		step("hostile storm: what stays")
-		hs = benchHostileStorm(t, o.responderBin)
+		if _, ok := phase("hostile", "hostile storm: what stays"); ok {
+			hs = benchHostileStorm(t, o.responderBin)
+		}
 	}
 	step("done")
 
-	table := render(o, ing, ttd, fleet, st, big, hs, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
+	table := render(o, ing, cost, []ttdReport{ttd, fleet, fleetRaw}, skipped, st, big, hs, gb, gbErr, time.Since(began), loadBefore+" at start, "+loadavg()+" at end")
 	fmt.Print(table)
 	if len(o.only) > 0 {
 		return // a partial run does not replace the full table
@@ -146,7 +213,7 @@ func passFail(ok bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, big bigReport, hs hostileReport, gb []goBench, gbErr error, took time.Duration, load string) string {
+func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skipped []string, st stormReport, big bigReport, hs hostileReport, gb []goBench, gbErr error, took time.Duration, load string) string {
 	cpu, cores := machine()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -176,6 +243,12 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 			m.respLat.ok, m.respLat.unavailable, m.respLat.other,
 			ms(percentile(m.bareLat.lat, .5)), ms(percentile(m.bareLat.lat, .99)),
 			passFail(p99 < 5*time.Millisecond && len(m.respLat.lat) > 0 && m.respLat.unavailable == 0 && m.respLat.other == 0))
+		w("| webhook answer time at %d req/s, %s: CPU during the responder's rounds (%s of wall time, 2 cores shared with the load generator) | responder %.2f s (%.0f%% of a core) | Prometheus %.2f s (%.0f%% of a core), answering the background diagnoses | | info |\n",
+			ing.rate, m.name, m.latWall.Round(10*time.Millisecond), m.respCPU.Seconds(), 100*m.respCPU.Seconds()/max(m.latWall.Seconds(), 0.001),
+			m.promCPU.Seconds(), 100*m.promCPU.Seconds()/max(m.latWall.Seconds(), 0.001))
+	}
+	if ing.cut {
+		w("| webhook ingest: rounds not run | the phase's time ran out before them: the rows above hold fewer rounds | | | info |\n")
 	}
 	if d := ing.distinct; d != nil {
 		ratio := 0.0
@@ -187,22 +260,37 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 			d.respTP.unavailable, d.respTP.other, d.diagnosed, d.backlog,
 			d.bareTP.rps(), ms(percentile(d.bareTP.lat, .5)), ms(percentile(d.bareTP.lat, .99)), ratio)
 	}
-	t50 := percentile(ttd.ttd, .5)
 	if o.runs("ttd") {
-		refs := func(r ttdReport, t50 time.Duration) {
-			w("| time to diagnosis, %s: references | | all %d requests alone one after the other p50 %s; all at once from bare goroutines p50 %s; the fleet request alone p50 %s, its %d queries alone one after the other p50 %s | responder / bare concurrent = %.2fx; responder / slowest = %.2fx | info |\n",
-				r.name, r.queries, ms(percentile(r.sum, .5)), ms(percentile(r.concurrent, .5)), ms(percentile(r.fleetReq, .5)), r.fleetQueries, ms(percentile(r.fleetSep, .5)),
+		for _, r := range ttds {
+			if r.name == "" {
+				continue
+			}
+			t50 := percentile(r.ttd, .5)
+			how := "stall history from the recording rules"
+			if !r.recorded {
+				how = "stall history computed by each diagnosis (no recording rules)"
+			}
+			runs := fmt.Sprintf("%d runs", len(r.ttd))
+			if r.cut {
+				runs += fmt.Sprintf(" of %d (the phase's time ran out)", r.reps)
+			}
+			result := passFail(r.pass())
+			target := fmt.Sprintf("p50 ≤ min(%d×plain rate, %s) = %s", plainFactor, ms(maxP50), ms(r.target()))
+			if !r.recorded {
+				result, target = "info", "none (the rules are the fix)"
+			}
+			w("| time to diagnosis, %s (%s; %d requests: its %d queries in %d, the fleet's %d in %d; cache off, %s, verdict %s) | p50 %s, p90 %s | a plain rate over the same pods (`%s`) alone p50 %s | %s; %.1fx the plain rate | %s |\n",
+				r.name, how, r.queries, r.playbookQueries, r.queries-r.fleetRequests, r.fleetQueries, r.fleetRequests, runs, r.verdict,
+				ms(t50), ms(percentile(r.ttd, .9)), r.plainQuery, ms(percentile(r.plain, .5)), target,
+				float64(t50)/float64(max(percentile(r.plain, .5), 1)), result)
+			if !r.refs {
+				continue
+			}
+			w("| time to diagnosis, %s: references | | slowest request alone (%s) p50 %s; all %d requests alone one after the other p50 %s; all at once from bare goroutines p50 %s; the fleet's %d request(s) alone p50 %s, its %d queries alone one after the other p50 %s | responder / bare concurrent = %.2fx; responder / slowest = %.2fx | info |\n",
+				r.name, r.slowestName, ms(percentile(r.slowest, .5)), r.queries, ms(percentile(r.sum, .5)), ms(percentile(r.concurrent, .5)),
+				r.fleetRequests, ms(percentile(r.fleetReq, .5)), r.fleetQueries, ms(percentile(r.fleetSep, .5)),
 				float64(t50)/float64(max(percentile(r.concurrent, .5), 1)), float64(t50)/float64(max(percentile(r.slowest, .5), 1)))
 		}
-		w("| time to diagnosis, %s (%d requests: its %d queries in %d, and one fleet request carrying %d; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest request alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
-			ttd.name, ttd.queries, ttd.playbookQueries, ttd.queries-1, ttd.fleetQueries, len(ttd.ttd), ttd.verdict, ms(t50), ms(percentile(ttd.ttd, .9)), ttd.slowestName,
-			ms(percentile(ttd.slowest, .5)), ms(percentile(ttd.slowest, .9)), ms(ttd.p50Target), passFail(t50 <= ttd.p50Target && ttd.errors == 0))
-		refs(ttd, t50)
-		f50 := percentile(fleet.ttd, .5)
-		w("| time to diagnosis, %s (%d requests per diagnosis whatever the pod count: its %d queries in %d, the fleet's %d in one, one vector by pod and engine each; cache off, %d runs, verdict %s) | p50 %s, p90 %s | slowest request alone (%s) p50 %s, p90 %s | p50 ≤ 1.3×slowest + 5 ms = %s | %s |\n",
-			fleet.name, fleet.queries, fleet.playbookQueries, fleet.queries-1, fleet.fleetQueries, len(fleet.ttd), fleet.verdict, ms(f50), ms(percentile(fleet.ttd, .9)), fleet.slowestName,
-			ms(percentile(fleet.slowest, .5)), ms(percentile(fleet.slowest, .9)), ms(fleet.p50Target), passFail(f50 <= fleet.p50Target && fleet.errors == 0 && len(fleet.ttd) > 0))
-		refs(fleet, f50)
 	}
 	if o.runs("storm") {
 		w("| storm: alerts accepted / refused | %d / %d of %d in %d groups, %d posts in %s | | all accepted | %s |\n",
@@ -234,6 +322,12 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 		renderHostile(w, hs)
 	}
 
+	for _, sk := range skipped {
+		w("| not run: %s | | | | skipped |\n", sk)
+	}
+	if o.runs("cost") {
+		w("%s", renderCost(cost))
+	}
 	w("\n| Go benchmark (-benchmem, -benchtime %s) | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n", o.benchtime)
 	if gbErr != nil {
 		w("| failed: %s | | | |\n", strings.ReplaceAll(gbErr.Error(), "\n", " "))
@@ -256,12 +350,20 @@ func render(o options, ing ingestReport, ttd, fleet ttdReport, st stormReport, b
 	w("  Same Go load generator for both; rounds alternate, and the responder's queue is drained between rounds. Each measurement starts\n")
 	w("  on a fresh responder, so the open loop does not inherit the closed loop's 300,000+ in-memory dedup claims.\n")
 	w("  The open-loop latency is measured from when each request was due, so a stall counts against every request it delays.\n")
+	w("- Prometheus holds the recorded series (20 minutes of every pod, and a day-ago baseline) and the shipped recording rules'\n")
+	w("  series over them (`deploy/prometheus/vllm-alerts.rules.yml`, backfilled with `promtool tsdb create-blocks-from rules`): the\n")
+	w("  stall history (`engine:vllm_tokens_moved:timestamp`, `engine:vllm_stall_held:1m`), as a Prometheus that ran them holds it.\n")
 	w("- Time to diagnosis: webhook received (the handler's timestamp) to notifier called, with `handlers.Webhook` → `dispatch` →\n")
 	w("  `evidence.Engine` wired in-process as serve.go wires them, cache_ttl negative, against the real Prometheus with recorded series.\n")
-	w("  In each run every request the diagnosis sends is first timed alone, one after the other; the slowest of them is the reference.\n")
-	w("  The fleet's queries (one vector by pod and engine each) travel as one request (label_replace ... or ...), timed alone too and\n")
-	w("  against its queries sent one by one (the references rows). The 50-pod row diagnoses fleet-0 of a model recorded on 50 pods\n")
-	w("  (fleet-0 past the knee, its siblings quiet): the same number of requests as for a model on one pod.\n")
+	w("  The reference of query cost, timed alone in every run of the same rounds: a plain rate over the same pods. Targets: p50 within\n")
+	w("  %dx of it and under %s. Every request the diagnosis sends is also timed alone, one after the other (the slowest, and their\n", plainFactor, ms(maxP50))
+	w("  sum), and all at once from bare goroutines (the references rows). The fleet's queries (one vector by pod and engine each)\n")
+	w("  travel in one request, the stall history every playbook shares in one of its own where it is recorded (the same PromQL\n")
+	w("  for every playbook of a model). The 50-pod rows diagnose fleet-0 of a model recorded on 50 pods (fleet-0 past the knee, its\n")
+	w("  siblings quiet): the same number of requests as for a model on one pod; the last row computes the stall history in the\n")
+	w("  query (no recording rules), as the responder does where the rules do not run. Each phase stops its repetitions at its cap.\n")
+	w("- Where a diagnosis' time goes: each query of ttft-p99-high (and its fleet) sent alone with `stats=all`, raw and with the stall\n")
+	w("  history recorded (`benchrun -only cost`; `-prometheus URL -at UNIX` measures a Prometheus of your own holding the series).\n")
 	w("- Storm: 50 groups (5 alertnames × 10 models) of 20 pods; each group is posted twice as Alertmanager would as it grows (10 alerts,\n")
 	w("  then all 20), 100 posts evenly within 10 s. Slack is the recording fake (`fakeslack`) with `post_interval: 10ms` and charts off.\n")
 	w("  Queries are counted by a reverse proxy in front of Prometheus; distinct pairs are the expanded queries of every alert's playbook.\n")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/facts/sources"
+	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
@@ -127,9 +128,10 @@ slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, 
 				if !ok {
 					t.Fatalf("no playbook for %s", an)
 				}
-				// Its queries a few to a request, and one request for every fleet signal (shared
-				// by the pods of a model).
-				reqs := evidence.Requests(pb, l, 0)
+				// The check for the recorded stall history, its queries a few to a request, and
+				// the fleet's requests (shared by the pods of a model; the stall history, recorded
+				// in the bench's Prometheus, by every playbook of the model).
+				reqs := evidence.RequestsWith(pb, l, 0, vllmnames.Default(), true)
 				for _, r := range reqs {
 					pairs[r] = true
 				}

@@ -29,18 +29,41 @@ type ttdReport struct {
 	name            string // what was diagnosed
 	pods            int    // pods of the model
 	reps            int
-	queries         int             // requests to Prometheus per diagnosis
-	playbookQueries int             // the playbook's own queries, carried by all but the last
-	fleetQueries    int             // fleet queries carried by the last
+	queries         int // requests to Prometheus per diagnosis
+	playbookQueries int // the playbook's own queries, carried by all but the fleet's
+	fleetQueries    int // fleet queries, carried by the last fleetRequests
+	fleetRequests   int
 	ttd, slowest    []time.Duration // sorted
 	// sum: all queries alone one after the other; concurrent: all at once from bare goroutines.
 	sum, concurrent []time.Duration
 	// fleetReq: the fleet request alone; fleetSep: its queries alone one after the other.
 	fleetReq, fleetSep []time.Duration
-	slowestName        string
-	verdict            string
-	p50Target          time.Duration
-	errors             int
+	// plain: the reference of query cost, a plain rate over the same pods (plainQuery), alone.
+	plain       []time.Duration
+	plainQuery  string
+	recorded    bool // the stall history read from the recording rules
+	slowestName string
+	verdict     string
+	errors      int
+	cut         bool // the phase's deadline ended the repetitions early
+	refs        bool // the references were timed
+}
+
+// Targets of time to diagnosis (issue 37): within plainFactor of a plain rate over the same pods,
+// and under maxP50 at the median.
+const (
+	plainFactor = 5
+	maxP50      = 50 * time.Millisecond
+)
+
+// target is the p50 a diagnosis must stay under: plainFactor times the plain rate's p50, and
+// maxP50.
+func (r ttdReport) target() time.Duration {
+	return min(time.Duration(plainFactor*float64(percentile(r.plain, .5))), maxP50)
+}
+
+func (r ttdReport) pass() bool {
+	return len(r.ttd) > 0 && r.errors == 0 && percentile(r.ttd, .5) <= r.target()
 }
 
 // benchTimeToDiagnosis times webhook received -> notifier called for the TTFT playbook against
@@ -50,8 +73,14 @@ type ttdReport struct {
 // in this process, with a notifier that records the moment it is called.
 //
 // labels are the alert's; pods is how many pods its model has in the recorded data (the fleet
-// queries return one sample per pod).
-func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, labels map[string]string, pods int) ttdReport {
+// queries return one sample per pod). recorded reads the stall history from the recording rules
+// (as serve does where they run); without, its raw form. The repetitions stop at reps or at
+// deadline, whichever comes first.
+//
+// refs times every request alone, the fleet's requests against their queries and all at once
+// from bare goroutines, in every repetition (the references rows); without, only the diagnosis
+// and the plain rate (a raw stall history costs seconds a request).
+func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, labels map[string]string, pods int, recorded, refs bool, deadline time.Time) ttdReport {
 	// The same transport as serve's (an idle pool as large as the queries in flight), for the
 	// engine and for the bare references alike.
 	client, err := api.NewClient(api.Config{Address: promURL, RoundTripper: evidence.PrometheusTransport(16)})
@@ -69,8 +98,13 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	}
 	pb, _ := set.Get("ttft-p99-high")
 	m := metrics.New(prometheus.NewRegistry())
-	engine := evidence.NewEngine(evidence.PrometheusQuerier{API: promAPI}, evidence.EngineOptions{
-		QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()})
+	opt := evidence.EngineOptions{QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()}
+	var alts evidence.AlternativesFunc
+	if recorded {
+		alts = evidence.StallHistory(opt.Naming)
+		opt.Alternatives = alts
+	}
+	engine := evidence.NewEngine(evidence.PrometheusQuerier{API: promAPI}, opt)
 
 	type called struct {
 		took    time.Duration
@@ -95,23 +129,38 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	defer srv.Close()
 
 	var exprs, names []string
-	rep := ttdReport{name: name, pods: pods, reps: reps}
-	// The requests the engine sends: its queries a few to a request, then the fleet's in one.
-	exprs = evidence.Requests(pb, labels, 0)
+	rep := ttdReport{name: name, pods: pods, reps: reps, recorded: recorded,
+		plainQuery: fmt.Sprintf(`sum by (pod) (rate(vllm:generation_tokens_total{namespace=%q,model_name=%q}[5m]))`, labels["namespace"], labels["model_name"])}
+	// The requests the engine sends: its queries a few to a request, then the fleet's (the
+	// stall history, which every playbook shares, in a request of its own where it is recorded).
+	exprs = evidence.RecordedRequests(pb, labels, 0, alts)
+	nFleet := 0
 	for i := range exprs {
 		names = append(names, fmt.Sprintf("request %d of the playbook's queries", i+1))
 	}
 	rep.playbookQueries = len(pb.Queries)
+	var fleetParts []string // the fleet's queries one by one: what the fleet requests replaced
+	var fleetReqs []string
 	if pb.Fleet != nil {
-		names[len(names)-1] = "fleet request"
 		rep.fleetQueries = len(pb.Fleet.Queries)
-	}
-	var fleetParts []string // the fleet's queries one by one: what the request replaced
-	if pb.Fleet != nil {
-		for _, q := range pb.Fleet.Queries {
-			fleetParts = append(fleetParts, pb.ExpandFleet(q, labels))
+		nFleet = len(evidence.RecordedRequests(pb, labels, 0, alts)) - len(evidence.RecordedRequests(withoutFleet(pb), labels, 0, nil))
+		for k := len(exprs) - nFleet; k < len(exprs); k++ {
+			names[k] = fmt.Sprintf("fleet request %d of %d", k-(len(exprs)-nFleet)+1, nFleet)
+			fleetReqs = append(fleetReqs, exprs[k])
+		}
+		var a evidence.Alternatives
+		if alts != nil {
+			a = alts(pb, labels, playbooks.PodScope{})
+		}
+		for i, q := range pb.Fleet.Queries {
+			e := pb.ExpandFleet(q, labels)
+			if i < len(a.Fleet) && a.Fleet[i].Expr != "" {
+				e = a.Fleet[i].Expr
+			}
+			fleetParts = append(fleetParts, e)
 		}
 	}
+	rep.fleetRequests = nFleet
 	rep.queries = len(exprs)
 	labelJSON, err := json.Marshal(labels)
 	if err != nil {
@@ -121,11 +170,23 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	c := newLoadClient(4)
 	defer c.CloseIdleConnections()
 	var mu sync.Mutex
-	for r := range reps + 2 { // two warm-up repetitions
+	warm := 2 // warm-up repetitions
+	if !refs {
+		warm = 1
+	}
+	rep.refs = refs
+	for r := range reps + warm {
+		if r >= warm && time.Now().After(deadline) {
+			rep.cut = true
+			break
+		}
 		// Every query alone, one after the other: the slowest is the floor of a concurrent run.
-		var slowest, sum time.Duration
+		var slowest, sum, fleetReq, fleetSep, conc time.Duration
 		name := ""
 		for i, e := range exprs {
+			if !refs {
+				break
+			}
 			t0 := time.Now()
 			_, _, _, err := promAPI.Query(context.Background(), e, time.Now())
 			took := time.Since(t0)
@@ -137,11 +198,18 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 				rep.errors++
 			}
 		}
-		// The fleet request against its queries sent one after the other.
-		var fleetReq, fleetSep time.Duration
-		if len(fleetParts) > 0 {
+		// The reference of query cost: a plain rate over the same pods.
+		t0 := time.Now()
+		if _, _, _, err := promAPI.Query(context.Background(), rep.plainQuery, time.Now()); err != nil {
+			rep.errors++
+		}
+		plain := time.Since(t0)
+		// The fleet requests against their queries sent one after the other.
+		if refs && len(fleetParts) > 0 {
 			t0 := time.Now()
-			_, _, _, _ = promAPI.Query(context.Background(), exprs[len(exprs)-1], time.Now())
+			for _, e := range fleetReqs {
+				_, _, _, _ = promAPI.Query(context.Background(), e, time.Now())
+			}
 			fleetReq = time.Since(t0)
 			t0 = time.Now()
 			for _, e := range fleetParts {
@@ -150,17 +218,19 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 			fleetSep = time.Since(t0)
 		}
 		// The same queries all at once from bare goroutines: the floor of concurrency on this machine.
-		var wg sync.WaitGroup
-		c0 := time.Now()
-		for _, e := range exprs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _, _, _ = promAPI.Query(context.Background(), e, time.Now())
-			}()
+		if refs {
+			var wg sync.WaitGroup
+			c0 := time.Now()
+			for _, e := range exprs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _, _, _ = promAPI.Query(context.Background(), e, time.Now())
+				}()
+			}
+			wg.Wait()
+			conc = time.Since(c0)
 		}
-		wg.Wait()
-		conc := time.Since(c0)
 		// Each run is a new incident: its own group (a group's follow-ups within the cooldown of its
 		// last diagnosis wait for it by design, which is not what this measures).
 		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd-%s-%d","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
@@ -176,7 +246,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 		case <-time.After(30 * time.Second):
 			t.Fatalf("time to diagnosis: no notification within 30s")
 		}
-		if r < 2 {
+		if r < warm {
 			continue
 		}
 		mu.Lock()
@@ -186,6 +256,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 		rep.concurrent = append(rep.concurrent, conc)
 		rep.fleetReq = append(rep.fleetReq, fleetReq)
 		rep.fleetSep = append(rep.fleetSep, fleetSep)
+		rep.plain = append(rep.plain, plain)
 		rep.verdict = res.verdict
 		slowestBy[name]++
 		mu.Unlock()
@@ -196,6 +267,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	sortDurations(rep.concurrent)
 	sortDurations(rep.fleetReq)
 	sortDurations(rep.fleetSep)
+	sortDurations(rep.plain)
 	best := 0
 	for n, k := range slowestBy {
 		if k > best {
@@ -203,6 +275,12 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 		}
 	}
 	rep.slowestName = strings.TrimSpace(rep.slowestName)
-	rep.p50Target = time.Duration(1.3*float64(percentile(rep.slowest, 0.5))) + 5*time.Millisecond
 	return rep
+}
+
+// withoutFleet is p without its fleet section: the requests of its own queries alone.
+func withoutFleet(p *playbooks.Playbook) *playbooks.Playbook {
+	q := *p
+	q.Fleet = nil
+	return &q
 }
