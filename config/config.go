@@ -30,6 +30,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/strictyaml"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/kube"
+	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/notify/teams"
 	"github.com/vllm-responder/vllm-responder/notify/webhook"
@@ -71,6 +72,9 @@ type Config struct {
 	// Kubernetes reads kube-state-metrics' series for the pod of every diagnosis: its workload,
 	// the autoscaler that scales it, pending pods, node, restart reasons (on by default).
 	Kubernetes kube.Config `yaml:"kubernetes"`
+	// Incidents joins the alerts of one model (by default) into one incident: one thread for
+	// all its alert names, pods and groups, cause before symptom.
+	Incidents incident.Config `yaml:"incidents"`
 
 	// Deprecated says, one line each, which deprecated keys the file set and what to set
 	// instead (`responder check` prints them, `responder serve` logs them).
@@ -295,6 +299,7 @@ func Default() *Config {
 	c.Traces.SetDefaults()
 	c.Teams.SetDefaults()
 	c.Kubernetes.SetDefaults()
+	c.Incidents.SetDefaults()
 	return c
 }
 
@@ -458,7 +463,7 @@ func (c *Config) Validate() error {
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
 		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"triage", &c.Triage}, {"teams", &c.Teams},
-		{"kubernetes", &c.Kubernetes},
+		{"kubernetes", &c.Kubernetes}, {"incidents", &c.Incidents},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
 	}

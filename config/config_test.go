@@ -145,6 +145,14 @@ var badConfigs = []struct {
 	{"http_client_config_scalar_for_a_map.yaml", []string{`test.yaml: line 7: traces.oauth2.endpoint_params: want a mapping, got "none"`}},
 	{"http_client_config_type_error.yaml", []string{`test.yaml: line 4: alertmanager.follow_redirects: "maybe" is not true or false`}},
 	{"integer_overflow.yaml", []string{`test.yaml: line 3: dispatch.workers: "99999999999999999999" is not an integer`}},
+	{"incidents_every_error.yaml", []string{
+		"test.yaml: incidents.key[1]: alertname would make every alert name an incident of its own: an incident joins alerts across names",
+		`test.yaml: incidents.key[2]: "model_name" is listed twice`,
+		`test.yaml: incidents.key[3]: "llm-d.ai/role" is not a valid label name`,
+		"test.yaml: incidents.quiet_time: must be between 0s and 1d, got 2d",
+		`test.yaml: incidents.symptom_matchers[1]: "alertname~VLLM" is not an Alertmanager matcher like alertname=~"VLLM.*LatencyP99High": bad matcher format: alertname~VLLM`,
+	}},
+	{"incidents_no_key.yaml", []string{"test.yaml: incidents.key: at least one label (namespace and model_name: one incident per model), or enabled: false"}},
 	{"kubernetes_labels_and_selector.yaml", []string{
 		`test.yaml: kubernetes.namespace_label: "exported-namespace" is not a valid label name`,
 		`test.yaml: kubernetes.pod_label: "" is not a valid label name`,

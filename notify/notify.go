@@ -45,6 +45,9 @@ type Notification struct {
 	Items           []Item
 	Source          Source
 	ReceivedAt      time.Time
+	// Incident is the incident the items belong to, as it stands after them (incident.go); nil
+	// with incidents off, for alerts without a key label, and for on-demand diagnoses.
+	Incident *Incident
 }
 
 // Item is one alert with its diagnosis. Diagnosis is nil for a resolved alert, and for a firing

@@ -59,6 +59,9 @@ type View struct {
 	GroupLinks []Link
 	// At is when the notification arrived.
 	At time.Time
+	// Incident is the incident the alerts belong to (incidentview.go); nil with incidents off,
+	// for alerts without its key labels and for on-demand diagnoses.
+	Incident *IncidentView `json:",omitempty"`
 }
 
 // Count is how many alerts the headline counts: the firing ones, or those that resolved.
@@ -228,7 +231,8 @@ type EvidenceRow struct {
 
 // NewView builds the view of n.
 func NewView(n *Notification, o ViewOptions) *View {
-	v := &View{Status: StatusResolved, Alertname: Printable(groupAlertname(n)), Truncated: n.TruncatedAlerts, At: n.ReceivedAt}
+	v := &View{Status: StatusResolved, Alertname: Printable(groupAlertname(n)), Truncated: n.TruncatedAlerts, At: n.ReceivedAt,
+		Incident: newIncidentView(n.Incident)}
 	if u := HTTPURL(n.ExternalURL); u != "" {
 		v.Alertmanager = &Link{Title: "Alertmanager", URL: u}
 	}

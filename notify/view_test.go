@@ -140,18 +140,69 @@ func viewCases() map[string]struct {
 	}
 	storm = append(storm, viewItem(playbooks.VerdictKVPressure, "vllm-20"), viewItem(playbooks.VerdictKVPressure, "vllm-21"), unmatched)
 
+	opened := viewNotification(StatusFiring, viewItem(playbooks.VerdictCapacityPastKnee, "vllm-0"))
+	opened.Incident = testIncident(false)
+	opened.Incident.Change = IncidentChange{Opened: true, Joined: []string{"fp-vllm-0"}}
+	stalled := viewNotification(StatusFiring, viewItem(playbooks.VerdictEngineStalled, "vllm-2"))
+	stalled.Incident = testIncident(true)
+	stalled.Incident.Change = IncidentChange{VerdictWas: playbooks.VerdictCapacityPastKnee, Joined: []string{"stall-vllm-2"}}
+	ended := viewNotification(StatusResolved, Item{Alert: viewAlert("vllm-0", StatusResolved)})
+	ended.Incident = testIncident(false)
+	for i := range ended.Incident.Members {
+		ended.Incident.Members[i].Status, ended.Incident.Members[i].EndsAt = StatusResolved, t0.Add(13*time.Minute)
+	}
+	ended.Incident.Resolved = t0.Add(13 * time.Minute)
+	ended.Incident.Change = IncidentChange{Resolved: true}
+
 	return map[string]struct {
 		n *Notification
 		o ViewOptions
 	}{
-		"firing-one":         {viewNotification(StatusFiring, richItem()), linked},
-		"firing-two":         {viewNotification(StatusFiring, viewItem(playbooks.VerdictKVPreemption, "vllm-0"), unmatched), opts},
-		"firing-degraded":    {viewNotification(StatusFiring, degraded), opts},
-		"firing-hostile":     {hostileN, linked},
-		"storm":              {viewNotification(StatusFiring, storm...), linked},
-		"resolved":           {viewNotification(StatusResolved, Item{Alert: viewAlert("vllm-0", StatusResolved)}, Item{Alert: viewAlert("vllm-1", StatusResolved)}), opts},
-		"firing-and-resolve": {viewNotification(StatusFiring, viewItem(playbooks.VerdictHealthy, "vllm-2"), Item{Alert: viewAlert("vllm-0", StatusResolved)}), opts},
+		"incident-opened":        {opened, opts},
+		"incident-per-pod-cause": {stalled, opts},
+		"incident-resolved":      {ended, opts},
+		"firing-one":             {viewNotification(StatusFiring, richItem()), linked},
+		"firing-two":             {viewNotification(StatusFiring, viewItem(playbooks.VerdictKVPreemption, "vllm-0"), unmatched), opts},
+		"firing-degraded":        {viewNotification(StatusFiring, degraded), opts},
+		"firing-hostile":         {hostileN, linked},
+		"storm":                  {viewNotification(StatusFiring, storm...), linked},
+		"resolved":               {viewNotification(StatusResolved, Item{Alert: viewAlert("vllm-0", StatusResolved)}, Item{Alert: viewAlert("vllm-1", StatusResolved)}), opts},
+		"firing-and-resolve":     {viewNotification(StatusFiring, viewItem(playbooks.VerdictHealthy, "vllm-2"), Item{Alert: viewAlert("vllm-0", StatusResolved)}), opts},
 	}
+}
+
+// testIncident is the incident of a model: the queue alert of vllm-0 (its cause) and the TTFT
+// alert of vllm-0 (a symptom); with stall, pod vllm-2 stalled (the cause, its pod named), and
+// twelve more pods' queue alerts, more than a view lists.
+func testIncident(stall bool) *Incident {
+	member := func(fp, name, pod, verdict, role string) Member {
+		return Member{Fingerprint: fp, Alertname: name, Pod: pod, Verdict: verdict, Role: role, Status: StatusFiring, StartsAt: startTS,
+			Summary: "summary of " + verdict + " on " + pod, Joined: t0}
+	}
+	inc := &Incident{ID: "3fa9c1d2e0a1", Key: map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "llm"},
+		Opened: t0, Started: startTS, Verdict: playbooks.VerdictCapacityPastKnee, Seq: 2,
+		Cause: Cause{Alertname: "VLLMQueueDepthHigh", Title: "Capacity, past the knee: add replicas", Summary: "140 requests waiting; queueing is 97.1% of TTFT.",
+			Actions: []string{"Add replicas (or raise the HPA ceiling)", "Shed load at the router"}},
+		Members: []Member{
+			member("fp-vllm-0", "VLLMTimeToFirstTokenP99High", "vllm-0", playbooks.VerdictCapacityPastKnee, RoleSymptom),
+			member("queue-vllm-0", "VLLMQueueDepthHigh", "vllm-0", playbooks.VerdictCapacityPastKnee, RoleCause),
+		}}
+	if !stall {
+		return inc
+	}
+	inc.Verdict = playbooks.VerdictEngineStalled
+	inc.Cause = Cause{Alertname: "VLLMEngineStalled", Title: "Engine stalled on vllm-2: restart it", Summary: "Pod vllm-2 made no progress for 7m48s while it holds requests.",
+		Actions: []string{"Restart pod vllm-2", "Take a stack dump first: py-spy dump --pid <EngineCore pid>"}, Pods: []string{"vllm-2"}}
+	inc.Members[1].Role = RoleSymptom
+	stalled := member("stall-vllm-2", "VLLMEngineStalled", "vllm-2", playbooks.VerdictEngineStalled, RoleCause)
+	stalled.Labels = map[string]string{"engine": "0"}
+	inc.Members = append(inc.Members, stalled)
+	for i := range 12 {
+		inc.Members = append(inc.Members, member(fmt.Sprintf("queue-vllm-%d", 10+i), "VLLMQueueDepthHigh", fmt.Sprintf("vllm-%d", 10+i), playbooks.VerdictKVPressure, RoleSymptom))
+	}
+	inc.Members[3].Status, inc.Members[3].EndsAt = StatusResolved, t0.Add(5*time.Minute)
+	inc.Unlisted, inc.UnlistedFiring = 3, 2
+	return inc
 }
 
 func mustTemplate(s string) *texttemplate.Template {
@@ -259,6 +310,46 @@ func TestHumanDuration(t *testing.T) {
 		if got := HumanDuration(dur); got != want {
 			t.Errorf("HumanDuration(%s) = %s, want %s", d, got, want)
 		}
+	}
+}
+
+// An incident's view says one verdict, from its cause, names the pod of a per-pod cause, lists
+// causes first and at most maxMemberLines members, and counts the rest.
+func TestAnIncidentsViewListsCausesFirstAndCountsTheRest(t *testing.T) {
+	c := viewCases()["incident-per-pod-cause"]
+	iv := NewView(c.n, c.o).Incident
+	if iv == nil || iv.Verdict != playbooks.VerdictEngineStalled || iv.Where() != "on pod vllm-2" || iv.Class != playbooks.ClassProblem {
+		t.Fatalf("incident view %+v", iv)
+	}
+	if m := iv.Members[0]; m.Alertname != "VLLMEngineStalled" || m.Says() != "engine-stalled, cause" || m.Where() != "pod vllm-2 · engine 0" || !m.New {
+		t.Errorf("first line %+v says %q at %q", m, m.Says(), m.Where())
+	}
+	for _, m := range iv.Members {
+		if m.Resolved {
+			t.Errorf("a resolved member is listed before firing ones left out: %+v", m)
+		}
+	}
+	if len(iv.Members) != maxMemberLines || iv.Alerts != 18 || iv.Firing != 16 || iv.More != 6 || iv.MoreFiring != 4 {
+		t.Errorf("%d lines of %d alerts (%d firing), %d more (%d firing)", len(iv.Members), iv.Alerts, iv.Firing, iv.More, iv.MoreFiring)
+	}
+	if got := iv.MoreText(); got != "…and 6 more alerts (4 firing), not listed" {
+		t.Errorf("MoreText = %q", got)
+	}
+	if got := iv.Change(); got != "1 alert joined; engine-stalled ranks above capacity-past-knee: it is the incident's verdict now" {
+		t.Errorf("Change = %q", got)
+	}
+	if got := iv.Headline(); got != "FIRING: incident meta-llama/Llama-3.1-8B-Instruct · llm (18 alerts)" {
+		t.Errorf("Headline = %q", got)
+	}
+	ended := NewView(viewCases()["incident-resolved"].n, c.o).Incident
+	if d, ok := ended.Lasted(); ended.Status != StatusResolved || !ok || d != 23*time.Minute || ended.Change() != "resolved after 23m" {
+		t.Errorf("resolved incident: %s, lasted %v, change %q", ended.Status, d, ended.Change())
+	}
+	if got := ended.Members[0].Says(); got != "capacity-past-knee, cause, resolved after 23m" {
+		t.Errorf("a resolved member says %q", got)
+	}
+	if v := NewView(viewCases()["firing-one"].n, c.o); v.Incident != nil {
+		t.Error("a notification without an incident has an incident view")
 	}
 }
 

@@ -67,35 +67,40 @@ func (c Class) Urgency() int {
 	return 0
 }
 
-// verdictDef is one verdict id a playbook may use: its class and what it means. (Issue 34's
-// causal rank, cause before symptom, belongs here too.)
+// verdictDef is one verdict id a playbook may use: its class, its causal rank and what it means.
 type verdictDef struct {
-	ID      string
-	Class   Class
+	ID    string
+	Class Class
+	// Rank is the verdict's place in the causal order, cause before symptom (1 first): of the
+	// verdicts of one incident's alerts, the one of the lowest rank is the incident's. Each
+	// place and why: docs/incidents.md ("The causal order"), which lists them in this order.
+	// Ranks 1, 6, 8 and 15 are kept for gpu-fault, gpu-throttled, held-upstream and
+	// prefill-interference, the verdicts of the hardware and router rings (DESIGN.md).
+	Rank    int
 	Meaning string
 }
 
 // verdicts is the table of verdict ids, the one place each verdict's class and meaning are
 // kept: the contract of README.md ("What it diagnoses") and docs/playbooks/README.md.
 var verdicts = []verdictDef{
-	{VerdictCapacityPastKnee, ClassProblem, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
-	{VerdictKVPreemption, ClassProblem, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
-	{VerdictKVPressure, ClassPressure, "KV cache near full, no preemptions yet: preemption imminent"},
-	{VerdictPrefillBound, ClassProblem, "prefill time dominates the TTFT rise (longer prompts, batching); queue is short"},
-	{VerdictDecodeBound, ClassProblem, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
-	{VerdictClientAborts, ClassProblem, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
-	{VerdictInconclusive, ClassUnexplained, "the alert is real but no rule explains it: offer a bounded profile capture"},
-	{VerdictHealthy, ClassHealthy, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
-	{VerdictNoData, ClassNoData, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
-	{VerdictEngineStalled, ClassProblem, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
-	{VerdictLoadImbalance, ClassProblem, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
-	{VerdictPrefixCollapse, ClassProblem, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
-	{VerdictEnginePaused, ClassPaused, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
-	{VerdictEngineRestarting, ClassProblem, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
-	{VerdictKVTransfer, ClassProblem, "on a KV consumer (decode side of disaggregated serving), requests wait deferred for KV that does not arrive (fetch stuck, failed or expired transfers): the connector or the prefill side, not capacity"},
-	{VerdictSpecDecode, ClassProblem, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
-	{VerdictLoRACapacity, ClassProblem, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
-	{VerdictFrontendBound, ClassProblem, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
+	{VerdictCapacityPastKnee, ClassProblem, 14, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
+	{VerdictKVPreemption, ClassProblem, 13, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
+	{VerdictKVPressure, ClassPressure, 19, "KV cache near full, no preemptions yet: preemption imminent"},
+	{VerdictPrefillBound, ClassProblem, 16, "prefill time dominates the TTFT rise (longer prompts, batching); queue is short"},
+	{VerdictDecodeBound, ClassProblem, 17, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
+	{VerdictClientAborts, ClassProblem, 18, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
+	{VerdictInconclusive, ClassUnexplained, 20, "the alert is real but no rule explains it: offer a bounded profile capture"},
+	{VerdictHealthy, ClassHealthy, 22, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
+	{VerdictNoData, ClassNoData, 21, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
+	{VerdictEngineStalled, ClassProblem, 3, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictLoadImbalance, ClassProblem, 9, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
+	{VerdictPrefixCollapse, ClassProblem, 10, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
+	{VerdictEnginePaused, ClassPaused, 4, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
+	{VerdictEngineRestarting, ClassProblem, 2, "the pod's server is gone or restarting (scrape down, counters reset, process start time changing), with the reason where kube-state-metrics says it (OOMKilled, Error)"},
+	{VerdictKVTransfer, ClassProblem, 5, "on a KV consumer (decode side of disaggregated serving), requests wait deferred for KV that does not arrive (fetch stuck, failed or expired transfers): the connector or the prefill side, not capacity"},
+	{VerdictSpecDecode, ClassProblem, 11, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
+	{VerdictLoRACapacity, ClassProblem, 12, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
+	{VerdictFrontendBound, ClassProblem, 7, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
 }
 
 // KnownVerdicts lists every verdict id a playbook may use.
@@ -121,6 +126,34 @@ func lookupVerdict(id string) (verdictDef, bool) {
 func VerdictMeaning(id string) string {
 	v, _ := lookupVerdict(id)
 	return v.Meaning
+}
+
+// CausalRank is verdict id's place in the causal order, cause before symptom (1 first); an
+// unknown id (an alert no playbook matched) ranks after every verdict.
+func CausalRank(id string) int {
+	if v, ok := lookupVerdict(id); ok {
+		return v.Rank
+	}
+	return maxRank + 1
+}
+
+// maxRank is the last rank of the causal order.
+var maxRank = func() int {
+	n := 0
+	for _, v := range verdicts {
+		n = max(n, v.Rank)
+	}
+	return n
+}()
+
+// NamesCause reports whether verdict id says why an alert fires: a problem, a pressure or a
+// pause, not inconclusive, healthy, no data or an unknown id.
+func NamesCause(id string) bool {
+	switch ClassOf(id) {
+	case ClassProblem, ClassPressure, ClassPaused:
+		return true
+	}
+	return false
 }
 
 // ClassOf is the class of verdict id ("" for an unknown id: an alert that resolved or that no

@@ -1,6 +1,7 @@
 package playbooks
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -58,5 +59,60 @@ func TestEveryVerdictHasItsClass(t *testing.T) {
 	}
 	if c := ClassOf("resolved"); c != "" {
 		t.Errorf("a word that is no verdict has class %q", c)
+	}
+}
+
+// The causal order: every verdict has its own rank, the order docs/incidents.md states (and
+// explains) is the table's, and the verdicts the doc places before their rows exist take the
+// ranks kept for them.
+func TestTheCausalOrderIsTheOneDocsIncidentsStates(t *testing.T) {
+	b, err := os.ReadFile("../docs/incidents.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]int{}
+	ranks := map[int]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		var rank int
+		var id string
+		if n, _ := fmt.Sscanf(line, "| %d | `%s", &rank, &id); n == 2 {
+			id = strings.TrimSuffix(strings.Fields(id)[0], "`")
+			if other, dup := ranks[rank]; dup {
+				t.Errorf("docs/incidents.md gives rank %d to %s and %s", rank, other, id)
+			}
+			doc[id], ranks[rank] = rank, id
+		}
+	}
+	if len(doc) < len(verdicts) {
+		t.Fatalf("docs/incidents.md places %d verdicts, the table has %d", len(doc), len(verdicts))
+	}
+	seen := map[int]string{}
+	for _, v := range verdicts {
+		if v.Rank <= 0 {
+			t.Errorf("%s has no causal rank", v.ID)
+		}
+		if other, dup := seen[v.Rank]; dup {
+			t.Errorf("%s and %s share the causal rank %d", other, v.ID, v.Rank)
+		}
+		seen[v.Rank] = v.ID
+		if doc[v.ID] != v.Rank {
+			t.Errorf("%s: rank %d in the table, %d in docs/incidents.md", v.ID, v.Rank, doc[v.ID])
+		}
+	}
+	for id, rank := range doc {
+		if _, known := lookupVerdict(id); !known && seen[rank] != "" {
+			t.Errorf("docs/incidents.md keeps rank %d for %s, which the table gives %s", rank, id, seen[rank])
+		}
+	}
+	if CausalRank("unmatched") <= CausalRank(VerdictHealthy) {
+		t.Error("an unknown verdict does not rank after every verdict")
+	}
+	// The order's few claims an incident rests on.
+	for _, pair := range [][2]string{{VerdictEngineStalled, VerdictCapacityPastKnee}, {VerdictKVPreemption, VerdictCapacityPastKnee},
+		{VerdictCapacityPastKnee, VerdictPrefillBound}, {VerdictEngineRestarting, VerdictEngineStalled}, {VerdictLoadImbalance, VerdictCapacityPastKnee},
+		{VerdictCapacityPastKnee, VerdictKVPressure}, {VerdictKVPressure, VerdictInconclusive}} {
+		if CausalRank(pair[0]) >= CausalRank(pair[1]) {
+			t.Errorf("%s does not rank before %s", pair[0], pair[1])
+		}
 	}
 }

@@ -26,3 +26,15 @@ resolved_since() {
   awk -v from="$1" 'NR > from && /^\[FIRING\]/ { f++ } NR > from && /^\[RESOLVED\]/ { r++ }
       END { exit !(r + 0 >= f + 0) }' "$CONSOLE"
 }
+
+# incidents_after LINE [KEY] prints how many incidents the console shows after line LINE (each is
+# one parent: one Slack thread, whichever alert opened or reopened it), of those whose key holds
+# KEY (namespace="demo") when given, and how many alerts the largest of them has, e.g. "1 6".
+incidents_after() {
+  awk -v from="$1" -v key="${2:-}" 'NR <= from { next }
+      $1 == "incident" && index($0, key) > 0 {
+        seen[$2] = 1
+        if (match($0, /\([0-9]+ alerts?/)) { n = substr($0, RSTART + 1, RLENGTH - 1) + 0; if (n > most[$2]) most[$2] = n }
+      }
+      END { p = 0; m = 0; for (id in seen) { p++; if (most[id] > m) m = most[id] } print p, m }' "$CONSOLE"
+}

@@ -205,6 +205,9 @@ playbooks:
   params:
     ttft-p99-high: {prefill_abs: 0.1}
 dispatch: {dedup_window: 1h}
+# Each scenario is an incident of its own: the next starts as soon as the last one's alerts
+# resolved, and with the default quiet time (15m) it would rejoin that incident.
+incidents: {quiet_time: 0s}
 kubernetes: {selector: 'job="kube-state-metrics"'}
 traces:
   url: "$JAEGER"
@@ -285,12 +288,12 @@ if no_alerts; then results+=("healthy          no alerts                      ok
   results+=("healthy          alerts fired: $(alerts_of_pod)          UNEXPECTED"); failed=1
 fi
 
-# conclude scenario what got want t0 line: records the result of a step (failing the demo when
-# got is not want), then puts every pod back to healthy until the alerts since line resolve.
+# conclude scenario what got want t0 line [note]: records the result of a step (failing the demo
+# when got is not want), then puts every pod back to healthy until the alerts since line resolve.
 conclude() {
-  local sc=$1 what=$2 got=$3 want=$4 t0=$5 line=$6 mark=ok r
+  local sc=$1 what=$2 got=$3 want=$4 t0=$5 line=$6 note=${7:-} mark=ok r
   [ "$got" = "$want" ] || { mark="UNEXPECTED"; failed=1; }
-  printf -v r '%-16s %-30s -> %-20s %s (%ss)' "$sc" "$what" "${got:-none}" "$mark" $((SECONDS - t0))
+  printf -v r '%-16s %-30s -> %-20s %s (%ss)%s' "$sc" "$what" "${got:-none}" "$mark" $((SECONDS - t0)) "$note"
   results+=("$r")
   echo
   echo ">> $r"
@@ -300,10 +303,13 @@ conclude() {
   waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
 }
 
-run_scenario() { # [--fleet | --pod NAME ADDR BACK] scenario alert expected-verdict description [what the title must say]
-  local switch=scenario back=healthy
+run_scenario() { # [--fleet [--incident] | --pod NAME ADDR BACK] scenario alert expected-verdict description [what the title must say]
+  local switch=scenario back=healthy incident=0
   local POD=$POD SIM=$SIM # --pod: this run's pod and its vllm-sim, back to BACK afterwards
   if [ "$1" = --fleet ]; then switch=fleet; shift; fi
+  # --incident: the model's alerts on every pod are one incident, one parent (counted, and a
+  # second parent fails the demo), its alerts lines of it.
+  if [ "$1" = --incident ]; then incident=1; shift; fi
   if [ "$1" = --pod ]; then POD=$2 SIM=$3 back=$4; shift 4; fi
   local sc=$1 alert=$2 want=$3 desc=$4 says=${5:-} line got
   banner "$sc: $desc" "expect $alert on $POD -> $want${says:+: $says}"
@@ -315,8 +321,18 @@ run_scenario() { # [--fleet | --pod NAME ADDR BACK] scenario alert expected-verd
   if [ -n "$says" ] && [ "$got" = "$want" ] && [[ "$(title_after "$line" "$alert")" != *"$says"* ]]; then
     got="$got, not saying \"$says\""
   fi
-  conclude "$sc" "$alert" "$got" "$want" "$t0" "$line"
+  local note="" parents members
+  if [ "$incident" = 1 ]; then
+    # The other pods' alerts join as they fire (a minute at most after the first).
+    waitfor 60 "the model's alerts on every pod to join its incident" incident_joined "$line" 4 || true
+    read -r parents members < <(incidents_after "$line" "namespace=\"$NS\"")
+    note="; $parents parent(s) for the model, $members alerts as its lines"
+    [ "$parents" = 1 ] || { got="$got, $parents parents"; }
+  fi
+  conclude "$sc" "$alert" "$got" "$want" "$t0" "$line" "$note"
 }
+# incident_joined LINE N: an incident opened after line LINE has N alerts or more.
+incident_joined() { local p m; read -r p m < <(incidents_after "$1" "namespace=\"$NS\""); [ "$m" -ge "$2" ]; }
 
 # run_triage scenario expected-verdict description: on-demand triage of pod 0 (as /vllm triage),
 # every 5 s until it gives the verdict (or DEMO_TIMEOUT seconds); its answer is shown.
@@ -345,7 +361,7 @@ hold_start=$(date +%s)
 while [ $(($(date +%s) - hold_start)) -lt 120 ]; do sleep 1; done
 run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
   "chat prompts sharing a system prompt (90% cache hits) for 90s, then a template change puts a request id on top: same prompts, no hits."
-run_scenario --fleet overload VLLMTimeToFirstTokenP99High capacity-past-knee \
+run_scenario --fleet --incident overload VLLMTimeToFirstTokenP99High capacity-past-knee \
   "70 req/s on every pod, about twice capacity: the whole model queues without bound; the three pods are all Deployment vllm-demo's HPA may have (max 3)." \
   "HPA vllm-demo is at its ceiling (3 of max 3)"
 run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \

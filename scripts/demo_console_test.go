@@ -68,3 +68,39 @@ func TestTheDemoCountsResolvedAlertsWhateverTheOutputSize(t *testing.T) {
 		t.Fatalf("resolved_since 4: %v\n%s", err, out)
 	}
 }
+
+// The demo counts the parents of the incidents a scenario's alerts are in, and the alerts the
+// largest has, from the console's incident lines (not the alert lines under them).
+func TestTheDemoCountsTheIncidentsAScenarioOpened(t *testing.T) {
+	out := `[FIRING] VLLMQueueDepthHigh  (1 alert(s), group g1)
+incident 3fa9c1d2e0a1  model_name="llama" namespace="demo"  (1 alert, firing; opened)
+  members:
+  - VLLMQueueDepthHigh pod vllm-demo-0: capacity-past-knee, cause  (new)
+VLLMQueueDepthHigh namespace="demo" pod="vllm-demo-0"
+  verdict:  capacity-past-knee
+[FIRING] VLLMTimeToFirstTokenP99High  (1 alert(s), group g2)
+incident 3fa9c1d2e0a1  model_name="llama" namespace="demo"  (6 alerts, all firing; 1 alert joined)
+  - VLLMTimeToFirstTokenP99High pod vllm-demo-2: capacity-past-knee, symptom  (new)
+[FIRING] VLLMTimeToFirstTokenP99High  (1 alert(s), group g3)
+incident 0123456789ab  model_name="llama" namespace="demo-ring"  (2 alerts, all firing; opened)
+`
+	f := filepath.Join(t.TempDir(), "responder.out")
+	if err := os.WriteFile(f, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for from, want := range map[string]string{"0": "2 6", "6": "2 6", "8": "1 2", "11": "0 0"} {
+		got, err := run(t, f, "incidents_after "+from)
+		if err != nil || strings.TrimSpace(got) != want {
+			t.Errorf("incidents_after %s = %q (%v), want %q", from, got, err, want)
+		}
+	}
+	// Of one key: the same model in another namespace (the demo's second ring) is another
+	// incident.
+	if got, err := run(t, f, `incidents_after 0 'namespace="demo"'`); err != nil || strings.TrimSpace(got) != "1 6" {
+		t.Errorf("incidents_after 0 of namespace demo = %q (%v)", got, err)
+	}
+	// The incident lines are no alert of the pod: the verdict is still the alert's own.
+	if got, err := run(t, f, `verdict_after 0 VLLMQueueDepthHigh`); err != nil || strings.TrimSpace(got) != "capacity-past-knee" {
+		t.Errorf("verdict_after: %q (%v)", got, err)
+	}
+}

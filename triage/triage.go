@@ -25,6 +25,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/promql"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -49,6 +50,14 @@ type Options struct {
 	// naming another is refused, and one naming none is scoped to the models of these only.
 	// Empty: whoever can triage can triage any namespace.
 	Namespaces []string
+	// Incidents finds the open incident of the scope a triage diagnosed (nil: none is looked
+	// for; incidents are off, or nothing shares their store).
+	Incidents IncidentFinder
+}
+
+// IncidentFinder finds the open incident of a scope (notify/incident's Finder).
+type IncidentFinder interface {
+	Open(ctx context.Context, scope map[string]string) (*notify.Incident, error)
 }
 
 // Service runs on-demand triage.
@@ -82,6 +91,9 @@ type Result struct {
 	// Models are the models of the scope when the request named none and there were several,
 	// each with its own verdict, the one the diagnosis is about first (Diagnosed).
 	Models []Model `json:"models,omitempty"`
+	// Incident is the open incident of the diagnosed scope, if any: the alerts of its model
+	// that fire now (or resolved within incidents.quiet_time), joined.
+	Incident *notify.Incident `json:"incident,omitempty"`
 }
 
 // Model is one model of a scope and the verdict of its own triage.
@@ -138,16 +150,35 @@ func (s *Service) Run(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, errors.New(OneLine(err))
 	}
+	res.Incident = s.openIncident(ctx, labels, res.Diagnosis)
 	return res, nil
 }
 
-// Triage runs the request of labels now, as Run does (the Slack app's Triager).
-func (s *Service) Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
-	res, err := s.Run(ctx, Request{Labels: labels})
-	if err != nil {
-		return nil, err
+// incidentLookupTimeout bounds the look-up of the open incident: a store that cannot be reached
+// must not hold up the diagnosis.
+const incidentLookupTimeout = 2 * time.Second
+
+// openIncident is the open incident of what d diagnosed (its scope, and the request's labels it
+// left out), nil when there is none or it could not be looked up: a triage is answered with
+// its diagnosis whatever the store says.
+func (s *Service) openIncident(ctx context.Context, labels map[string]string, d *playbooks.Diagnosis) *notify.Incident {
+	if s.o.Incidents == nil || d == nil {
+		return nil
 	}
-	return res.Diagnosis, nil
+	scope := maps.Clone(labels)
+	maps.Copy(scope, d.Scope)
+	ctx, cancel := context.WithTimeout(ctx, incidentLookupTimeout)
+	defer cancel()
+	inc, err := s.o.Incidents.Open(ctx, scope)
+	if err != nil {
+		return nil
+	}
+	return inc
+}
+
+// Triage runs the request of labels now, as Run does (the Slack app's Triager).
+func (s *Service) Triage(ctx context.Context, labels map[string]string) (*Result, error) {
+	return s.Run(ctx, Request{Labels: labels})
 }
 
 // run runs p on labels, scoped to one model when they name none (scope.go).

@@ -23,6 +23,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/internal/stack"
 	"github.com/vllm-responder/vllm-responder/metrics"
 	"github.com/vllm-responder/vllm-responder/notify"
+	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/notify/slack"
 	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/profile"
@@ -99,7 +100,14 @@ func serve(ctx context.Context, c *config.Config, log zerolog.Logger, stdout io.
 	if err != nil {
 		return err
 	}
-	notifier := notify.RecordRecent(fanout, st, log)
+	// Incidents (incidents:): the alerts of one model joined into one thread before delivery.
+	var delivery notify.Notifier = fanout
+	if c.Incidents.Enabled {
+		if delivery, err = incident.New(fanout, incident.Options{Config: &c.Incidents, Store: st, Logger: log, Metrics: incident.NewMetrics(reg)}); err != nil {
+			return err
+		}
+	}
+	notifier := notify.RecordRecent(delivery, st, log)
 
 	d := dispatch.New(set, sk.Engine, notifier, st, dispatch.Options{
 		Workers: c.Dispatch.Workers, QueueSize: c.Dispatch.QueueSize, DedupWindow: c.Dispatch.DedupWindow,

@@ -73,7 +73,8 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail("%s", triage.OneLine(err))
 	}
-	st, err := stack.New(c, stack.Options{Playbooks: true})
+	// The store only when it is shared (Redis): the open incident of the scope is named then.
+	st, err := stack.New(c, stack.Options{Playbooks: true, Store: c.Redis.RedisEnabled()})
 	if err != nil {
 		return fail("%s", triage.OneLine(err))
 	}
@@ -102,6 +103,13 @@ func runTriage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(&b, "evaluated at: %s (--at)\n", res.EvaluatedAt.UTC().Format(time.RFC3339))
 	}
 	console.WriteDiagnosis(&b, res.Diagnosis, "")
+	if inc := res.Incident; inc != nil {
+		state := "firing since " + inc.Started.UTC().Format(time.RFC3339)
+		if !inc.Open() {
+			state = "resolved at " + inc.Resolved.UTC().Format(time.RFC3339) + " (an alert of it firing again soon rejoins it)"
+		}
+		fmt.Fprintf(&b, "incident: %s, %s: %d alerts, verdict %s\n", inc.ID, state, inc.Alerts(), inc.Verdict)
+	}
 	fmt.Fprint(stdout, b.String())
 	return 0
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/notify/incident"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/probe"
 	"github.com/vllm-responder/vllm-responder/store"
@@ -38,6 +39,7 @@ type Options struct {
 	Observer evidence.Observer
 	// Store opens the store: Redis when redis.url or redis.sentinel is set, in memory otherwise.
 	// With Playbooks and probe.enabled it is opened anyway (the probe takes the pod's lock).
+	// On-demand triage then names the open incident of its scope (incidents:).
 	Store bool
 	// ProbeMetrics receives the probe's series (serve's registry); may be nil.
 	ProbeMetrics *probe.Metrics
@@ -90,8 +92,13 @@ func New(c *config.Config, o Options) (*Stack, error) {
 		if s.Engine, err = newEngine(c, s.Naming, s.Prometheus, o.Observer, prober, s.Log); err != nil {
 			return nil, err
 		}
-		s.Triage, err = triage.New(triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
-			Naming: s.Naming, PrometheusURL: c.Prometheus.URL, Namespaces: c.Triage.Namespaces})
+		to := triage.Options{Set: s.Playbooks, Engine: s.Engine, Querier: evidence.PrometheusQuerier{API: s.Prometheus},
+			Naming: s.Naming, PrometheusURL: c.Prometheus.URL, Namespaces: c.Triage.Namespaces}
+		if s.Store != nil && c.Incidents.Enabled {
+			// A triage of a scope with an open incident names it.
+			to.Incidents = incident.NewFinder(&c.Incidents, s.Store)
+		}
+		s.Triage, err = triage.New(to)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,7 @@ func WriteNotification(b *strings.Builder, n *notify.Notification, o notify.View
 	if v.Truncated > 0 {
 		fmt.Fprintf(b, "  %d more alert(s) were left out by Alertmanager (max_alerts)\n", v.Truncated)
 	}
+	writeIncident(b, v.Incident)
 	if v.Summarised {
 		counts := make([]string, len(v.Storm.Counts))
 		for i, c := range v.Storm.Counts {
@@ -78,6 +79,48 @@ func WriteNotification(b *strings.Builder, n *notify.Notification, o notify.View
 		fmt.Fprintf(b, "  resolved%s\n", after)
 	}
 	fmt.Fprintf(b, "%s\n", rule)
+}
+
+// writeIncident renders the incident of a notification (nothing without one): its id and key,
+// what the notification did, its verdict from its cause, and its members, causes first. Member
+// lines start with "- ", never with an alert name (which starts an alert's own block).
+func writeIncident(b *strings.Builder, iv *notify.IncidentView) {
+	if iv == nil {
+		return
+	}
+	state := iv.Counts()
+	if c := iv.Change(); c != "" {
+		state += "; " + c
+	} else if d, ok := iv.Lasted(); ok {
+		state += "; resolved after " + notify.HumanDuration(d)
+	}
+	fmt.Fprintf(b, "incident %s  %s  (%s)\n", iv.ID, labelLine(iv.Key), state)
+	cause := iv.Verdict
+	if w := iv.Where(); w != "" {
+		cause += " " + w
+	}
+	if !playbooks.NamesCause(iv.Verdict) {
+		cause = "none named (" + cause + ")"
+	}
+	fmt.Fprintf(b, "  cause:    %s: %s\n", cause, iv.Title)
+	if iv.Summary != "" {
+		fmt.Fprintf(b, "            %s\n", iv.Summary)
+	}
+	fmt.Fprintf(b, "  members:\n")
+	for _, m := range iv.Members {
+		where := ""
+		if w := m.Where(); w != "" {
+			where = " " + w
+		}
+		line := fmt.Sprintf("  - %s%s: %s", m.Alertname, where, m.Says())
+		if m.New {
+			line += "  (new)"
+		}
+		b.WriteString(line + "\n")
+	}
+	if t := iv.MoreText(); t != "" {
+		fmt.Fprintf(b, "  %s\n", t)
+	}
 }
 
 // WriteDiagnosis renders one diagnosis as aligned plain text, each line prefixed by indent.

@@ -116,3 +116,44 @@ func TestHiddenCharactersAreShownNotWritten(t *testing.T) {
 		}
 	}
 }
+
+// A notification of an incident is one block: its header, then the incident (its verdict from
+// its cause, the pod of a per-pod cause, each member as cause or symptom), then the alert's own
+// diagnosis. No member line starts with an alert name, which starts an alert's block (the
+// demo's and the e2e tests' readers of this output rely on it).
+func TestAnIncidentIsOneBlockNamingItsCauseAndMembers(t *testing.T) {
+	var out bytes.Buffer
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	a := template.Alert{Status: "firing", Fingerprint: "ttft-1", StartsAt: start,
+		Labels: map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-1", "model_name": "llama", "namespace": "llm"}}
+	n := &notify.Notification{GroupKey: "g", Status: "firing", Items: []notify.Item{{Alert: a,
+		Diagnosis: &playbooks.Diagnosis{Verdict: playbooks.VerdictCapacityPastKnee, Title: "Capacity, past the knee"}}},
+		Incident: &notify.Incident{ID: "3fa9c1d2e0a1", Key: map[string]string{"model_name": "llama", "namespace": "llm"}, Started: start,
+			Verdict: playbooks.VerdictEngineStalled, Cause: notify.Cause{Title: "Engine stalled on vllm-2", Summary: "no progress for 7m", Pods: []string{"vllm-2"}},
+			Members: []notify.Member{
+				{Fingerprint: "ttft-1", Alertname: "VLLMTimeToFirstTokenP99High", Pod: "vllm-1", Verdict: playbooks.VerdictCapacityPastKnee, Role: notify.RoleSymptom, Status: "firing"},
+				{Fingerprint: "stall-2", Alertname: "VLLMEngineStalled", Pod: "vllm-2", Verdict: playbooks.VerdictEngineStalled, Role: notify.RoleCause, Status: "firing"},
+			},
+			Change: notify.IncidentChange{Joined: []string{"ttft-1"}}}}
+	if _, err := New(&out, notify.ViewOptions{}).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	want := `incident 3fa9c1d2e0a1  model_name="llama" namespace="llm"  (2 alerts, all firing; 1 alert joined)
+  cause:    engine-stalled on pod vllm-2: Engine stalled on vllm-2
+            no progress for 7m
+  members:
+  - VLLMEngineStalled pod vllm-2: engine-stalled, cause
+  - VLLMTimeToFirstTokenP99High pod vllm-1: capacity-past-knee, symptom  (new)
+`
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks the incident:\n%s\nwant\n%s", out.String(), want)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "VLLM") && !strings.HasPrefix(line, "VLLMTimeToFirstTokenP99High ") {
+			t.Errorf("a line other than the alert's own starts with an alert name: %q", line)
+		}
+	}
+	if !strings.Contains(out.String(), "VLLMTimeToFirstTokenP99High model_name=\"llama\"") || !strings.Contains(out.String(), "verdict:  capacity-past-knee") {
+		t.Errorf("the alert's own block is missing:\n%s", out.String())
+	}
+}

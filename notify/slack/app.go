@@ -30,9 +30,10 @@ import (
 
 // Triager runs a playbook on demand (*triage.Service). labels are like an alert's (model_name,
 // pod); with alertname set, the alert's own playbook runs again (Re-run triage), otherwise the
-// on-demand triage. Its error is worded for the user.
+// on-demand triage. The result names the open incident of the scope, if any. Its error is
+// worded for the user.
 type Triager interface {
-	Triage(ctx context.Context, labels map[string]string) (*playbooks.Diagnosis, error)
+	Triage(ctx context.Context, labels map[string]string) (*triage.Result, error)
 }
 
 // Capturer starts bounded profile captures. An error returned at once is a refusal (lock busy,
@@ -53,9 +54,12 @@ type Silencer interface {
 	URL(id string) string
 }
 
-// incidentLister lists recent incidents; *notifier implements it.
+// incidentLister lists recent incidents and finds the thread of one; *notifier implements it.
 type incidentLister interface {
 	RecentIncidents(ctx context.Context, limit int) ([]incident, error)
+	// IncidentThread is the channel and timestamp of an incident's parent message (ok false
+	// when it has none, or it cannot be read).
+	IncidentThread(ctx context.Context, id string) (channel, ts string, ok bool)
 }
 
 // recordKeeper keeps and finds what a diagnosis was decided from, for the Wrong verdict? select;
@@ -323,16 +327,50 @@ func (a *app) respond(ctx context.Context, log zerolog.Logger, responseURL strin
 }
 
 func (a *app) runTriage(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, c command) {
-	d, err := a.triager.Triage(ctx, c.Labels())
+	res, err := a.triager.Triage(ctx, c.Labels())
 	if err != nil {
 		log.Error().Err(err).Msg("on-demand triage failed")
 		a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeEphemeral,
 			Text: ":x: Triage failed: " + oneLine(err)})
 		return
 	}
-	blocks := answerBlocks(fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID), d, a.diagnosisButtons(ctx, d))
+	d := res.Diagnosis
+	intro := fmt.Sprintf("`/vllm %s` by <@%s>", c.String(), cmd.UserID)
+	text := fmt.Sprintf("Triage of %s: %s", scopeWords(aboutModel(c.Labels(), d)), cmp.Or(d.Title, d.Verdict))
+	if a.answerInIncident(ctx, log, cmd, res, intro, text) {
+		return
+	}
+	blocks := answerBlocks(intro, d, a.diagnosisButtons(ctx, d))
 	a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeInChannel,
-		Text: fmt.Sprintf("Triage of %s: %s", scopeWords(aboutModel(c.Labels(), d)), cmp.Or(d.Title, d.Verdict)), Blocks: &slackgo.Blocks{BlockSet: blocks}})
+		Text: text, Blocks: &slackgo.Blocks{BlockSet: blocks}})
+}
+
+// answerInIncident answers a triage whose scope has an open incident in that incident's thread,
+// saying so there and to the user (on the response URL), and reports whether it did; when the
+// incident has no thread here, or the post fails, the answer goes where it would otherwise.
+func (a *app) answerInIncident(ctx context.Context, log zerolog.Logger, cmd slackgo.SlashCommand, res *triage.Result, intro, text string) bool {
+	inc := res.Incident
+	if inc == nil || a.inc == nil {
+		return false
+	}
+	ch, ts, ok := a.inc.IncidentThread(ctx, inc.ID)
+	if !ok {
+		return false
+	}
+	note := fmt.Sprintf("%s, answered in the thread of incident `%s`: this scope's alerts are open here (incident verdict `%s`)",
+		intro, escapeCode(inc.ID), escapeCode(inc.Verdict))
+	blocks := answerBlocks(note, res.Diagnosis, a.diagnosisButtons(ctx, res.Diagnosis))
+	if err := rateLimitRetried(ctx, a.cfg, func(ctx context.Context) error {
+		_, _, err := a.api.Post(ctx, ch, slackgo.MsgOptionTS(ts), slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false),
+			slackgo.MsgOptionDisableLinkUnfurl())
+		return err
+	}); err != nil {
+		log.Warn().Err(err).Str("incident", inc.ID).Msg("answering the triage in the incident's thread; answering it here instead")
+		return false
+	}
+	a.respond(ctx, log, cmd.ResponseURL, &slackgo.WebhookMessage{ResponseType: slackgo.ResponseTypeEphemeral,
+		Text: fmt.Sprintf(":thread: %s: answered in the thread of incident `%s` in <#%s>, where this scope's alerts are open.", text, escapeCode(inc.ID), ch)})
+	return true
 }
 
 // aboutModel is labels with the model the diagnosis is about when the command named none

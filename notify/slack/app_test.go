@@ -22,9 +22,11 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/silence"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 const signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -33,17 +35,19 @@ type fakeTriager struct {
 	mu     sync.Mutex
 	labels []map[string]string
 	err    error
+	// incident is the open incident every triage names (nil: none).
+	incident *notify.Incident
 }
 
-func (f *fakeTriager) Triage(_ context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
+func (f *fakeTriager) Triage(_ context.Context, labels map[string]string) (*triage.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.labels = append(f.labels, labels)
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &playbooks.Diagnosis{Playbook: "on-demand", Verdict: playbooks.VerdictInconclusive, Title: "Inconclusive",
-		Summary: "no rule explains it", Scope: labels, OfferProfile: true}, nil
+	return &triage.Result{Diagnosis: &playbooks.Diagnosis{Playbook: "on-demand", Verdict: playbooks.VerdictInconclusive, Title: "Inconclusive",
+		Summary: "no rule explains it", Scope: labels, OfferProfile: true}, Incident: f.incident}, nil
 }
 
 func (f *fakeTriager) calls() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.labels) }
@@ -354,10 +358,47 @@ func TestProfileCommand(t *testing.T) {
 	})
 }
 
-type fakeIncidents struct{}
+// fakeIncidents lists one recent incident; threads are the parents of incidents by id.
+type fakeIncidents struct{ threads map[string][2]string }
 
 func (fakeIncidents) RecentIncidents(context.Context, int) ([]incident, error) {
 	return []incident{{Alertname: "VLLMKVCacheNearFull", Status: "firing", StartedAt: time.Date(2025, 6, 1, 11, 50, 0, 0, time.UTC), Alerts: 2}}, nil
+}
+
+func (f fakeIncidents) IncidentThread(_ context.Context, id string) (string, string, bool) {
+	th, ok := f.threads[id]
+	return th[0], th[1], ok
+}
+
+// A triage of a scope with an open incident answers in the incident's thread and says so, there
+// and to the user; an incident with no thread here (another channel's, or its parent not posted
+// yet) is answered where any triage is (the hard negative).
+func TestATriageOfAScopeWithAnOpenIncidentAnswersInItsThread(t *testing.T) {
+	threads := map[string][2]string{"3fa9c1d2e0a1": {fakeslack.ChannelID, "1700000000.000001"}}
+	e := newEnv(t, []string{"response", "chat.postMessage"}, func(_ *Config, o *appOptions) { o.Incidents = fakeIncidents{threads: threads} })
+	e.triager.incident = &notify.Incident{ID: "3fa9c1d2e0a1", Verdict: playbooks.VerdictCapacityPastKnee}
+	e.command(t, "triage meta-llama/Llama-3.1-8B", "U1")
+	post := e.slack.WaitCalls(t, "chat.postMessage", 1, 10*time.Second)[0]
+	if post.Form.Get("channel") != fakeslack.ChannelID || post.Form.Get("thread_ts") != "1700000000.000001" {
+		t.Fatalf("the answer is not in the incident's thread: %v", post.Form)
+	}
+	if b := post.Form.Get("blocks"); !strings.Contains(b, "answered in the thread of incident `3fa9c1d2e0a1`: this scope's alerts are open here") || !strings.Contains(b, "Inconclusive") {
+		t.Errorf("the answer in the thread does not say why it is there: %s", b)
+	}
+	raw := string(e.slack.WaitCalls(t, "response", 1, 10*time.Second)[0].Body)
+	if !strings.Contains(raw, `"response_type":"ephemeral"`) || !strings.Contains(raw, "answered in the thread of incident `3fa9c1d2e0a1` in \\u003c#"+fakeslack.ChannelID+"\\u003e") {
+		t.Errorf("the user is not told where the answer is: %s", raw)
+	}
+
+	e.triager.incident = &notify.Incident{ID: "0123456789ab", Verdict: playbooks.VerdictCapacityPastKnee}
+	e.command(t, "triage meta-llama/Llama-3.1-8B", "U1")
+	raw = string(e.slack.WaitCalls(t, "response", 2, 10*time.Second)[1].Body)
+	if !strings.Contains(raw, `"response_type":"in_channel"`) || !strings.Contains(raw, "Inconclusive") {
+		t.Errorf("an incident without a thread here: the answer is not on the response URL: %s", raw)
+	}
+	if n := len(e.slack.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("%d posts, want the first answer only", n)
+	}
 }
 
 func TestStatusListsCapturesAndIncidents(t *testing.T) {

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	slackgo "github.com/slack-go/slack"
 
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -258,4 +260,28 @@ func counterValue(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// sharedRedis returns clients of one real Redis, their keys under this test's own prefix: the
+// store of several responders.
+func sharedRedis(t *testing.T) func() store.Store {
+	addr := testenv.RedisAddr(t)
+	prefix := fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
+	return func() store.Store {
+		s, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// sameSlack is another responder on st that talks to a's fake Slack.
+func sameSlack(t *testing.T, a *harness, st store.Store) *harness {
+	b := newHarness(t, st, nil)
+	b.cfg.APIURL = a.cfg.APIURL
+	b.api = newAPI(b.cfg, b.m, a.api.log, nil)
+	b.n.api = b.api
+	return b
 }

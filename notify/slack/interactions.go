@@ -86,12 +86,13 @@ func (a *app) tell(ctx context.Context, log zerolog.Logger, c click, text string
 }
 
 func (a *app) rerun(ctx context.Context, log zerolog.Logger, c click) {
-	d, err := a.triager.Triage(ctx, c.labels)
+	res, err := a.triager.Triage(ctx, c.labels)
 	if err != nil {
 		log.Error().Err(err).Msg("re-run triage failed")
 		a.tell(ctx, log, c, ":x: Re-run failed: "+oneLine(err))
 		return
 	}
+	d := res.Diagnosis
 	blocks := answerBlocks(fmt.Sprintf(":arrows_counterclockwise: Triage re-run by <@%s>", c.userID), d, a.diagnosisButtons(ctx, d))
 	a.inThread(ctx, log, c, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText("Re-run: "+cmp.Or(d.Title, d.Verdict), false))
 }

@@ -27,7 +27,7 @@ const (
 var (
 	apiMethods  = []string{methodPostMessage, methodUpdate, methodPostEphemeral, methodFileUpload, methodUsergroups, methodResponseURL, methodHistory, methodConversationsList}
 	apiResults  = []string{resultOK, resultRateLimited, resultError, resultTimeout}
-	messageKind = []string{"parent", "reply", "resolved", "storm", "skipped"}
+	messageKind = []string{"parent", "reply", "edit", "resolved", "storm", "skipped"}
 )
 
 // metrics are the Slack app's own series. Every series exists from the start, at zero.
@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vllm_responder_slack_messages_total",
-			Help: "Group notifications handled, by what was done: parent message, thread reply, resolution, storm summary, skipped (nothing changed).",
+			Help: "Group (or incident) notifications handled, by what was done: parent message, thread reply, edit of an incident's parent (a member joined or resolved, the verdict changed), resolution, storm summary, skipped (nothing changed).",
 		}, []string{"kind"}),
 		Corrections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vllm_responder_verdict_corrections_total",

@@ -114,6 +114,11 @@ type thread struct {
 	// Blocks and Text are the parent message, kept for the edit that marks it resolved.
 	Blocks json.RawMessage `json:"blocks,omitempty"`
 	Text   string          `json:"text,omitempty"`
+	// Incident is the id of the incident whose thread this is (incident.go; "" for a group's);
+	// IncidentSeq the change of it the parent shows; Body the diagnosis below the incident.
+	Incident    string          `json:"incident,omitempty"`
+	IncidentSeq int64           `json:"incident_seq,omitempty"`
+	Body        json.RawMessage `json:"body,omitempty"`
 }
 
 func hashKey(groupKey string) string { return notify.GroupHash(groupKey) }
@@ -184,6 +189,14 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 	if n.render.Buttons {
 		n.keepRecords(ctx, nt)
 	}
+	if nt.Incident != nil && nt.GroupKey != "" {
+		// The alerts of an incident: its thread is kept, claimed and found again under the
+		// incident's key, whatever their group (incident.go).
+		sub := *nt
+		sub.GroupKey = incidentThreadKey(nt.Incident.ID)
+		nt = &sub
+		log = log.With().Str("incident", nt.Incident.ID).Logger()
+	}
 	if nt.GroupKey == "" {
 		// An on-demand diagnosis: one message, no thread to remember.
 		if len(firing(nt.Items)) == 0 {
@@ -226,6 +239,10 @@ func (n *notifier) Notify(ctx context.Context, nt *notify.Notification) (bool, e
 			}
 			return false, nil
 		}
+	}
+	if th != nil && th.Status == notify.StatusResolved && th.Incident != "" && nt.Incident != nil && nt.Incident.Open() {
+		// An alert of the incident fired again within the quiet time: the same thread.
+		th.Status, th.ResolvedAt = notify.StatusFiring, time.Time{}
 	}
 	if th != nil && th.Status != notify.StatusResolved {
 		return retry(n.followUp(ctx, log, nt, th))
@@ -428,13 +445,18 @@ func (n *notifier) postParent(ctx context.Context, nt *notify.Notification, v *n
 	return n.newThread(nt, v, blocks, text, ch, ts), nil
 }
 
-// newThread is the thread record of a group's parent message (the view of its firing alerts).
+// newThread is the thread record of a group's (or an incident's) parent message (the view of
+// its firing alerts).
 func (n *notifier) newThread(nt *notify.Notification, v *notify.View, blocks []slackgo.Block, text, ch, ts string) *thread {
 	raw, _ := json.Marshal(blocks)
 	th := &thread{
 		GroupKey: nt.GroupKey, Channel: ch, TS: ts, Alertname: v.Alertname,
 		Status: notify.StatusFiring, Verdicts: map[string]string{}, Starts: map[string]int64{},
 		Blocks: raw, Text: text,
+	}
+	if inc := nt.Incident; inc != nil && v.Incident != nil {
+		th.Incident, th.IncidentSeq, th.Alertname = inc.ID, inc.Seq, "incident "+v.Incident.Name()
+		th.Body, _ = json.Marshal(bodyBlocks(v, n.render))
 	}
 	for _, av := range v.Firing {
 		fp := fingerprint(av.Alert)
@@ -468,24 +490,40 @@ func fingerprint(a template.Alert) string {
 // followUp replies in an open thread when something changed, and marks the parent resolved when
 // the group resolved.
 func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *thread) error {
+	if nt.Incident != nil && th.Incident == nt.Incident.ID {
+		return n.followIncident(ctx, log, nt, th)
+	}
 	if nt.Resolved() {
 		return n.resolve(ctx, log, nt, th)
 	}
+	news, resolved := th.news(nt)
+	if len(news) == 0 && len(resolved) == 0 {
+		log.Debug().Msg("nothing changed in the group; no thread reply")
+		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	blocks, text := replyBlocks(nt, news, resolved, th.Alertname, n.render)
+	return n.reply(ctx, log, th, blocks, text)
+}
+
+// news is what nt brings to the thread: alerts new to it, fired again or with another verdict,
+// and alerts of it that resolved; the thread's record of its alerts is updated.
+func (th *thread) news(nt *notify.Notification) (news []change, resolved []notify.Item) {
 	if th.Verdicts == nil {
 		th.Verdicts = map[string]string{}
 	}
 	if th.Starts == nil {
 		th.Starts = map[string]int64{}
 	}
-	var news []change
-	var resolved []notify.Item
 	for _, it := range nt.Items {
 		fp := fingerprint(it.Alert)
 		if it.Alert.Status == notify.StatusResolved {
 			if _, ok := th.Verdicts[fp]; ok {
 				resolved = append(resolved, it)
 				delete(th.Verdicts, fp)
-				delete(th.Starts, fp)
+				if th.Incident == "" {
+					delete(th.Starts, fp)
+				} // an incident's member that fires again (a new start) is told so
 			}
 			continue
 		}
@@ -496,12 +534,12 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 		th.Starts[fp] = start
 		c := change{item: it}
 		switch {
-		case !known:
-			c.kind = changeNew
 		case seen && prevStart != start:
 			// It resolved and fired again (its resolution may never have reached this thread):
 			// a new incident, posted whatever its verdict.
 			c.kind = changeFiredAgain
+		case !known:
+			c.kind = changeNew
 		case old != v:
 			c.kind, c.was = changeVerdict, old
 		default:
@@ -510,21 +548,7 @@ func (n *notifier) followUp(ctx context.Context, log zerolog.Logger, nt *notify.
 		th.Verdicts[fp] = v
 		news = append(news, c)
 	}
-	if len(news) == 0 && len(resolved) == 0 {
-		log.Debug().Msg("nothing changed in the group; no thread reply")
-		n.api.metrics.Messages.WithLabelValues("skipped").Inc()
-		return nil
-	}
-	blocks, text := replyBlocks(nt, news, resolved, th.Alertname, n.render)
-	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
-		slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
-		return err
-	}
-	n.api.metrics.Messages.WithLabelValues("reply").Inc()
-	if err := n.saveThread(ctx, th); err != nil {
-		log.Error().Err(err).Msg("saving slack thread state")
-	}
-	return nil
+	return news, resolved
 }
 
 // resolve edits the parent to show the group resolved and for how long, and replies in the thread.
@@ -539,6 +563,13 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 		end = n.now()
 	}
 	blocks, text, reply := resolvedMessage(th, end)
+	return n.closeThread(ctx, log, th, blocks, text, reply, end)
+}
+
+// closeThread edits the thread's parent to its resolved blocks and text, records the thread
+// resolved at end, frees the claim on its parent (the next firing is a new message) and replies
+// in it.
+func (n *notifier) closeThread(ctx context.Context, log zerolog.Logger, th *thread, blocks []slackgo.Block, text, reply string, end time.Time) error {
 	if err := n.api.Update(ctx, th.Channel, th.TS, slackgo.MsgOptionBlocks(blocks...), slackgo.MsgOptionText(text, false)); err != nil {
 		return err
 	}
@@ -547,7 +578,6 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	if err := n.saveThread(ctx, th); err != nil {
 		log.Error().Err(err).Msg("saving slack thread state")
 	}
-	// The next firing of this group is a new incident with a parent message of its own.
 	if err := n.store.Unclaim(ctx, parentKey(th.GroupKey)); err != nil {
 		log.Warn().Err(err).Msg("releasing the parent message claim")
 	}
@@ -561,6 +591,28 @@ func (n *notifier) resolve(ctx context.Context, log zerolog.Logger, nt *notify.N
 	}
 	n.api.metrics.Messages.WithLabelValues("resolved").Inc()
 	return nil
+}
+
+// reply posts blocks (and their fallback text) in the thread, and saves the thread's record.
+func (n *notifier) reply(ctx context.Context, log zerolog.Logger, th *thread, blocks []slackgo.Block, text string) error {
+	if _, _, err := n.api.Post(ctx, th.Channel, slackgo.MsgOptionTS(th.TS), slackgo.MsgOptionBlocks(blocks...),
+		slackgo.MsgOptionText(text, false), slackgo.MsgOptionDisableLinkUnfurl()); err != nil {
+		return err
+	}
+	n.api.metrics.Messages.WithLabelValues("reply").Inc()
+	if err := n.saveThread(ctx, th); err != nil {
+		log.Error().Err(err).Msg("saving slack thread state")
+	}
+	return nil
+}
+
+// IncidentThread is the channel and timestamp of an incident's parent message.
+func (n *notifier) IncidentThread(ctx context.Context, id string) (channel, ts string, ok bool) {
+	th, err := n.loadThread(ctx, incidentThreadKey(id))
+	if err != nil || th == nil || th.TS == "" {
+		return "", "", false
+	}
+	return th.Channel, th.TS, true
 }
 
 // incident is a group the Slack app posted recently (for `/vllm status`).

@@ -16,7 +16,6 @@ import (
 
 	slackgo "github.com/slack-go/slack"
 
-	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -258,22 +257,9 @@ func TestPostsToOneChannelArePaced(t *testing.T) {
 // same moment (the dispatcher's per-alert claim splits them): exactly one parent message, and
 // the other alert lands in its thread.
 func TestTwoRespondersSharingRedisPostOneParentPerGroup(t *testing.T) {
-	addr := testenv.RedisAddr(t)
-	prefix := fmt.Sprintf("test-%s-%d:", t.Name(), time.Now().UnixNano())
-	newStore := func() store.Store {
-		s, err := store.NewRedis("redis://"+addr+"/0", "", prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	newStore := sharedRedis(t)
 	a := newHarness(t, newStore(), nil, "chat.postMessage")
-	b := newHarness(t, newStore(), nil)
-	// Both notifiers talk to the same fake Slack.
-	b.cfg.APIURL = a.cfg.APIURL
-	b.api = newAPI(b.cfg, b.m, a.api.log, nil)
-	b.n.api = b.api
+	b := sameSlack(t, a, newStore())
 
 	for round := range 5 {
 		group := fmt.Sprintf(`{}:{alertname="A",round="%d"}`, round)

@@ -332,6 +332,10 @@ func capBlocks(blocks []slackgo.Block) []slackgo.Block {
 
 // parentBlocks renders the group's first message: one diagnosis per alert, or a storm summary.
 func parentBlocks(v *notify.View, opts renderOptions) ([]slackgo.Block, string) {
+	if v.Incident != nil {
+		// An incident's parent: the incident, then this diagnosis (incident.go).
+		return incidentParent(v.Incident, bodyBlocks(v, opts)), incidentText(v.Incident)
+	}
 	if v.Summarised {
 		return stormBlocks(v, "", opts)
 	}
@@ -421,11 +425,13 @@ const (
 	changeVerdict                      // its verdict changed
 )
 
-// change is an alert a thread reply is about, and why; was is the verdict before a change.
+// change is an alert a thread reply is about, and why; was is the verdict before a change;
+// incident says the thread is an incident's, not a group's.
 type change struct {
-	item notify.Item
-	kind changeKind
-	was  string
+	item     notify.Item
+	kind     changeKind
+	was      string
+	incident bool
 }
 
 func (c change) intro() string {
@@ -434,9 +440,12 @@ func (c change) intro() string {
 		return fmt.Sprintf(":repeat: *Fired again*: `%s`", escapeCode(c.item.Verdict()))
 	case changeVerdict:
 		return fmt.Sprintf(":arrows_counterclockwise: *Verdict changed*: `%s` → `%s`", escapeCode(c.was), escapeCode(c.item.Verdict()))
-	default:
-		return ":new: *New alert in this group*"
+	case changeNew:
+		if c.incident {
+			return fmt.Sprintf(":new: *New alert in this incident*: `%s`", escapeCode(c.item.Verdict()))
+		}
 	}
+	return ":new: *New alert in this group*"
 }
 
 // replyBlocks renders a reply in a group's thread: the new or changed alerts, each under what

@@ -103,6 +103,27 @@ func TestEveryMessageRendersAsItsGoldenBlockKit(t *testing.T) {
 		a.Diagnosis.SlowestRequests, b.Diagnosis.SlowestRequests = slowestReport(), slowestReport()
 		goldenMessage(t, "slowest-reply", slowestReply(notify.NewView(firingNotification(group, a, b), o.View)), nil)
 	})
+	t.Run("incident-parent", func(t *testing.T) {
+		nt := firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0"))
+		nt.Incident = testIncident(false)
+		blocks, text := parentOf(nt, o)
+		goldenMessage(t, "incident-parent", blocks, map[string]string{"text": text})
+	})
+	t.Run("incident-parent-resolved", func(t *testing.T) {
+		nt := firingNotification(group, item(playbooks.VerdictCapacityPastKnee, "vllm-0"))
+		nt.Incident = testIncident(true)
+		v := notify.NewView(nt, o.View)
+		goldenMessage(t, "incident-parent-resolved", incidentParent(v.Incident, bodyBlocks(v, o)), map[string]string{"text": incidentText(v.Incident)})
+	})
+	t.Run("incident-evidence-reply", func(t *testing.T) {
+		nt := firingNotification(group)
+		nt.Incident = testIncident(false)
+		nt.Incident.Verdict, nt.Incident.Change.VerdictWas = playbooks.VerdictEngineStalled, playbooks.VerdictCapacityPastKnee
+		nt.Incident.Cause.Pods = []string{"vllm-2"}
+		blocks, text := replyBlocks(nt, []change{{item: item(playbooks.VerdictEngineStalled, "vllm-2"), kind: changeNew, incident: true}}, nil, "incident llama · inference", o)
+		blocks = append([]slackgo.Block{section(evidenceNote(notify.NewView(nt, o.View).Incident))}, blocks...)
+		goldenMessage(t, "incident-evidence-reply", blocks, map[string]string{"text": text})
+	})
 	t.Run("on-demand-answer", func(t *testing.T) {
 		buttons := buttonBlock(o.ButtonKey, buttonScope{d: onDemand, labels: onDemand.Scope, now: t0, silenceConfigured: true, capture: true})
 		goldenMessage(t, "on-demand-answer", answerBlocks("`/vllm triage meta-llama/Llama-3.1-8B-Instruct vllm-0` by <@U1>", onDemand, buttons), nil)
@@ -451,4 +472,28 @@ func shownJSON(t *testing.T, blocks []slackgo.Block) []byte {
 	strip(generic)
 	out, _ := json.Marshal(generic)
 	return out
+}
+
+// testIncident is the incident of the test model: the TTFT alert of vllm-0 (a symptom) and the
+// queue alert of vllm-0 (its cause), both capacity-past-knee; resolved, both resolved 25m after
+// the first started (35m).
+func testIncident(resolved bool) *notify.Incident {
+	inc := &notify.Incident{ID: "3fa9c1d2e0a1", Key: map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "inference"},
+		Opened: t0, Started: startTS, Verdict: playbooks.VerdictCapacityPastKnee, Seq: 2,
+		Cause: notify.Cause{Alertname: "VLLMQueueDepthHigh", Title: "Capacity, past the knee", Summary: "Queue 84 deep and growing; queueing is 91% of TTFT.",
+			Actions: []string{"Add replicas or shed load"}},
+		Members: []notify.Member{
+			{Fingerprint: "fp-vllm-0", Alertname: "VLLMTimeToFirstTokenP99High", Pod: "vllm-0", Verdict: playbooks.VerdictCapacityPastKnee, Role: notify.RoleSymptom,
+				Summary: "Queue 84 deep and growing; queueing is 91% of TTFT.", Status: notify.StatusFiring, StartsAt: startTS},
+			{Fingerprint: "q-vllm-0", Alertname: "VLLMQueueDepthHigh", Pod: "vllm-0", Verdict: playbooks.VerdictCapacityPastKnee, Role: notify.RoleCause,
+				Status: notify.StatusFiring, StartsAt: startTS},
+		},
+		Change: notify.IncidentChange{Joined: []string{"fp-vllm-0"}}}
+	if resolved {
+		for i := range inc.Members {
+			inc.Members[i].Status, inc.Members[i].EndsAt = notify.StatusResolved, t0.Add(25*time.Minute)
+		}
+		inc.Resolved, inc.Change = t0.Add(25*time.Minute), notify.IncidentChange{Resolved: true}
+	}
+	return inc
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/notify/slack/fakeslack"
-	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/store"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 type noTriage struct{}
 
-func (noTriage) Triage(context.Context, map[string]string) (*playbooks.Diagnosis, error) {
+func (noTriage) Triage(context.Context, map[string]string) (*triage.Result, error) {
 	return nil, context.Canceled
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/playbooks"
 	"github.com/vllm-responder/vllm-responder/playbooks/fixture"
 	"github.com/vllm-responder/vllm-responder/store"
+	"github.com/vllm-responder/vllm-responder/triage"
 )
 
 // correctionEnv is the app with the real notifier keeping diagnosis records in a memory store.
@@ -240,8 +241,8 @@ func TestAWrongVerdictChoiceTheResponderNeverOfferedIsRefusedAndNotCounted(t *te
 // setTriager decides the on-demand triage over fixed values, as a run against Prometheus would.
 type setTriager struct{ set *playbooks.Set }
 
-func (s setTriager) Triage(_ context.Context, labels map[string]string) (*playbooks.Diagnosis, error) {
-	return s.set.Triage().Judge(playbooks.Observation{Values: map[string]*float64{}, Labels: labels}), nil
+func (s setTriager) Triage(_ context.Context, labels map[string]string) (*triage.Result, error) {
+	return &triage.Result{Diagnosis: s.set.Triage().Judge(playbooks.Observation{Values: map[string]*float64{}, Labels: labels})}, nil
 }
 
 func TestAnOnDemandTriageOffersWrongVerdictAndItsChoiceAnswersWithTheFixture(t *testing.T) {

@@ -225,6 +225,9 @@ func firingBody(v *notify.View, l layout) []Element {
 		header = append(header, subtle(alertLine("", v.Firing[0].Scope, v.Firing[0].StartsAt, l)))
 	}
 	body := []Element{{Type: "Container", Style: "attention", Bleed: true, Items: header}}
+	if v.Incident != nil {
+		body = append(body, incidentContainer(v.Incident, l))
+	}
 	if v.Truncated > 0 {
 		body = append(body, subtle(fmt.Sprintf("Alertmanager left %d alerts of this group out of the payload (max_alerts).", v.Truncated)))
 	}
@@ -449,13 +452,68 @@ func resolutionBody(v *notify.View, l layout, firingUnchecked bool) []Element {
 	if firingUnchecked {
 		closes = fmt.Sprintf("Whether this responder posted a card “FIRING: %s” could not be checked: its store is unavailable.", name)
 	}
-	return []Element{
+	body := []Element{
 		{Type: "Container", Style: "good", Bleed: true, Items: []Element{
 			{Type: "TextBlock", Text: md(notify.Headline(notify.StatusResolved, name, len(v.Resolved))), Size: "Large", Weight: "Bolder", Color: "Good", Wrap: true},
 			subtle(closes),
 		}},
-		resolvedList(v.Resolved, l),
 	}
+	if v.Incident != nil {
+		body = append(body, incidentContainer(v.Incident, l))
+	}
+	return append(body, resolvedList(v.Resolved, l))
+}
+
+// incidentContainer names the incident a card's alerts belong to (Teams cannot thread a
+// webhook's cards: each card of an incident names it): its id and key, what this card's alerts
+// did to it, its verdict from its cause (with the pod of a per-pod cause), and its members as
+// cause or symptom, causes first.
+func incidentContainer(iv *notify.IncidentView, l layout) Element {
+	head := "Incident " + iv.ID + " · " + l.lbl(iv.Name())
+	if c := iv.Change(); c != "" {
+		head += ": " + c
+	}
+	verdict := "Verdict: " + iv.Verdict
+	if w := iv.Where(); w != "" {
+		verdict += " " + l.lbl(w)
+	}
+	if iv.Title != "" {
+		verdict += " · " + iv.Title
+	}
+	color := classColor[iv.Class]
+	if iv.Status == notify.StatusResolved {
+		color = "Good"
+	}
+	state := iv.Counts() + " · since " + iv.Started.UTC().Format("Jan 2 15:04 UTC")
+	if d, ok := iv.Lasted(); ok {
+		state = iv.Counts() + " · resolved after " + notify.HumanDuration(d)
+	}
+	items := []Element{
+		{Type: "TextBlock", Text: md(head), Weight: "Bolder", Wrap: true},
+		{Type: "TextBlock", Text: md(verdict), Color: color, Weight: "Bolder", Spacing: "None", Wrap: true},
+		subtle(state),
+	}
+	members := Element{Type: "FactSet"}
+	for i, m := range iv.Members {
+		if i == l.rows {
+			break
+		}
+		name := l.lbl(m.Alertname)
+		if w := m.Where(); w != "" {
+			name += " · " + l.lbl(w)
+		}
+		says := m.Says()
+		if m.New {
+			says += " (new)"
+		}
+		members.Facts = append(members.Facts, Fact{Title: md(name), Value: md(says)})
+	}
+	items = append(items, members)
+	more := iv.More + max(len(iv.Members)-l.rows, 0)
+	if more > 0 {
+		items = append(items, subtle(fmt.Sprintf("…and %d more alerts of the incident, not listed.", more)))
+	}
+	return Element{Type: "Container", Style: "emphasis", Separator: true, Items: items}
 }
 
 // resolvedContainer lists the alerts that resolved beside new firing ones.

@@ -129,7 +129,16 @@ func cases() map[string]*notify.Notification {
 
 	resolvedOne := notify.Item{Alert: alert("vllm-0", notify.StatusResolved)}
 	resolvedTwo := notify.Item{Alert: alert("vllm-1", notify.StatusResolved)}
+
+	joined := notification(notify.StatusFiring, item(playbooks.VerdictCapacityPastKnee, "vllm-0"))
+	joined.Incident = incident(false)
+	joined.Incident.Change = notify.IncidentChange{VerdictWas: playbooks.VerdictCapacityPastKnee, Joined: []string{"fp-vllm-0"}}
+	ended := notification(notify.StatusResolved, resolvedOne)
+	ended.Incident = incident(true)
+	ended.Incident.Change = notify.IncidentChange{Resolved: true}
 	return map[string]*notify.Notification{
+		"incident-joined":    joined,
+		"incident-resolved":  ended,
 		"firing-one":         notification(notify.StatusFiring, richItem()),
 		"firing-two":         notification(notify.StatusFiring, item(playbooks.VerdictKVPreemption, "vllm-0"), unmatched),
 		"firing-degraded":    notification(notify.StatusFiring, degraded),
@@ -139,6 +148,26 @@ func cases() map[string]*notify.Notification {
 		"firing-and-resolve": notification(notify.StatusFiring, item(playbooks.VerdictHealthy, "vllm-2"), resolvedOne),
 		"too-large":          notification(notify.StatusFiring, huge...),
 	}
+}
+
+// incident is the incident of the model: pod vllm-2's engine stalled (its cause, the pod named),
+// the TTFT alert of vllm-0 a symptom; resolved, every member resolved 23m after the first
+// started.
+func incident(resolved bool) *notify.Incident {
+	inc := &notify.Incident{ID: "3fa9c1d2e0a1", Key: map[string]string{"model_name": "meta-llama/Llama-3.1-8B-Instruct", "namespace": "llm"},
+		Opened: startTS, Started: startTS, Verdict: playbooks.VerdictEngineStalled, Seq: 3,
+		Cause: notify.Cause{Alertname: "VLLMEngineStalled", Title: "Engine stalled on vllm-2: restart it", Pods: []string{"vllm-2"}},
+		Members: []notify.Member{
+			{Fingerprint: "fp-vllm-0", Alertname: "VLLMTimeToFirstTokenP99High", Pod: "vllm-0", Verdict: playbooks.VerdictCapacityPastKnee, Role: notify.RoleSymptom, Status: notify.StatusFiring, StartsAt: startTS},
+			{Fingerprint: "stall-vllm-2", Alertname: "VLLMEngineStalled", Pod: "vllm-2", Verdict: playbooks.VerdictEngineStalled, Role: notify.RoleCause, Status: notify.StatusFiring, StartsAt: startTS},
+		}}
+	if resolved {
+		for i := range inc.Members {
+			inc.Members[i].Status, inc.Members[i].EndsAt = notify.StatusResolved, t0.Add(13*time.Minute)
+		}
+		inc.Resolved = t0.Add(13 * time.Minute)
+	}
+	return inc
 }
 
 func TestEveryCardShapeRendersAsItsGoldenCard(t *testing.T) {

@@ -157,6 +157,10 @@ type Data struct {
 	Diagnoses []json.RawMessage `json:"diagnoses"`
 	// Source is where the notification came from (alertmanager).
 	Source notify.Source `json:"source"`
+	// Incident is the incident the alerts belong to (the alerts of one model joined across
+	// alert names, pods and groups), as it stands after them: omitted with incidents off and
+	// for alerts without its key labels.
+	Incident *notify.Incident `json:"incident,omitempty"`
 }
 
 // Group is an Alertmanager group as its webhook (version 4) sends it.
@@ -191,7 +195,7 @@ type EncodeFunc func(*playbooks.Diagnosis) ([]byte, error)
 // renders it as a link cannot be handed a javascript: one. Labels and annotations go as they
 // are: they are data the receiver matches on.
 func Body(n *notify.Notification, encode EncodeFunc) ([]byte, error) {
-	p := Payload{Type: TypeResolved, Timestamp: n.ReceivedAt.UTC(), Data: Data{Source: n.Source, Diagnoses: []json.RawMessage{},
+	p := Payload{Type: TypeResolved, Timestamp: n.ReceivedAt.UTC(), Data: Data{Source: n.Source, Diagnoses: []json.RawMessage{}, Incident: n.Incident,
 		Group: Group{Receiver: n.Receiver, Status: n.Status, Alerts: []Alert{}, GroupLabels: n.GroupLabels, CommonLabels: n.CommonLabels,
 			CommonAnnotations: n.CommonAnnotations, ExternalURL: notify.HTTPURL(n.ExternalURL), GroupKey: n.GroupKey, TruncatedAlerts: n.TruncatedAlerts}}}
 	index := map[*playbooks.Diagnosis]int{}

@@ -232,6 +232,49 @@ func TestADeliveryIsSignedAndCarriesTheGroupAndItsDiagnoses(t *testing.T) {
 	}
 }
 
+// The incident of a delivery's alerts goes with it as data.incident: id, key, opened, the
+// incident's verdict and its members, each with its role; a delivery without one has none.
+func TestADeliveryCarriesItsIncident(t *testing.T) {
+	rcv := newReceiver(t)
+	n := notification(notify.Item{Alert: alert("vllm-0", "firing"), Diagnosis: diag(playbooks.VerdictKVPressure)})
+	n.Incident = &notify.Incident{ID: "3fa9c1d2e0a1", Key: map[string]string{"model_name": "m", "namespace": "llm"}, Opened: startTS, Started: startTS,
+		Verdict: playbooks.VerdictCapacityPastKnee, Cause: notify.Cause{Alertname: "VLLMQueueDepthHigh", Title: "Capacity, past the knee"}, Seq: 2,
+		Members: []notify.Member{
+			{Fingerprint: "q-vllm-0", Alertname: "VLLMQueueDepthHigh", Pod: "vllm-0", Verdict: playbooks.VerdictCapacityPastKnee, Role: notify.RoleCause, Status: "firing", StartsAt: startTS, Joined: startTS},
+			{Fingerprint: "fp-vllm-0", Alertname: "VLLMKVCacheNearFull", Pod: "vllm-0", Verdict: playbooks.VerdictKVPressure, Role: notify.RoleSymptom, Status: "firing", StartsAt: startTS, Joined: startTS},
+		},
+		Change: notify.IncidentChange{Joined: []string{"fp-vllm-0"}}}
+	plain := notification(notify.Item{Alert: alert("vllm-1", "firing"), Diagnosis: diag(playbooks.VerdictKVPressure)})
+	for _, nt := range []*notify.Notification{n, plain} {
+		if _, err := retrying(newNotifier(t, rcv.url())).Notify(context.Background(), nt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var p struct {
+		Data struct {
+			Incident map[string]json.RawMessage `json:"incident"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(rcv.bodies[0], &p); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"id": `"3fa9c1d2e0a1"`, "key": `{"model_name":"m","namespace":"llm"}`, "opened": `"2025-06-01T11:50:00Z"`, "verdict": `"capacity-past-knee"`,
+		"change": `{"joined":["fp-vllm-0"]}`,
+	} {
+		if got := string(p.Data.Incident[key]); got != want {
+			t.Errorf("incident.%s = %s, want %s", key, got, want)
+		}
+	}
+	if m := string(p.Data.Incident["members"]); !strings.Contains(m, `"alertname":"VLLMQueueDepthHigh","pod":"vllm-0","verdict":"capacity-past-knee","role":"cause"`) ||
+		!strings.Contains(m, `"role":"symptom"`) {
+		t.Errorf("members %s", m)
+	}
+	if strings.Contains(string(rcv.bodies[1]), `"incident"`) {
+		t.Errorf("a delivery without an incident names one: %s", rcv.bodies[1])
+	}
+}
+
 func TestAResolutionIsItsOwnType(t *testing.T) {
 	rcv := newReceiver(t)
 	n := notification(notify.Item{Alert: alert("vllm-0", "resolved")})
