@@ -9,6 +9,7 @@ package prometheus
 //go:generate go run ../../cmd/rulegen -profile production -o vllm-alerts.rules.yml
 //go:generate go run ../../cmd/rulegen -profile fast -o vllm-alerts.fast.rules.yml
 //go:generate go run ../../cmd/rulegen -profile kserve -o vllm-alerts.kserve.rules.yml
+//go:generate cp vllm-alerts.rules.yml vllm-alerts.kserve.rules.yml ../helm/vllm-responder/files/
 
 import (
 	"bytes"
