@@ -21,6 +21,10 @@ func progressLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("p", "lla
 func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	prom := testenv.RecordedPrometheus(t, progressLoads())
 	cfg := writeConfig(t, prom.URL, "")
+	// Every triage is evaluated when the recording ends (as if run at once), not when the test
+	// gets to it: on a busy machine minutes pass, and a stall's length, a window's content and a
+	// new pod's age would move with them.
+	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
 	cases := []struct {
 		name, alert, pod, want string
 		contains               []string
@@ -55,7 +59,7 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := triageOf(t, cfg, tc.alert, "pod="+tc.pod, "namespace=p", "model_name=llama-p")
+			res := triageAt(t, cfg, at, tc.alert, "pod="+tc.pod, "namespace=p", "model_name=llama-p")
 			if res.Verdict != tc.want {
 				t.Fatalf("verdict %s (%s: %s; notes %q), want %s", res.Verdict, res.Title, res.Summary, res.Notes, tc.want)
 			}
@@ -85,14 +89,14 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the recording's last sample: %v", err)
 		}
-		res := triageOf(t, cfg, "", "pod=stopped-370s-1s", "namespace=p", "model_name=llama-p")
+		res := triageAt(t, cfg, at, "", "pod=stopped-370s-1s", "namespace=p", "model_name=llama-p")
 		want := float64(res.EvaluatedAt.Unix()) - (last - 370)
 		if d, ok := aboutSeconds(res.Summary, "no finished request) for about "); res.Verdict != "engine-stalled" || !ok || d < want-2 || d > want+2 {
 			t.Errorf("%s: %s; want no progress for about %.0f s", res.Verdict, res.Summary, want)
 		}
 	})
 	// Triage of the model without a pod names the hung pod first.
-	res, stderr, code := triageCLI(t, "--config", cfg, "--label", "namespace=p", "--label", "model_name=llama-p")
+	res, stderr, code := triageCLI(t, "--config", cfg, at, "--label", "namespace=p", "--label", "model_name=llama-p")
 	if code != 0 || res.Verdict != "engine-restarting" {
 		// a pod of the model restarted in the window: that is decided first, for the model too
 		t.Fatalf("triage of the model: exit %d (%s), verdict %s (%s)", code, stderr, res.Verdict, res.Title)

@@ -77,7 +77,16 @@ type triageEvidence struct {
 // ("pod=p", ...), failing the test when it could not run.
 func triageOf(t *testing.T, cfg, alert string, labels ...string) triageJSON {
 	t.Helper()
+	return triageAt(t, cfg, "", alert, labels...)
+}
+
+// triageAt is triageOf with the CLI's --at argument ("--at=T"; "" for now).
+func triageAt(t *testing.T, cfg, at, alert string, labels ...string) triageJSON {
+	t.Helper()
 	args := []string{"--config", cfg}
+	if at != "" {
+		args = append(args, at)
+	}
 	for _, l := range labels {
 		args = append(args, "--label", l)
 	}
