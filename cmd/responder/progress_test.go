@@ -21,10 +21,10 @@ func progressLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("p", "lla
 func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	prom := testenv.RecordedPrometheus(t, progressLoads())
 	cfg := writeConfig(t, prom.URL, "")
-	// Every triage is evaluated when the recording ends (as if run at once), not when the test
-	// gets to it: on a busy machine minutes pass, and a stall's length, a window's content and a
-	// new pod's age would move with them.
-	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
+	// Every triage is evaluated when the recording was made for (as if run at once), not when the
+	// test gets to it: on a busy machine the backfill alone takes minutes, and a stall's length, a
+	// window's content and a new pod's age would move with them.
+	at := "--at=" + strconv.FormatInt(prom.RecordedAt.Unix(), 10)
 	cases := []struct {
 		name, alert, pod, want string
 		contains               []string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -412,10 +413,28 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 	return openMetrics(raw.String())
 }
 
+// recordedAt maps a recorded Prometheus' URL to its RecordedAt.
+var recordedAt sync.Map
+
+// RecordedAtOf is the RecordedAt of the recorded Prometheus at url (RecordedPrometheus,
+// RecordedPrometheusWithRules), for helpers that only hold its URL (a config file): false for
+// any other Prometheus.
+func RecordedAtOf(url string) (time.Time, bool) {
+	v, ok := recordedAt.Load(url)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
 // RecordedPrometheus starts a real Prometheus holding RecordedVLLM for these pods.
 func RecordedPrometheus(t testing.TB, pods []VLLMLoad) *PromServer {
 	t.Helper()
-	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(time.Now(), pods)})
+	now := time.Now()
+	p := Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods)})
+	p.RecordedAt = now
+	recordedAt.Store(p.URL, now)
+	return p
 }
 
 // RecordedPrometheusWithRules is RecordedPrometheus with the recording rules of ruleFiles (the
@@ -427,7 +446,8 @@ func RecordedPrometheusWithRules(t testing.TB, pods []VLLMLoad, ruleFiles ...str
 	end := now.Truncate(15 * time.Second)
 	p := Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods), BackfillRules: ruleFiles,
 		BackfillFrom: end.Add(-20 * time.Minute), BackfillTo: end})
-	p.RecordedUntil = end
+	p.RecordedUntil, p.RecordedAt = end, now
+	recordedAt.Store(p.URL, now)
 	return p
 }
 
