@@ -101,6 +101,17 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 		// a pod of the model restarted in the window: that is decided first, for the model too
 		t.Fatalf("triage of the model: exit %d (%s), verdict %s (%s)", code, stderr, res.Verdict, res.Title)
 	}
+	// ... about a pod that restarted, named with its own kube-state-metrics (issue 37: it named a
+	// sibling that had not), not the hung pod the stall ranking would put first.
+	named := false
+	for _, pod := range []string{"restarted", "restarted-late"} {
+		if strings.Contains(res.Title, "pod "+pod+" of llama-p") && strings.Contains(res.Summary, "kube-state-metrics: pod "+pod+" restarted") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("triage of the model does not name a restarted pod with its restarts: %s: %s", res.Title, res.Summary)
+	}
 }
 
 // aboutSeconds reads the duration a summary gives after the words before ("for about "), as
