@@ -54,6 +54,11 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 			[]string{"its server is new"}},
 		{"nor on its TTFT alert", "VLLMTimeToFirstTokenP99High", "new", "inconclusive", nil},
 		{"an idle engine is healthy", "", "idle", "healthy", nil},
+		// Issue 37: an idle engine stopped for 70 s while one request a second arrived.
+		{"the TTFT alert after an idle engine's hang with requests trickling in is the stall's aftermath", "VLLMTimeToFirstTokenP99High", "idle-hang-trickle", "engine-stalled",
+			[]string{"until recently"}},
+		{"and on demand", "", "idle-hang-trickle", "engine-stalled", []string{"until recently"}},
+		{"the same hang with nothing arriving is healthy", "", "idle-hang-quiet", "healthy", nil},
 		{"a slow engine that moves is healthy", "", "slow", "healthy", nil},
 		{"a quiet pod is healthy", "", "ok", "healthy", nil},
 	}
