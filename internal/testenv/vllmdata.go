@@ -314,9 +314,11 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		started := func(i int) float64 { return segs[i].n }
 		tokens := func(i int) float64 { return segs[i].n * 200 }
 		if engine == "0" {
+			// One descriptor per request the API server accepted and did not answer: while the
+			// engine hangs, the requests that keep arriving (none on a pod nobody sends to).
 			fds := 40
 			if hung && !l.Asleep {
-				fds += int(ts.Sub(hangStart) / step)
+				fds += int(l.ReqRate * ts.Sub(hangStart).Seconds())
 			}
 			fmt.Fprintf(w, "up{%s} 1 %d\n", target, unix)
 			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, procStart.Unix(), unix)
@@ -544,6 +546,18 @@ func ProgressLoads(namespace, model string) []VLLMLoad {
 		// a new pod: two minutes of start-up scraped as down, serving for the last minute
 		pod("new", func(l *VLLMLoad) { l.StartAt, l.RestartGap = time.Minute, 2*time.Minute }),
 		pod("idle", func(l *VLLMLoad) { l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0 }),
+		// An idle engine (nothing running or waiting, as it last reported) stopped for 70 s,
+		// until 65 s ago, while one short request a second kept arriving: its gauges stay 0/0,
+		// the API server holds the requests (process_open_fds climbs); their TTFT holds the hang.
+		// And the same stop with nothing arriving: indistinguishable from idle, and harmless.
+		pod("idle-hang-trickle", func(l *VLLMLoad) {
+			l.ReqRate, l.Running, l.Waiting, l.KV, l.Decode, l.TTFT = 1, 0, 0, 0, 0.05, 79
+			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
+		}),
+		pod("idle-hang-quiet", func(l *VLLMLoad) {
+			l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0
+			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
+		}),
 		pod("slow", func(l *VLLMLoad) { l.ReqRate, l.Running, l.Waiting = 0.05, 4, 2 }),
 		pod("ok", func(*VLLMLoad) {}),
 	}
