@@ -92,7 +92,7 @@ var verdicts = []verdictDef{
 	{VerdictInconclusive, ClassUnexplained, 20, "the alert is real but no rule explains it: offer a bounded profile capture"},
 	{VerdictHealthy, ClassHealthy, 22, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
 	{VerdictNoData, ClassNoData, 21, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
-	{VerdictEngineStalled, ClassProblem, 3, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictEngineStalled, ClassProblem, 3, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait, or admits none of its queue while its batch has room and its KV cache is free (an admission wedge, vllm#53130); `/health` may still say 200. Restart, take a stack dump, read the logs"},
 	{VerdictLoadImbalance, ClassProblem, 9, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
 	{VerdictPrefixCollapse, ClassProblem, 10, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
 	{VerdictEnginePaused, ClassPaused, 4, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
