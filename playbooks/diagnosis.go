@@ -30,6 +30,7 @@ const (
 	VerdictLoRACapacity        = "lora-capacity"
 	VerdictFrontendBound       = "frontend-bound"
 	VerdictPrefillInterference = "prefill-interference"
+	VerdictHeldUpstream        = "held-upstream"
 )
 
 // Class is how a verdict reads at a glance: what every integration marks it by (Slack's
@@ -75,8 +76,8 @@ type verdictDef struct {
 	// Rank is the verdict's place in the causal order, cause before symptom (1 first): of the
 	// verdicts of one incident's alerts, the one of the lowest rank is the incident's. Each
 	// place and why: docs/incidents.md ("The causal order"), which lists them in this order.
-	// Ranks 1, 6 and 8 are kept for gpu-fault, gpu-throttled and held-upstream, the verdicts of
-	// the hardware and router rings (DESIGN.md).
+	// Ranks 1 and 6 are kept for gpu-fault and gpu-throttled, the verdicts of the hardware ring
+	// (DESIGN.md).
 	Rank    int
 	Meaning string
 }
@@ -95,6 +96,7 @@ var verdicts = []verdictDef{
 	{VerdictHealthy, ClassHealthy, 22, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
 	{VerdictNoData, ClassNoData, 21, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
 	{VerdictEngineStalled, ClassProblem, 3, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait, or admits none of its queue while its batch has room and its KV cache is free (an admission wedge, vllm#53130); `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictHeldUpstream, ClassProblem, 8, "requests wait in the router or gateway in front of the model (llm-d's Endpoint Picker's flow-control queue) while every engine of the model has room: the gateway, not capacity (with stale model-server metrics the EPP reads the pool as saturated and stops dispatching)"},
 	{VerdictLoadImbalance, ClassProblem, 9, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
 	{VerdictPrefixCollapse, ClassProblem, 10, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
 	{VerdictEnginePaused, ClassPaused, 4, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
