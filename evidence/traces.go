@@ -80,13 +80,13 @@ func (e *Engine) waitTraces(ctx context.Context, ch <-chan *traces.Report) (rep 
 }
 
 // markUntraced is rep with the requests of the window that ended untraced (the gate's `untraced`:
-// a first token and no finish) counted in it (traces.Report.MarkUntraced), so that its list is
+// a first token and no finish, absent under untraced_min; counted down, never up) counted in it (traces.Report.MarkUntraced), so that its list is
 // said to be of the slowest traced requests; rep itself when there are none, or no list.
 func markUntraced(rep *traces.Report, untraced *float64) *traces.Report {
 	if rep == nil || rep.Error != "" || untraced == nil || *untraced < 1 {
 		return rep
 	}
 	c := *rep
-	c.MarkUntraced(int(math.Round(*untraced)))
+	c.MarkUntraced(int(math.Floor(*untraced)))
 	return &c
 }

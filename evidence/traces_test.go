@@ -224,7 +224,7 @@ func TestRequestsEndedUntracedAreCountedIntoTheList(t *testing.T) {
 	rep := &traces.Report{Summary: "The 2 slowest requests (4s-5s) spent 90% of their time decoding."}
 	v := func(f float64) *float64 { return &f }
 	got := markUntraced(rep, v(36.6))
-	if got == rep || got.Untraced != 37 || !strings.HasPrefix(got.Summary, "The 2 slowest traced requests") {
+	if got == rep || got.Untraced != 36 || !strings.HasPrefix(got.Summary, "The 2 slowest traced requests") {
 		t.Fatalf("got %+v", got)
 	}
 	if rep.Untraced != 0 {
