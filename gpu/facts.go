@@ -29,6 +29,10 @@ var table = []facts.Fact{
 	{Name: "gpu_xid", Title: "XID", Query: "xid", Doc: "the XID of an xid fault"},
 	{Name: "gpu_fault_detail", Title: "GPU fault, said", Label: true, Query: "xid",
 		Doc: "the fault in words, with what it means for the node (the XID's meaning from NVIDIA's catalog as docs/gpu-facts.md gives it), and how many more faults there are"},
+	{Name: "gpu_node_cordoned", Title: "Node of the fault cordoned", Query: "node_cordoned",
+		Doc: "1 when the fault's node is cordoned (kube_node_spec_unschedulable) or quarantined by NVSentinel (fault_quarantine_current_quarantined_nodes), 0 when neither; unknown without kube-state-metrics"},
+	{Name: "gpu_node_conditions", Title: "GPU health conditions of that node", Label: true, Shown: true, Query: "node_conditions",
+		Doc: "the node's GPU health conditions that say it is unhealthy, comma-separated: NVSentinel's checks True (SysLogsXIDError, SysLogsGPUFallenOff, Gpu*Watch...), the EKS node agent's AcceleratedHardwareReady=False"},
 	{Name: "gpu_throttled_gpu", Title: "GPU compared for throttling", Label: true, Query: "clock",
 		Doc: "the busy GPU of the pod (utilisation at least 50% over the window) whose SM clock is lowest against its reference: the siblings' clock, else its own recent past"},
 	{Name: "gpu_clock", Title: "SM clock (MHz, mean over the window)", Query: "clock", Doc: "that GPU's DCGM_FI_DEV_SM_CLOCK, mean over the window"},
@@ -81,6 +85,8 @@ func (r *Report) Facts() *facts.Facts {
 			d += fmt.Sprintf(" (and %d more: %s)", more, r.others())
 		}
 		f.SetLabel("gpu_fault_detail", d)
+		f.SetNumber("gpu_node_cordoned", r.Cordoned)
+		f.SetLabel("gpu_node_conditions", strings.Join(r.Conditions, ", "))
 	}
 	if g := r.Throttled; g != nil {
 		f.SetLabel("gpu_throttled_gpu", g.Name())

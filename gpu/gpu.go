@@ -81,6 +81,12 @@ type Report struct {
 	// Siblings are the busy GPUs of the same model held by the namespace's other pods: their
 	// mean SM clock, hottest temperature and mean power over the window (nil: none).
 	SiblingsClock, SiblingsTemp, SiblingsPower *float64
+	// Cordoned: the fault's node is cordoned (kube_node_spec_unschedulable 1, or NVSentinel's
+	// fault_quarantine_current_quarantined_nodes 1); nil when not read or unknown.
+	Cordoned *float64
+	// Conditions are the fault node's GPU health conditions that say it is unhealthy (NVSentinel's
+	// checks True, the EKS node agent's AcceleratedHardwareReady False), by name.
+	Conditions []string
 	// Queries are the PromQL sent, by name; Problems say which failed.
 	Queries  map[string]string
 	Problems []string
@@ -167,12 +173,13 @@ func (c *Config) Lookup(ctx context.Context, ask facts.Asker, s facts.Subject, k
 	r.record(qs, a)
 	if r.read(c, a, true) {
 		r.By = "pod labels"
+		r.node(ctx, ask)
 		return r
 	}
 	if kc == nil || !kc.Enabled || len(r.Problems) > 0 {
 		return r
 	}
-	info := facts.Query{Name: "pod_node", Expr: "kube_pod_info{" + c.matchers(kc.NamespaceLabel, s.Namespace, kc.PodLabel, s.Pod) + "}"}
+	info := facts.Query{Name: "pod_node", Expr: "group by (node) (kube_pod_info{" + c.matchers(kc.NamespaceLabel, s.Namespace, kc.PodLabel, s.Pod) + "})"}
 	a = ask(ctx, []facts.Query{info})
 	r.record([]facts.Query{info}, a)
 	var node string
@@ -187,8 +194,40 @@ func (c *Config) Lookup(ctx context.Context, ask facts.Asker, s facts.Subject, k
 	r.record(qs, a)
 	if r.read(c, a, false) {
 		r.By = "node"
+		r.node(ctx, ask)
 	}
 	return r
+}
+
+// nodeConditions are the node conditions that say a GPU node is unhealthy while True: NVSentinel
+// names each after its health check (docs/gpu-facts.md, "The node's own state").
+const nodeConditions = "SysLogsXIDError|SysLogsSXIDError|SysLogsGPUFallenOff|Gpu[A-Za-z]*Watch"
+
+// node reads, for the node of the first fault, whether it is cordoned or quarantined and which
+// GPU health conditions it carries (kube-state-metrics, NVSentinel): one more step, only when
+// there is a fault.
+func (r *Report) node(ctx context.Context, ask facts.Asker) {
+	if len(r.Faults) == 0 || r.Faults[0].GPU.Node == "" {
+		return
+	}
+	n := promql.Matcher("node", r.Faults[0].GPU.Node)
+	qs := []facts.Query{
+		{Name: "node_cordoned", Expr: "max(kube_node_spec_unschedulable{" + n + "} or fault_quarantine_current_quarantined_nodes{" + n + "})"},
+		{Name: "node_conditions", Expr: "kube_node_status_condition{" + n + ",condition=~" + promql.Quote(nodeConditions) + `,status="true"} == 1 or kube_node_status_condition{` + n + `,condition="AcceleratedHardwareReady",status="false"} == 1`},
+	}
+	a := ask(ctx, qs)
+	r.record(qs, a)
+	r.Cordoned = one(a.Vectors["node_cordoned"])
+	for _, s := range a.Vectors["node_conditions"] {
+		c := string(s.Metric["condition"])
+		if s.Metric["status"] == "false" {
+			c += "=False"
+		}
+		if !slices.Contains(r.Conditions, c) {
+			r.Conditions = append(r.Conditions, c)
+		}
+	}
+	slices.Sort(r.Conditions)
 }
 
 // matchers writes label="value" for each pair with a value, comma-separated.

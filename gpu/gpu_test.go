@@ -126,7 +126,8 @@ func TestTheThrottleCandidateIsABusyGPU(t *testing.T) {
 }
 
 // Where no GPU series names the pod, its node (kube_pod_info) joins it to the node's GPUs, for
-// their faults.
+// their faults; the fault's node is then read for its own state (cordoned, its GPU health
+// conditions).
 func TestWithoutPodLabelsTheNodeJoinsTheGPUs(t *testing.T) {
 	c := on(t)
 	kc := &kube.Config{}
@@ -140,7 +141,7 @@ func TestWithoutPodLabelsTheNodeJoinsTheGPUs(t *testing.T) {
 		steps = append(steps, names)
 		switch {
 		case qs[0].Name == "pod_node":
-			if qs[0].Expr != `kube_pod_info{namespace="llm",pod="vllm-0"}` {
+			if qs[0].Expr != `group by (node) (kube_pod_info{namespace="llm",pod="vllm-0"})` {
 				t.Errorf("kube_pod_info query: %s", qs[0].Expr)
 			}
 			return facts.Answer{Vectors: map[string]model.Vector{"pod_node": {{Metric: model.Metric{"node": "gpu-node-0"}, Value: 1}}}}
@@ -149,12 +150,26 @@ func TestWithoutPodLabelsTheNodeJoinsTheGPUs(t *testing.T) {
 				t.Errorf("node step: %s", qs[0].Expr)
 			}
 			return facts.Answer{Vectors: map[string]model.Vector{"gpus": {gpuSample("0", "GPU-a", 1980)}, "row_remap_failure": {gpuSample("0", "GPU-a", 1)}}}
+		case qs[0].Name == "node_cordoned":
+			if !strings.Contains(qs[0].Expr, `kube_node_spec_unschedulable{node="gpu-node-0"}`) {
+				t.Errorf("node state: %s", qs[0].Expr)
+			}
+			return facts.Answer{Vectors: map[string]model.Vector{
+				"node_cordoned": {{Value: 1}},
+				"node_conditions": {
+					{Metric: model.Metric{"condition": "SysLogsXIDError", "status": "true"}, Value: 1},
+					{Metric: model.Metric{"condition": "AcceleratedHardwareReady", "status": "false"}, Value: 1},
+				},
+			}}
 		}
 		return facts.Answer{}
 	}
 	f := Source{Config: c, Kube: kc}.Lookup(context.Background(), ask, subj).Facts
-	if len(steps) != 3 || f.Label("gpu_join") != "node" || f.Label("gpu_fault_kind") != "row-remap-failure" {
+	if len(steps) != 4 || f.Label("gpu_join") != "node" || f.Label("gpu_fault_kind") != "row-remap-failure" {
 		t.Errorf("steps %v, facts %+v", steps, f.Labels)
+	}
+	if c := f.Number("gpu_node_cordoned"); c == nil || *c != 1 || f.Label("gpu_node_conditions") != "AcceleratedHardwareReady=False, SysLogsXIDError" {
+		t.Errorf("the node's state: %v %q", c, f.Label("gpu_node_conditions"))
 	}
 }
 
