@@ -31,6 +31,8 @@ const (
 	VerdictFrontendBound       = "frontend-bound"
 	VerdictPrefillInterference = "prefill-interference"
 	VerdictHeldUpstream        = "held-upstream"
+	VerdictGPUFault            = "gpu-fault"
+	VerdictGPUThrottled        = "gpu-throttled"
 )
 
 // Class is how a verdict reads at a glance: what every integration marks it by (Slack's
@@ -76,8 +78,6 @@ type verdictDef struct {
 	// Rank is the verdict's place in the causal order, cause before symptom (1 first): of the
 	// verdicts of one incident's alerts, the one of the lowest rank is the incident's. Each
 	// place and why: docs/incidents.md ("The causal order"), which lists them in this order.
-	// Ranks 1 and 6 are kept for gpu-fault and gpu-throttled, the verdicts of the hardware ring
-	// (DESIGN.md).
 	Rank    int
 	Meaning string
 }
@@ -105,6 +105,8 @@ var verdicts = []verdictDef{
 	{VerdictSpecDecode, ClassProblem, 11, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
 	{VerdictLoRACapacity, ClassProblem, 12, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
 	{VerdictFrontendBound, ClassProblem, 7, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
+	{VerdictGPUFault, ClassProblem, 1, "a GPU of the pod reported a fault that needs the node drained (dcgm-exporter): it fell off the bus, a new XID of the drain-or-reset kind, a failed row remap, uncorrectable remapped rows or NVLink errors rising. Names the node and the GPU; said with the stall or restart it causes. Cordon and drain the node"},
+	{VerdictGPUThrottled, ClassProblem, 6, "a busy GPU of the pod runs its SM clock well below its siblings' (or its own recent past) while hot or at its power limit, and the pod's ITL is up against its siblings': the node's cooling or power cap, not vLLM"},
 }
 
 // KnownVerdicts lists every verdict id a playbook may use.

@@ -24,7 +24,7 @@ func TestFragmentErrorsNameBothPlaces(t *testing.T) {
 		"override-without-uses": d + `override-without-uses/mine.yaml: queries.held.override: line 4: this playbook does not use fragment "progress"
 ` + d + `override-without-uses/mine.yaml: verdicts[0]: line 8: ...progress: this playbook does not use fragment "progress"
 ` + d + `override-without-uses/mine.yaml: queries: at least one query is required`,
-		"unknown-fragment": d + `unknown-fragment/mine.yaml: uses[0]: unknown fragment "progres" (known: capacity, decode, deferred, frontend, kv, kv-transfer, prefill-interference, prefix-cache, progress, series, spec-decode, upstream)`,
+		"unknown-fragment": d + `unknown-fragment/mine.yaml: uses[0]: unknown fragment "progres" (known: capacity, decode, deferred, frontend, gpu, kv, kv-transfer, prefill-interference, prefix-cache, progress, series, spec-decode, upstream)`,
 		"fragment-with-match": d + `fragment-with-match/frag.yaml: match: a fragment has no match: the playbooks that use it do
 ` + d + `fragment-with-match/frag.yaml: window: a fragment has no window: the playbooks that use it do
 ` + d + `fragment-with-match/frag.yaml: queries.x: defined twice (lines 5 and 6)`,

@@ -384,6 +384,13 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if got -= lora; lora != 1 {
 			t.Errorf("queries_per_request %d: %d requests of the LoRA lookup, want 1", n, lora)
 		}
+		// the GPU rules first: dcgm-exporter's series of the pod (none here), n to a request, then
+		// its node from kube_pod_info (one request; none here: no node step)
+		gpu, _ := proxy.answeredAbout("DCGM_")
+		gpuNode, _ := proxy.answeredAbout("group by (node) (kube_pod_info")
+		if got, kube = got-gpu, kube-gpuNode; gpu < 1 || gpuNode != 1 {
+			t.Errorf("queries_per_request %d: %d requests of the GPU lookup and %d of its node, want some and 1", n, gpu, gpuNode)
+		}
 		listing, _ := proxy.answeredAbout("sum by (model_name, namespace) (avg_over_time(")
 		if got -= listing; listing != 1 {
 			t.Errorf("queries_per_request %d: %d requests listing the pod's model, want 1", n, listing)
