@@ -205,9 +205,6 @@ func NewGateway(cfg GatewayConfig, engines ...*Engine) (*Gateway, error) {
 	return g, nil
 }
 
-// Kind is the component the gateway plays.
-func (g *Gateway) Kind() GatewayKind { return g.cfg.Kind }
-
 // Apply switches the gateway's clients (and the pods' state) to the named gateway scenario at
 // now. Requests in flight and queued are dropped uncounted, as a pod scenario switch with reset
 // drops its synthetic requests.

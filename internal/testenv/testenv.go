@@ -224,9 +224,6 @@ func (p *Process) Pid() int {
 	return p.cmd.Process.Pid
 }
 
-// Output returns what the process printed so far.
-func (p *Process) Output() string { return p.out.String() }
-
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
