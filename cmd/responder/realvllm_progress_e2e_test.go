@@ -3,7 +3,7 @@
 package main
 
 // Progress, restarts and a fresh pod on a REAL vLLM (make test-vllm; issue 24 item 6): the engine
-// core stopped with SIGSTOP (with nothing queued, then with a queue) while requests keep arriving,
+// core stopped with SIGSTOP (with nothing queued, with a queue, then idle) while requests keep arriving,
 // then SIGCONT; the whole server killed and restarted on its address; then a new pod with no
 // history whose prompts lose their shared prefix. A real Prometheus scrapes every second with the
 // shipped rules (fast profile), a real Alertmanager delivers to `responder serve`, and
