@@ -3,7 +3,7 @@
 package main
 
 // Progress, restarts and a fresh pod on a REAL vLLM (make test-vllm; issue 24 item 6): the engine
-// core stopped with SIGSTOP (with nothing queued, then with a queue) while requests keep arriving,
+// core stopped with SIGSTOP (with nothing queued, with a queue, then idle) while requests keep arriving,
 // then SIGCONT; the whole server killed and restarted on its address; then a new pod with no
 // history whose prompts lose their shared prefix. A real Prometheus scrapes every second with the
 // shipped rules (fast profile), a real Alertmanager delivers to `responder serve`, and
@@ -60,6 +60,7 @@ func TestRealVLLMStallRestartAndFreshPrefixCollapse(t *testing.T) {
 	} {
 		t.Run(st.name, func(t *testing.T) { c.t = t; c.stall(srv, st.running, st.waiting) })
 	}
+	t.Run("engine core stopped while idle, a request a second", func(t *testing.T) { c.t = t; c.idleStall(srv) })
 	t.Run("server killed and restarted", func(t *testing.T) { c.t = t; c.restart(srv) })
 	srv.Stop()
 	t.Run("prefix collapse on a fresh pod", func(t *testing.T) { c.t = t; c.freshCollapse() })
@@ -127,13 +128,21 @@ func (c *realRun) waitDiagnosis(alert, pod string, seen int, timeout time.Durati
 }
 
 // triage runs `responder triage` on demand for pod.
-func (c *realRun) triage(pod string) triageJSON {
+func (c *realRun) triage(pod string) triageJSON { c.t.Helper(); return c.triageAs("", pod) }
+
+// triageAs runs `responder triage` for pod as alert's playbook would diagnose it (on demand when
+// alert is "").
+func (c *realRun) triageAs(alert, pod string) triageJSON {
 	c.t.Helper()
-	res, stderr, code := triageCLI(c.t, "--config", c.cfg, "--label", "pod="+pod, "--label", "namespace="+realNamespace)
-	if code != 0 {
-		c.t.Fatalf("responder triage for %s: exit %d: %s", pod, code, stderr)
+	args := []string{"--config", c.cfg, "--label", "pod=" + pod, "--label", "namespace=" + realNamespace}
+	if alert != "" {
+		args = append(args, "--alert", alert)
 	}
-	c.t.Logf("responder triage %s: %s: %s | %s", pod, res.Verdict, res.Title, res.Summary)
+	res, stderr, code := triageCLI(c.t, args...)
+	if code != 0 {
+		c.t.Fatalf("responder triage %s for %s: exit %d: %s", alert, pod, code, stderr)
+	}
+	c.t.Logf("responder triage %s %s: %s: %s | %s", alert, pod, res.Verdict, res.Title, res.Summary)
 	return res
 }
 
@@ -259,6 +268,96 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 		t.Logf("diagnosed for the stall and after it: %s", v)
 		if !strings.HasSuffix(v, ": engine-stalled") {
 			t.Errorf("the stall or its aftermath diagnosed %s, want engine-stalled", v)
+		}
+	}
+}
+
+// idleHeld is how long idleStall keeps the idle engine core stopped: past the stall alert's
+// window and `for:`, and past the playbooks' stall_recent_min.
+const idleHeld = 70 * time.Second
+
+// idleStall stops the engine core while it holds nothing, a short request arriving every second:
+// its gauges stay 0/0, and what shows the hang is the API server's open file descriptors, one per
+// request accepted and not answered (docs/vllm-facts.md). VLLMEngineStalled fires on that growth
+// (its diagnosis is the gate's "possibly hung while idle", inconclusive: clients holding idle
+// connections look the same), the stall history counts the hang's minutes, and after SIGCONT an
+// on-demand triage and the TTFT alert's playbook (asked, and on the alert when the burst raises
+// it) say the stall's aftermath (engine-stalled "until recently").
+func (c *realRun) idleStall(srv *realvllm.Server) {
+	t := c.t
+	const stalled, ttft = "VLLMEngineStalled", "VLLMTimeToFirstTokenP99High"
+	c.waitQuiet(stallPod, stalled, ttft, "VLLMQueueDepthHigh")
+	before := c.podVerdicts(stallPod)
+	fds := fmt.Sprintf(`process_open_fds{pod=%q}`, stallPod)
+	fdsBefore := promScalar(c.prom.URL, fds)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := srv.SignalEngineCore(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.SignalEngineCore(syscall.SIGCONT)
+		}
+	}()
+	stopArrivals := make(chan struct{})
+	var stopOnce sync.Once
+	endArrivals := func() { stopOnce.Do(func() { close(stopArrivals) }) }
+	held := make(chan []realvllm.Result, 1)
+	go func() {
+		held <- srv.LoadUntil(ctx, stopArrivals, 120, time.Second, 0, func(i int) realvllm.Request {
+			return realvllm.Request{PromptTokens: 16, MaxTokens: 8, Seed: 43000 + i}
+		})
+	}()
+	defer endArrivals()
+
+	// Nothing held (the gauges stay 0/0): the alert can only fire on the descriptors' growth.
+	ok := waitUntil(idleHeld, func() bool { return alertFiringFor(c.prom.URL, stalled, stallPod) })
+	firing := time.Since(stopped)
+	t.Logf("%s firing %v %s after the stop: %s %s -> %s (growth over 30s %s); held (running + waiting) %s; stall history %s", stalled, ok, firing.Round(time.Second),
+		fds, fdsBefore, promScalar(c.prom.URL, fds), promScalar(c.prom.URL, "delta("+fds+"[30s])"),
+		promScalar(c.prom.URL, fmt.Sprintf(`sum(vllm:num_requests_running{pod=%q}) + sum(vllm:num_requests_waiting{pod=%q})`, stallPod, stallPod)),
+		promScalar(c.prom.URL, fmt.Sprintf(`max(engine:vllm_stall_held:1m{pod=%q})`, stallPod)))
+	if !ok {
+		t.Errorf("%s did not fire within %s of stopping the idle engine core with a request a second arriving\nPrometheus alerts: %v\nmetrics: %s", stalled, idleHeld, promAlerts(c.prom.URL), realSignals(c.prom.URL))
+	}
+	testenv.WaitFor(t, idleHeld, "the idle engine stopped long enough for the aftermath rule", func() bool { return time.Since(stopped) >= idleHeld })
+	// The stall history counted the hang's last minute (growth of the descriptors, nothing held).
+	if v := promScalar(c.prom.URL, fmt.Sprintf(`max(max_over_time(engine:vllm_stall_held:1m{pod=%q}[15s]))`, stallPod)); v == "none" || v == "0" {
+		t.Errorf("the stall history did not count the idle hang's minute: engine:vllm_stall_held:1m %s", v)
+	} else {
+		t.Logf("%s into the stop: engine:vllm_stall_held:1m %s, %s %s", time.Since(stopped).Round(time.Second), v, fds, promScalar(c.prom.URL, fds))
+	}
+
+	if err := srv.SignalEngineCore(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	cont := time.Now()
+	endArrivals()
+	testenv.WaitFor(t, 3*time.Minute, stalled+" to resolve after SIGCONT", func() bool { return !alertActiveFor(c.prom.URL, stalled, stallPod) })
+	t.Logf("%s resolved %s after SIGCONT", stalled, time.Since(cont).Round(time.Second))
+	results := <-held
+	for i, r := range results {
+		if r.Err != nil || r.Finish != "length" {
+			t.Errorf("held request %d: %+v", i, r)
+		}
+	}
+	t.Logf("%d requests sent during the %s stop, all answered after SIGCONT", len(results), cont.Sub(stopped).Round(time.Second))
+	// The burst of short requests drains in seconds, so the TTFT alert (30 s `for:`) may not fire:
+	// its playbook is asked too.
+	for _, alert := range []string{"", ttft} {
+		if res := c.triageAs(alert, stallPod); res.Verdict != "engine-stalled" || !strings.Contains(res.Title, "until recently") {
+			t.Errorf("triage %s right after the idle hang: %s (%s | %s), want engine-stalled until recently (its aftermath)", alert, res.Verdict, res.Title, res.Summary)
+		}
+	}
+	c.waitQuiet(stallPod, stalled, ttft, "VLLMQueueDepthHigh")
+	for _, v := range newVerdicts(before, c.podVerdicts(stallPod)) {
+		t.Logf("diagnosed for the idle hang and after it: %s", v)
+		if !strings.HasSuffix(v, ": engine-stalled") && v != stalled+": inconclusive" {
+			t.Errorf("the idle hang or its aftermath diagnosed %s, want engine-stalled (inconclusive, possibly hung while idle, on %s)", v, stalled)
 		}
 	}
 }
@@ -428,6 +527,11 @@ func alertActiveFor(promURL, alert, pod string) bool {
 		}
 	}
 	return false
+}
+
+// alertFiringFor reports whether alert is firing (not only pending) for pod.
+func alertFiringFor(promURL, alert, pod string) bool {
+	return promHas(promURL, fmt.Sprintf(`count(ALERTS{alertname=%q,pod=%q,alertstate="firing"})`, alert, pod))
 }
 
 // promHas reports whether the instant query q returns a sample (a comparison that holds).
