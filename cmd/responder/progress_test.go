@@ -19,12 +19,15 @@ func progressLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("p", "lla
 // purpose is engine-paused; a restart is engine-restarting; a backlog after a hang is the
 // stall's aftermath, not capacity; an idle, a slow and a quiet pod are not stalled.
 func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
-	prom := testenv.RecordedPrometheus(t, progressLoads())
-	cfg := writeConfig(t, prom.URL, "")
+	t.Parallel()
 	// Every triage is evaluated when the recording ends (as if run at once), not when the test
-	// gets to it: on a busy machine minutes pass, and a stall's length, a window's content and a
-	// new pod's age would move with them.
-	at := "--at=" + strconv.FormatInt(time.Now().Unix(), 10)
+	// gets to it, nor when Prometheus is up: on a busy machine minutes pass (the backfill and the
+	// start alone took 75 s once), and a stall's length, a window's content and a new pod's age
+	// would move with them.
+	recorded := time.Now()
+	prom := testenv.Prometheus(t, testenv.PromOptions{OpenMetrics: testenv.RecordedVLLM(recorded, progressLoads())})
+	cfg := writeConfig(t, prom.URL, "")
+	at := "--at=" + strconv.FormatInt(recorded.Unix(), 10)
 	cases := []struct {
 		name, alert, pod, want string
 		contains               []string
