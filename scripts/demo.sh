@@ -308,11 +308,12 @@ settle() {
   settle_line=""
 }
 # hold scenario seconds description: pod 0 gets the load for that long before its next step (the
-# recent past that step is judged against); steps on the other vllm-sims (--pod) run meanwhile.
+# recent past that step is judged against); the healthy check and steps on the other vllm-sims
+# (--pod) run meanwhile.
 hold_until=0
 hold() {
   settle
-  banner "$1: $3 (held $2s; steps on the other vllm-sims run meanwhile)."
+  banner "$1 on pod 0: $3 (held $2s; the steps that leave pod 0's load alone run meanwhile)."
   scenario "$1"
   hold_until=$((SECONDS + $2))
 }
@@ -370,10 +371,10 @@ run_triage() {
   conclude "$sc" "(triage)" "$got" "$want" "$t0" "$line"
 }
 
-# run_healthy seconds: healthy load for that long, and nothing should fire.
+# run_healthy seconds: every pod's load healthy for that long, and nothing should fire.
 run_healthy() {
   settle
-  banner "healthy: 4 req/s, short prompts. Nothing should fire (held $1s)."
+  banner "healthy: every pod serves a healthy load (pod 0 the one it holds, the others 4 req/s of short prompts). Nothing should fire (held $1s)."
   local t0=$SECONDS
   while [ $((SECONDS - t0)) -lt "$1" ]; do sleep 1; done
   if no_alerts; then results+=("healthy          no alerts                      ok"); else
@@ -384,8 +385,9 @@ run_healthy() {
 # The walk, in order, one entry a step: "step WALK command...". WALK short: the step is in the
 # short walk (the default: each kind of verdict once) and in the full one; full: in the full walk
 # only (DEMO_WALK=full, make demo-full). A new scenario is one more entry. Each step starts with
-# every pod back at rest and every alert resolved (settle), a step of pod 0 once pod 0's hold is
-# over (wait_hold); a step on another vllm-sim (--pod) may run during the hold.
+# every pod back at rest and every alert resolved (settle), a step that changes pod 0's load once
+# pod 0's hold is over (wait_hold); the healthy check and a step on another vllm-sim (--pod) may
+# run during the hold.
 steps=0 walk_t0=$SECONDS
 step() {
   local walk=$1
@@ -394,13 +396,14 @@ step() {
   steps=$((steps + 1))
   "$@"
 }
-step short run_healthy 30
 # The collapse is judged against the recent past (a fresh Prometheus has no day-old baseline):
 # the six playbook windows (3m here) before the window. 120s of shared-prefix chat, with the 90s
 # of shared prompts prefix-collapse starts with, fill them before its template changes.
 step short hold shared-prefix 120 \
   "chat clients sharing a long system prompt, ~90% served by the prefix cache (the recent past)"
-# Meanwhile, on the second ring's decode pod (namespace demo-ring: an incident of its own):
+# Meanwhile: nothing fires under healthy load, and on the second ring's decode pod (namespace
+# demo-ring, an incident of its own) the KV transfer stalls.
+step short run_healthy 30
 step short run_scenario --pod vllm-ring-kv "$SIM_KV" healthy kv-transfer-stuck VLLMKVTransferFailing kv-transfer-stalled \
   "a decode pod of disaggregated serving loads each prompt's KV from the prefill side; 30s in, the prefill side stops answering: requests wait deferred, loads never complete or fail."
 step short run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
