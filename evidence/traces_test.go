@@ -67,6 +67,7 @@ func slowReport() *traces.Report {
 }
 
 func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +122,7 @@ func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
 }
 
 func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +134,7 @@ func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
 }
 
 func TestTheDefaultInconclusiveSaysWhatTheTracesShow(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("none.yaml", []byte(`
 name: none
 match: {alertname: X}
@@ -151,6 +154,7 @@ verdicts:
 }
 
 func TestTracesNeverHoldADiagnosisPastItsRunDeadline(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +175,7 @@ func (o *traceObs) ObserveQuery(time.Duration, string) {}
 func (o *traceObs) ObserveTraceLookup(r string)        { o.results = append(o.results, r) }
 
 func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +202,7 @@ func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
 // `triage --at` reviews a past incident: the traces are those of the window ending at that time,
 // not at the time of the run.
 func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
