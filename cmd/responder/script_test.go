@@ -21,8 +21,10 @@ import (
 // The tests of this package run in parallel (t.Parallel; two at a time, go test's -parallel is
 // GOMAXPROCS): each starts its own peers (Prometheus, Alertmanager, vllm-sim, a responder on
 // ports of its own) and mostly waits on their clocks (scrapes, alerts' for:), so the end-to-end
-// chain's minutes pass beside the other tests instead of after them. Three stay sequential: a
-// bound on a duration is their check (TestSlowPrometheusGivesPartialEvidenceMarkedAsSuch,
+// chain's minutes pass beside the other tests instead of after them. Its file, a_e2e_test.go,
+// sorts first: the parallel tests start in the order first, last, then backwards, and the
+// longest must start first, not last. Three stay sequential: a bound on a duration is their
+// check (TestSlowPrometheusGivesPartialEvidenceMarkedAsSuch,
 // TestSlackProfileCommandCapturesAProfileOnTheRealProfiler), or a storm of their own would load
 // the machine under the others (TestSIGTERMDuringAStormDrainsEveryAcceptedAlert).
 func TestMain(m *testing.M) {
