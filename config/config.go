@@ -24,6 +24,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-responder/vllm-responder/gpu"
 	"github.com/vllm-responder/vllm-responder/internal/configerr"
 	"github.com/vllm-responder/vllm-responder/internal/httpconfig"
 	"github.com/vllm-responder/vllm-responder/internal/secret"
@@ -75,6 +76,10 @@ type Config struct {
 	// Incidents joins the alerts of one model (by default) into one incident: one thread for
 	// all its alert names, pods and groups, cause before symptom.
 	Incidents incident.Config `yaml:"incidents"`
+	// GPU reads dcgm-exporter's series for the GPUs of the pod of every diagnosis: faults (XIDs,
+	// row remapping, NVLink, a lost GPU) and throttling (on by default; nothing where the
+	// series are absent).
+	GPU gpu.Config `yaml:"gpu"`
 
 	// Deprecated says, one line each, which deprecated keys the file set and what to set
 	// instead (`responder check` prints them, `responder serve` logs them).
@@ -300,6 +305,7 @@ func Default() *Config {
 	c.Teams.SetDefaults()
 	c.Kubernetes.SetDefaults()
 	c.Incidents.SetDefaults()
+	c.GPU.SetDefaults()
 	return c
 }
 
@@ -463,7 +469,7 @@ func (c *Config) Validate() error {
 		{"log", &c.Log}, {"prometheus", &c.Prometheus}, {"alertmanager", &c.Alertmanager},
 		{"webhook", &c.Webhook}, {"slack", &c.Slack}, {"redis", &c.Redis}, {"dispatch", &c.Dispatch},
 		{"profile", &c.Profile}, {"probe", &c.Probe}, {"vllm", &c.VLLM}, {"traces", &c.Traces}, {"mcp", &c.MCP}, {"triage", &c.Triage}, {"teams", &c.Teams},
-		{"kubernetes", &c.Kubernetes}, {"incidents", &c.Incidents},
+		{"kubernetes", &c.Kubernetes}, {"incidents", &c.Incidents}, {"gpu", &c.GPU},
 	} {
 		errs = append(errs, configerr.Prefix(s.name, s.section.Validate()))
 	}

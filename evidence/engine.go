@@ -291,6 +291,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	} else {
 		kf, factNotes := e.factsOf(g)
 		notes = append(notes, factNotes...)
+		g.traces = markUntraced(g.traces, t.values["untraced"])
 		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
 			PodScope: e.pods, At: pl.at, Facts: kf})
 		d.Notes = append(notes, d.Notes...)

@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/playbooks"
@@ -76,4 +77,16 @@ func (e *Engine) waitTraces(ctx context.Context, ch <-chan *traces.Report) (rep 
 		o.ObserveTraceLookup(result)
 	}
 	return rep, note
+}
+
+// markUntraced is rep with the requests of the window that ended untraced (the gate's `untraced`:
+// a first token and no finish, absent under untraced_min; counted down, never up) counted in it (traces.Report.MarkUntraced), so that its list is
+// said to be of the slowest traced requests; rep itself when there are none, or no list.
+func markUntraced(rep *traces.Report, untraced *float64) *traces.Report {
+	if rep == nil || rep.Error != "" || untraced == nil || *untraced < 1 {
+		return rep
+	}
+	c := *rep
+	c.MarkUntraced(int(math.Floor(*untraced)))
+	return &c
 }

@@ -222,3 +222,27 @@ func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
 		t.Errorf("evaluated at %s, summary %q", d.EvaluatedAt, d.Summary)
 	}
 }
+
+// The gate's `untraced` (requests with a first token and no finish) is counted into the trace
+// report the diagnosis lists (a copy: the lookup's own is not changed); nothing is counted into
+// a failed lookup, or when there are none.
+func TestRequestsEndedUntracedAreCountedIntoTheList(t *testing.T) {
+	t.Parallel()
+	rep := &traces.Report{Summary: "The 2 slowest requests (4s-5s) spent 90% of their time decoding."}
+	v := func(f float64) *float64 { return &f }
+	got := markUntraced(rep, v(36.6))
+	if got == rep || got.Untraced != 36 || !strings.HasPrefix(got.Summary, "The 2 slowest traced requests") {
+		t.Fatalf("got %+v", got)
+	}
+	if rep.Untraced != 0 {
+		t.Error("the lookup's own report was changed")
+	}
+	for name, c := range map[string]struct {
+		rep *traces.Report
+		n   *float64
+	}{"none ended untraced": {rep, v(0.4)}, "not known": {rep, nil}, "no report": {nil, v(5)}, "a failed lookup": {&traces.Report{Error: "down"}, v(5)}} {
+		if got := markUntraced(c.rep, c.n); got != c.rep {
+			t.Errorf("%s: the report was replaced: %+v", name, got)
+		}
+	}
+}

@@ -319,7 +319,7 @@ func NewDiagnosisView(d *playbooks.Diagnosis) *DiagnosisView {
 		Notes: printableAll(d.Notes), OfferProfile: d.OfferProfile, Scope: scopeLabels(d.Scope, false), Playbook: Printable(d.Playbook),
 		EvaluatedAt: d.EvaluatedAt, Diagnosis: d, Fleet: newFleet(d.Fleet), Slowest: slowest(d.SlowestRequests)}
 	if r := dv.Slowest; r != nil && len(r.Requests) > 0 && !d.SummaryCitesTraces() {
-		dv.Traces = r.Summary
+		dv.Traces = r.SummaryLine()
 	}
 	for _, e := range d.Evidence {
 		row := EvidenceRow{Title: printableText(cmp.Or(e.Title, e.Name)), Value: printableText(cmp.Or(e.Text, playbooks.FormatValue(e.Value, e.Unit))),

@@ -97,6 +97,26 @@ func richItem() Item {
 	return it
 }
 
+// abortItem is the abort-rate alert's diagnosis with its trace report, 37 requests of the window
+// ended untraced (clients that gave up after their first token: vllm-project/vllm#32162): the
+// list is of the slowest traced requests, and says how many are not in it.
+func abortItem() Item {
+	it := viewItem(playbooks.VerdictClientAborts, "vllm-0")
+	it.Alert.Labels["alertname"] = "VLLMRequestAbortRateHigh"
+	it.Diagnosis.Playbook = "request-abort-rate-high"
+	r := &traces.Report{Service: "vllm-llama-8b", Operation: "llm_request", MinDuration: time.Second, Searched: 42,
+		Summary: "The 2 slowest requests (4s-5s) spent 90% of their time decoding (queue 6%, prefill 4%).",
+		Requests: []traces.Request{
+			{TraceID: "a1", RequestID: "cmpl-1", Duration: 5 * time.Second, Queue: 300 * time.Millisecond, Prefill: 200 * time.Millisecond, Decode: 4500 * time.Millisecond,
+				PromptTokens: 900, CompletionTokens: 420, Link: "https://jaeger.example/trace/a1"},
+			{TraceID: "b2", Duration: 4 * time.Second, Queue: 200 * time.Millisecond, Prefill: 200 * time.Millisecond, Decode: 3600 * time.Millisecond,
+				PromptTokens: 800, CompletionTokens: 380, Link: "https://jaeger.example/trace/b2"},
+		}}
+	r.MarkUntraced(37)
+	it.Diagnosis.SlowestRequests = r
+	return it
+}
+
 // viewCases are the notifications whose views are golden: every shape a view takes.
 func viewCases() map[string]struct {
 	n *Notification
@@ -162,6 +182,7 @@ func viewCases() map[string]struct {
 		"incident-per-pod-cause": {stalled, opts},
 		"incident-resolved":      {ended, opts},
 		"firing-one":             {viewNotification(StatusFiring, richItem()), linked},
+		"firing-abort-untraced":  {viewNotification(StatusFiring, abortItem()), opts},
 		"firing-two":             {viewNotification(StatusFiring, viewItem(playbooks.VerdictKVPreemption, "vllm-0"), unmatched), opts},
 		"firing-degraded":        {viewNotification(StatusFiring, degraded), opts},
 		"firing-hostile":         {hostileN, linked},

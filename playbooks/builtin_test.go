@@ -24,15 +24,15 @@ func TestBuiltinPlaybooksLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pbs) != 9 {
-		t.Fatalf("want 9 built-in playbooks, got %d", len(pbs))
+	if len(pbs) != 10 {
+		t.Fatalf("want 10 built-in playbooks, got %d", len(pbs))
 	}
 	s, err := NewSet(pbs, nil, SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, alert := range []string{"VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMSpecDecodeAcceptanceDropped",
-		"VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMKVTransferFailing", "VLLMQueueDepthHigh", "VLLMEngineStalled"} {
+		"VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh", "VLLMKVTransferFailing", "VLLMQueueDepthHigh", "VLLMEngineStalled", "VLLMGPUFault"} {
 		if _, ok := s.Match(map[string]string{"alertname": alert}); !ok {
 			t.Errorf("no built-in playbook matches %s", alert)
 		}

@@ -11,24 +11,28 @@ import (
 // Verdict ids are the machine-readable outcome of a diagnosis. They are a contract: other tools and
 // tests match on them (README.md, "What it diagnoses"), so they never change meaning.
 const (
-	VerdictCapacityPastKnee = "capacity-past-knee"
-	VerdictKVPreemption     = "kv-preemption"
-	VerdictKVPressure       = "kv-pressure"
-	VerdictPrefillBound     = "prefill-bound"
-	VerdictDecodeBound      = "decode-bound"
-	VerdictClientAborts     = "client-aborts"
-	VerdictInconclusive     = "inconclusive"
-	VerdictHealthy          = "healthy"
-	VerdictNoData           = "no-data"
-	VerdictEngineStalled    = "engine-stalled"
-	VerdictLoadImbalance    = "load-imbalance"
-	VerdictPrefixCollapse   = "prefix-cache-collapse"
-	VerdictEnginePaused     = "engine-paused"
-	VerdictEngineRestarting = "engine-restarting"
-	VerdictKVTransfer       = "kv-transfer-stalled"
-	VerdictSpecDecode       = "spec-decode-regression"
-	VerdictLoRACapacity     = "lora-capacity"
-	VerdictFrontendBound    = "frontend-bound"
+	VerdictCapacityPastKnee    = "capacity-past-knee"
+	VerdictKVPreemption        = "kv-preemption"
+	VerdictKVPressure          = "kv-pressure"
+	VerdictPrefillBound        = "prefill-bound"
+	VerdictDecodeBound         = "decode-bound"
+	VerdictClientAborts        = "client-aborts"
+	VerdictInconclusive        = "inconclusive"
+	VerdictHealthy             = "healthy"
+	VerdictNoData              = "no-data"
+	VerdictEngineStalled       = "engine-stalled"
+	VerdictLoadImbalance       = "load-imbalance"
+	VerdictPrefixCollapse      = "prefix-cache-collapse"
+	VerdictEnginePaused        = "engine-paused"
+	VerdictEngineRestarting    = "engine-restarting"
+	VerdictKVTransfer          = "kv-transfer-stalled"
+	VerdictSpecDecode          = "spec-decode-regression"
+	VerdictLoRACapacity        = "lora-capacity"
+	VerdictFrontendBound       = "frontend-bound"
+	VerdictPrefillInterference = "prefill-interference"
+	VerdictHeldUpstream        = "held-upstream"
+	VerdictGPUFault            = "gpu-fault"
+	VerdictGPUThrottled        = "gpu-throttled"
 )
 
 // Class is how a verdict reads at a glance: what every integration marks it by (Slack's
@@ -74,8 +78,6 @@ type verdictDef struct {
 	// Rank is the verdict's place in the causal order, cause before symptom (1 first): of the
 	// verdicts of one incident's alerts, the one of the lowest rank is the incident's. Each
 	// place and why: docs/incidents.md ("The causal order"), which lists them in this order.
-	// Ranks 1, 6, 8 and 15 are kept for gpu-fault, gpu-throttled, held-upstream and
-	// prefill-interference, the verdicts of the hardware and router rings (DESIGN.md).
 	Rank    int
 	Meaning string
 }
@@ -86,13 +88,15 @@ var verdicts = []verdictDef{
 	{VerdictCapacityPastKnee, ClassProblem, 14, "arrivals exceed service capacity: queue grows, queueing dominates TTFT, running batch pinned, no preemption. Add capacity or shed load; not a bug"},
 	{VerdictKVPreemption, ClassProblem, 13, "KV cache near full and requests are being preempted. Lower `--max-num-seqs`/`--max-model-len`, raise `--gpu-memory-utilization`, or add capacity"},
 	{VerdictKVPressure, ClassPressure, 19, "KV cache near full, no preemptions yet: preemption imminent"},
+	{VerdictPrefillInterference, ClassProblem, 15, "long prompts' prefill chunks share the decode steps (chunked prefill, one token budget a step) and stretch the inter-token latency of the requests decoding beside them: a bimodal ITL, the batch not the cause. `--long-prefill-token-threshold`, a smaller `--max-num-batched-tokens`, or the long prompts on pods of their own"},
 	{VerdictPrefillBound, ClassProblem, 16, "prefill time dominates the TTFT rise (longer prompts, batching); queue is short"},
 	{VerdictDecodeBound, ClassProblem, 17, "decode time / ITL rose with a wider running batch: batch width or memory bandwidth"},
 	{VerdictClientAborts, ClassProblem, 18, "abort share rose while latency is normal: look at client or load-balancer timeouts"},
 	{VerdictInconclusive, ClassUnexplained, 20, "the alert is real but no rule explains it: offer a bounded profile capture"},
 	{VerdictHealthy, ClassHealthy, 22, "on-demand triage found nothing wrong: tokens flow wherever requests run, no frozen gauges, latencies under the thresholds, the scope's series present and scraped (otherwise `inconclusive`)"},
 	{VerdictNoData, ClassNoData, 21, "Prometheus has no vLLM series for this scope (wrong labels, scrape down, metric names unknown)"},
-	{VerdictEngineStalled, ClassProblem, 3, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait; `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictEngineStalled, ClassProblem, 3, "a pod's engine makes no progress (no prompt or generation tokens) while requests wait, or admits none of its queue while its batch has room and its KV cache is free (an admission wedge, vllm#53130); `/health` may still say 200. Restart, take a stack dump, read the logs"},
+	{VerdictHeldUpstream, ClassProblem, 8, "requests wait in the router or gateway in front of the model (llm-d's Endpoint Picker's flow-control queue) while every engine of the model has room: the gateway, not capacity (with stale model-server metrics the EPP reads the pool as saturated and stops dispatching)"},
 	{VerdictLoadImbalance, ClassProblem, 9, "one pod (or DP engine) of a model carries far more of the load or queue than its siblings while the fleet has room: the router, not capacity"},
 	{VerdictPrefixCollapse, ClassProblem, 10, "the prefix-cache hit rate fell far below its baseline with unchanged prompts, and prefill rose: routing affinity, prompt/template changes, evictions"},
 	{VerdictEnginePaused, ClassPaused, 4, "the engine sleeps or is paused on purpose (`engine_sleep_state`, weight updates): do not restart"},
@@ -101,6 +105,8 @@ var verdicts = []verdictDef{
 	{VerdictSpecDecode, ClassProblem, 11, "speculative decoding's acceptance fell well below its baseline while the time per output token rose at an unchanged batch (ITL, recorded per engine step, stays flat)"},
 	{VerdictLoRACapacity, ClassProblem, 12, "requests wait deferred for a LoRA slot while the batch has room: the running adapters fill `max_lora` (which adapters wait, vLLM 0.32 does not export)"},
 	{VerdictFrontendBound, ClassProblem, 7, "TTFT outside the engine (neither queue nor prefill) dominates, with the API server's CPU saturated: tokenization, chat templates, detokenization"},
+	{VerdictGPUFault, ClassProblem, 1, "a GPU of the pod reported a fault that needs the node drained (dcgm-exporter): it fell off the bus, a new XID of the drain-or-reset kind, a failed row remap, uncorrectable remapped rows or NVLink errors rising. Names the node and the GPU; said with the stall or restart it causes. Cordon and drain the node"},
+	{VerdictGPUThrottled, ClassProblem, 6, "a busy GPU of the pod runs its SM clock well below its siblings' (or its own recent past) while hot or at its power limit, and the pod's ITL is up against its siblings': the node's cooling or power cap, not vLLM"},
 }
 
 // KnownVerdicts lists every verdict id a playbook may use.

@@ -51,7 +51,7 @@ func TestTheDocsUserPlaybookTakesTheGateInOneLine(t *testing.T) {
 	for _, v := range p.Verdicts {
 		ids = append(ids, v.ID)
 	}
-	if got, want := strings.Join(ids, " "), "engine-restarting no-data engine-paused engine-stalled engine-stalled inconclusive engine-stalled capacity-past-knee inconclusive"; got != want {
+	if got, want := strings.Join(ids, " "), "engine-restarting no-data engine-paused engine-stalled engine-stalled engine-stalled inconclusive engine-stalled capacity-past-knee inconclusive"; got != want {
 		t.Errorf("rules %s\nwant  %s", got, want)
 	}
 

@@ -101,6 +101,15 @@ var templateFuncs = template.FuncMap{
 		r := *pa / *pb
 		return FormatValue(&r, "x")
 	},
+	// rest is what a share leaves (1 - v: the miss share of a hit rate); nil when missing.
+	"rest": func(v any) *float64 {
+		p := toPtr(v)
+		if p == nil {
+			return nil
+		}
+		r := 1 - *p
+		return &r
+	},
 	// has reports whether a value is present.
 	"has": func(v any) bool { return toPtr(v) != nil },
 	// zero reports whether a value is present and 0 (a gauge that never changed, a target down);

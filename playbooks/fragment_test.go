@@ -14,17 +14,17 @@ import (
 func TestFragmentErrorsNameBothPlaces(t *testing.T) {
 	const d = "testdata/fragments/"
 	cases := map[string]string{
-		"query-defined-twice": d + `query-defined-twice/mine.yaml: queries.held: line 6: also defined by fragment progress (builtin/common/progress.yaml line 33): to replace it, write override: progress`,
+		"query-defined-twice": d + `query-defined-twice/mine.yaml: queries.held: line 6: also defined by fragment progress (builtin/common/progress.yaml line 40): to replace it, write override: progress`,
 		"two-fragments-one-query": d + `two-fragments-one-query/mine.yaml: uses: fragments a and b both define query "x" (` +
 			d + `two-fragments-one-query/a.yaml line 3, ` + d + `two-fragments-one-query/b.yaml line 4)`,
 		"template-defined-twice": d + `template-defined-twice/mine.yaml: templates.pod: line 6: also defined by fragment frag (` + d + `template-defined-twice/frag.yaml line 3)`,
-		"rule-name-taken":        d + `rule-name-taken/mine.yaml: verdicts[0].name: line 7: fragment progress has a rule named "no-data" too (builtin/common/progress.yaml line 220): to replace it, write override: progress`,
+		"rule-name-taken":        d + `rule-name-taken/mine.yaml: verdicts[0].name: line 7: fragment progress has a rule named "no-data" too (builtin/common/progress.yaml line 279): to replace it, write override: progress`,
 		"override-of-nothing": d + `override-of-nothing/mine.yaml: queries.helt.override: line 5: fragment progress has no query "helt" to override
 ` + d + `override-of-nothing/mine.yaml: verdicts[0].override: line 9: fragment progress has no rule named "nodata" to override`,
 		"override-without-uses": d + `override-without-uses/mine.yaml: queries.held.override: line 4: this playbook does not use fragment "progress"
 ` + d + `override-without-uses/mine.yaml: verdicts[0]: line 8: ...progress: this playbook does not use fragment "progress"
 ` + d + `override-without-uses/mine.yaml: queries: at least one query is required`,
-		"unknown-fragment": d + `unknown-fragment/mine.yaml: uses[0]: unknown fragment "progres" (known: capacity, deferred, frontend, kv, kv-transfer, prefix-cache, progress, series, spec-decode)`,
+		"unknown-fragment": d + `unknown-fragment/mine.yaml: uses[0]: unknown fragment "progres" (known: capacity, decode, deferred, frontend, gpu, kv, kv-transfer, prefill-interference, prefix-cache, progress, series, spec-decode, upstream)`,
 		"fragment-with-match": d + `fragment-with-match/frag.yaml: match: a fragment has no match: the playbooks that use it do
 ` + d + `fragment-with-match/frag.yaml: window: a fragment has no window: the playbooks that use it do
 ` + d + `fragment-with-match/frag.yaml: queries.x: defined twice (lines 5 and 6)`,

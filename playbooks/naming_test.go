@@ -18,7 +18,16 @@ import (
 var (
 	targetSeries = []string{"up", "process_start_time_seconds", "process_open_fds", "process_cpu_seconds_total"}
 	podSeries    = []string{"sleep_mode_operations_in_flight", "rl_weight_update_operations_in_flight", "rl_weight_update_operation_duration_seconds_count"}
+	// gatewayPrefixes name llm-d's Endpoint Picker's series (common/upstream.yaml): not vLLM's,
+	// so never renamed, and no router among them; those without model_name are read beside one
+	// with it (the EPP's queue), by its scrape target.
+	gatewayPrefixes = []string{"llm_d_epp_", "inference_extension_", "llm_d_inference_scheduler_"}
 )
+
+// gatewaySeries reports whether name is one of the Endpoint Picker's series.
+func gatewaySeries(name string) bool {
+	return slices.ContainsFunc(gatewayPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
 
 // TestBuiltinQueriesUnderKServeNames: with vllm.metric_prefix kserve_vllm:, every selector of
 // every built-in query (and fleet query) names a kserve_vllm: metric and excludes router series, the query still
@@ -60,6 +69,16 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 					selectors++
 					if slices.Contains(targetSeries, vs.Name) {
 						unscoped = true
+						return nil
+					}
+					if gatewaySeries(vs.Name) {
+						// the EPP's queue and its queue time carry the scope (no matcher when the labels are empty)
+						if slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == "model_name" }) ||
+							len(lbls) == 0 && (strings.Contains(vs.Name, "_queue_size") || strings.Contains(vs.Name, "_request_queue_duration")) {
+							scoped = true
+						} else {
+							unscoped = true
+						}
 						return nil
 					}
 					if !strings.HasPrefix(vs.Name, "kserve_vllm:") {

@@ -235,6 +235,9 @@ type Scenario struct {
 	Hang      bool          `json:"hang,omitempty"`
 	HangAfter time.Duration `json:"hang_after,omitempty"`
 	HangFor   time.Duration `json:"hang_for,omitempty"`
+	// HangIdle makes the hang start at the first moment from HangAfter on when the engine holds
+	// nothing (0 running, 0 waiting): an idle engine that hangs, its gauges frozen at 0/0.
+	HangIdle bool `json:"hang_idle,omitempty"`
 	// Sleep: an operator puts the engine to sleep (level SleepLevel, mode abort) SleepAfter the
 	// switch, and wakes it SleepFor later (0: stays asleep until woken).
 	Sleep      bool          `json:"sleep,omitempty"`
@@ -448,7 +451,21 @@ func lifecycleScenarios() []Scenario {
 	loop.Name = "restart-loop"
 	loop.Description = "healthy load; the server dies 40 s after each start and is down 15 s (the scrape fails), then starts empty: counters reset to 0, a new process_start_time_seconds, again and again (CrashLoopBackOff)"
 	loop.CrashAfter, loop.DownFor = 40*time.Second, 15*time.Second
-	return []Scenario{hang, hangQ, sleep, update, loop}
+	// An idle engine that hangs (issue 37): one short request a second, each done in a few steps,
+	// so the engine holds nothing most of the time; 20 s after the switch, at a moment it holds
+	// nothing, the core stops for 70 s. Its gauges freeze at 0/0 while the requests that keep
+	// arriving wait in the API server (process_open_fds +1/s); the same with nothing arriving
+	// (engine-hang-idle-quiet) is indistinguishable from idle.
+	trickle := Scenarios["idle"]
+	trickle.Name = "engine-hang-idle"
+	trickle.Description = "one short request a second (prompt ~100, output ~8 tokens); 20 s after the switch, at a moment the engine holds nothing, the core stops for 70 s: the gauges freeze at 0/0, the API server holds the arrivals (process_open_fds +1/s); released, their TTFT holds the hang"
+	trickle.ArrivalRate, trickle.PromptMean, trickle.PromptSigma, trickle.OutputMean, trickle.OutputSigma, trickle.MaxTokens = 1, 100, 0.2, 8, 0.2, 16
+	trickle.Hang, trickle.HangIdle, trickle.HangAfter, trickle.HangFor = true, true, 20*time.Second, 70*time.Second
+	quiet := Scenarios["idle"]
+	quiet.Name = "engine-hang-idle-quiet"
+	quiet.Description = "nothing arrives; 20 s after the switch the idle engine core stops for 70 s: no series moves, no request is held, nothing to tell from idle (the hard negative of engine-hang-idle)"
+	quiet.Hang, quiet.HangIdle, quiet.HangAfter, quiet.HangFor = true, true, 20*time.Second, 70*time.Second
+	return []Scenario{hang, hangQ, sleep, update, loop, trickle, quiet}
 }
 
 // ScenarioNames lists the built-in scenarios in a stable order.

@@ -145,3 +145,56 @@ func TestAnIdleEngineHoldsNothing(t *testing.T) {
 		t.Errorf("idle: open fds %g -> %g, held %d", a.values["process_open_fds"], b.values["process_open_fds"], v.e.Stats().Held)
 	}
 }
+
+// engine-hang-idle (issue 37): an idle engine whose core stops while one short request a second
+// keeps arriving. It holds nothing when it stops, so its gauges freeze at 0/0 and no vllm: series
+// moves, as on an idle engine; only the API server shows the requests it holds
+// (process_open_fds +1/s). Released, the held requests reach the engine at once: their TTFT holds
+// the hang.
+func TestAnIdleEngineHangWithRequestsTricklingInShowsOnlyInTheAPIServer(t *testing.T) {
+	v := newVirtual(t, DefaultConfig(), "engine-hang-idle")
+	v.run(20 * time.Second)
+	for i := 0; i < 50 && !v.e.Stats().Hung; i++ {
+		v.run(100 * time.Millisecond)
+	}
+	if !v.e.Stats().Hung {
+		t.Fatal("the engine core should stop once it holds nothing, 20 s after the switch")
+	}
+	a := v.snap()
+	if r, w := a.values["vllm:num_requests_running"], a.values["vllm:num_requests_waiting"]; r != 0 || w != 0 {
+		t.Fatalf("stopped at running %g, waiting %g: want an idle engine, 0/0", r, w)
+	}
+	v.run(60 * time.Second)
+	b := v.snap()
+	if diff := changed(vllmSamples(a), vllmSamples(b)); len(diff) > 0 {
+		t.Errorf("%d vllm: series changed while the idle engine core was stopped, want none: %v", len(diff), diff[:min(len(diff), 8)])
+	}
+	if got := b.values["process_open_fds"] - a.values["process_open_fds"]; got < 35 || got > 90 {
+		t.Errorf("process_open_fds rose by %g in 60 s at 1 req/s: want one per request held (about 60)", got)
+	}
+	v.run(15 * time.Second) // the hang ends 70 s after it began
+	if v.e.Stats().Hung {
+		t.Fatal("still stopped after 70 s")
+	}
+	c := v.snap()
+	after := window{b, c}
+	if ttft := after.quantile(1, "vllm:time_to_first_token_seconds"); ttft < 40 {
+		t.Errorf("after the hang the slowest TTFT is %.1f s: want the hang in it", ttft)
+	}
+}
+
+// Hard negative: the same hang with nothing arriving holds nothing and changes nothing, the API
+// server's descriptors included: nothing to tell from idle, and nobody waits.
+func TestAnIdleEngineHangWithNothingArrivingChangesNothing(t *testing.T) {
+	v := newVirtual(t, DefaultConfig(), "engine-hang-idle-quiet")
+	v.run(21 * time.Second)
+	if !v.e.Stats().Hung {
+		t.Fatal("the idle engine core should stop 20 s after the switch")
+	}
+	a := v.snap()
+	v.run(30 * time.Second)
+	b := v.snap()
+	if a.values["process_open_fds"] != b.values["process_open_fds"] || v.e.Stats().Held != 0 {
+		t.Errorf("quiet hang: open fds %g -> %g, held %d", a.values["process_open_fds"], b.values["process_open_fds"], v.e.Stats().Held)
+	}
+}

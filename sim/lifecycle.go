@@ -64,6 +64,7 @@ type lifecycle struct {
 	hungSince time.Time
 	hangAt    time.Time // planned start (zero: none)
 	hangEnd   time.Time // planned end (zero: until released)
+	hangIdle  bool      // the planned hang waits for a moment the engine holds nothing
 
 	pause  pauseState
 	asleep bool
@@ -126,7 +127,7 @@ func (e *Engine) planLife(s Scenario, now time.Time) {
 	if l.down {
 		e.restart(now, false)
 	}
-	l.hung, l.hangAt, l.hangEnd = false, time.Time{}, time.Time{}
+	l.hung, l.hangAt, l.hangEnd, l.hangIdle = false, time.Time{}, time.Time{}, false
 	if l.asleep || l.pause != pauseNone || l.op != "" {
 		e.endOperation(now)
 		l.asleep, l.pause = false, pauseNone
@@ -135,7 +136,7 @@ func (e *Engine) planLife(s Scenario, now time.Time) {
 	l.sleepAt, l.wakeAt, l.nextUpdate, l.crashAt, l.renameAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	l.upFor, l.downFor, l.updateEvery = 0, 0, 0
 	if s.Hang {
-		l.hangAt = now.Add(s.HangAfter)
+		l.hangAt, l.hangIdle = now.Add(s.HangAfter), s.HangIdle
 		if s.HangFor > 0 {
 			l.hangEnd = l.hangAt.Add(s.HangFor)
 		}
@@ -192,6 +193,16 @@ func (l *lifecycle) advance(e *Engine, now time.Time) {
 			}
 		case !l.opEnd.IsZero() && !l.opEnd.After(at):
 			e.endOperation(at)
+		case !l.hangAt.IsZero() && !l.hangAt.After(at) && l.hangIdle && len(e.running)+len(e.waiting) > 0:
+			// an idle hang waits for the engine to hold nothing: the next step boundary
+			l.hangAt = at.Add(idleHangRetry)
+			if !l.hangEnd.IsZero() {
+				l.hangEnd = l.hangEnd.Add(idleHangRetry)
+			}
+			if l.hangAt.After(now) {
+				l.schedule()
+				return
+			}
 		case !l.hangAt.IsZero() && !l.hangAt.After(at):
 			l.hangAt = time.Time{}
 			e.hang(at)
@@ -216,6 +227,10 @@ func (l *lifecycle) advance(e *Engine, now time.Time) {
 		l.schedule()
 	}
 }
+
+// idleHangRetry is how long an idle hang (Scenario.HangIdle) waits again while the engine holds
+// requests: about a step.
+const idleHangRetry = 10 * time.Millisecond
 
 func keepIf(t time.Time, ok bool) time.Time {
 	if ok {

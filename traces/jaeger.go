@@ -57,11 +57,56 @@ type Report struct {
 	// SearchLink opens the same search in the Jaeger UI.
 	SearchLink string `json:"search_link,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Untraced is how many requests of the window vLLM's counters saw get a first token and never
+	// finish (clients that gave up, disconnects): vLLM emits no span for an aborted or failed
+	// request (vllm-project/vllm#32162), so none of them is in Requests, and the slowest of the
+	// window may be among them. 0: none, or not known (MarkUntraced sets it).
+	Untraced int `json:"untraced,omitempty"`
 }
 
 // AbortedNote is said with every list of slowest requests: vLLM records no span for an aborted
 // request, so a client that gave up on a slow request leaves no trace of it.
 const AbortedNote = "Aborted requests (client timeouts, disconnects) are never traced by vLLM, so the slowest of them are not here."
+
+// MarkUntraced records that n requests of the window ended without a span (Untraced): the list
+// is then of the slowest traced requests, and its summary says so.
+func (r *Report) MarkUntraced(n int) {
+	if n <= 0 {
+		return
+	}
+	r.Untraced = n
+	// Summarize's subject: "The slowest request ..." or "The 10 slowest requests ..."
+	r.Summary = strings.Replace(r.Summary, "slowest request", "slowest traced request", 1)
+}
+
+// SummaryLine is the report's summary as one line shown with a diagnosis: with Untraced, how many
+// requests of the window are not among the traced ones.
+func (r *Report) SummaryLine() string {
+	if r.Untraced > 0 {
+		return fmt.Sprintf("%s %d requests of the window that never finished are not traced (vllm-project/vllm#32162).", r.Summary, r.Untraced)
+	}
+	return r.Summary
+}
+
+// Title is what the list of the report's requests is called: the slowest requests, or the
+// slowest traced ones when requests of the window ended untraced.
+func (r *Report) Title() string {
+	if r.Untraced > 0 {
+		return "Slowest traced requests"
+	}
+	return "Slowest requests"
+}
+
+// MissingNote is said with every list of the report's requests: which requests it leaves out
+// and why; with Untraced, how many.
+func (r *Report) MissingNote() string {
+	if r.Untraced > 0 {
+		return fmt.Sprintf("%d requests of the window got a first token and never finished (vLLM's counters) and are not here: "+
+			"vLLM emits no span for an aborted or failed request (vllm-project/vllm#32162, open). Their clients gave up on them, "+
+			"so the slowest requests of the window may be among them: this list is of the slowest traced ones.", r.Untraced)
+	}
+	return AbortedNote
+}
 
 // Client looks up slow requests in Jaeger's HTTP query API.
 type Client struct {

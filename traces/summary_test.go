@@ -2,6 +2,7 @@ package traces
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,5 +95,46 @@ func TestLineAndHeading(t *testing.T) {
 		Tags: map[string]string{"k8s.pod.name": "p-0"}}
 	if got, want := rep.Heading(), `Jaeger service "vllm-m", llm_request over 1s, k8s.pod.name="p-0", 500 traced in the window (the most recent; more exist)`; got != want {
 		t.Errorf("Heading() = %q, want %q", got, want)
+	}
+}
+
+// Requests the counters saw end without a span (vllm-project/vllm#32162) make the list one of the
+// slowest traced requests: its summary, its title and its note say so, and how many are missing.
+func TestAListMissingUntracedRequestsSaysHowManyAndWhy(t *testing.T) {
+	r := &Report{Summary: "The 3 slowest requests (6s-8s) spent 71% of their time in prefill (decode 29%, queue 0%)."}
+	if r.Title() != "Slowest requests" || r.MissingNote() != AbortedNote {
+		t.Fatalf("with nothing counted missing: %q, %q", r.Title(), r.MissingNote())
+	}
+	r.MarkUntraced(0)
+	if r.Untraced != 0 || strings.Contains(r.Summary, "traced") {
+		t.Fatalf("none missing changed the report: %+v", r)
+	}
+	r.MarkUntraced(37)
+	if want := "The 3 slowest traced requests (6s-8s) spent 71%"; !strings.HasPrefix(r.Summary, want) {
+		t.Errorf("summary %q, want it to begin %q", r.Summary, want)
+	}
+	if r.Title() != "Slowest traced requests" {
+		t.Errorf("title %q", r.Title())
+	}
+	for _, want := range []string{"37 requests of the window got a first token and never finished", "vllm-project/vllm#32162", "this list is of the slowest traced ones"} {
+		if !strings.Contains(r.MissingNote(), want) {
+			t.Errorf("note %q lacks %q", r.MissingNote(), want)
+		}
+	}
+	one := &Report{Summary: "The slowest request (8s) spent 71% of its time in prefill."}
+	one.MarkUntraced(2)
+	if !strings.HasPrefix(one.Summary, "The slowest traced request (8s)") {
+		t.Errorf("summary %q", one.Summary)
+	}
+}
+
+func TestTheSummaryLineCountsTheUntracedRequests(t *testing.T) {
+	r := &Report{Summary: "The slowest request (8s) spent 71% of its time in prefill."}
+	if r.SummaryLine() != r.Summary {
+		t.Fatalf("%q", r.SummaryLine())
+	}
+	r.MarkUntraced(5)
+	if want := "The slowest traced request (8s) spent 71% of its time in prefill. 5 requests of the window that never finished are not traced (vllm-project/vllm#32162)."; r.SummaryLine() != want {
+		t.Errorf("%q\nwant %q", r.SummaryLine(), want)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +35,15 @@ func TestTriageOfAStalledPodShowsTheProbe(t *testing.T) {
 	defer srv.Close()
 
 	prom := testenv.RecordedPrometheus(t, progressLoads())
-	cfg := writeConfig(t, prom.URL, `
+	// Written here, not by writeConfig: its triages of a recording are evaluated at the
+	// recording's time (--at), and a triage of the past sends no probe. This one runs now (the
+	// hung pod's frozen gauges are a stall whenever it runs).
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(promConfig(prom.URL)+`
 probe: {enabled: true, url_template: "`+srv.URL+`", timeout: 1s, min_interval: 1m}
-`)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res := triageOf(t, cfg, "", "pod=hung", "namespace=p", "model_name=llama-p")
 	if res.Verdict != "engine-stalled" {
 		t.Fatalf("verdict %s (%s)", res.Verdict, res.Summary)

@@ -20,14 +20,12 @@ func progressLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("p", "lla
 // stall's aftermath, not capacity; an idle, a slow and a quiet pod are not stalled.
 func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	t.Parallel()
-	// Every triage is evaluated when the recording ends (as if run at once), not when the test
-	// gets to it, nor when Prometheus is up: on a busy machine minutes pass (the backfill and the
-	// start alone took 75 s once), and a stall's length, a window's content and a new pod's age
-	// would move with them.
-	recorded := time.Now()
-	prom := testenv.Prometheus(t, testenv.PromOptions{OpenMetrics: testenv.RecordedVLLM(recorded, progressLoads())})
+	prom := testenv.RecordedPrometheus(t, progressLoads())
 	cfg := writeConfig(t, prom.URL, "")
-	at := "--at=" + strconv.FormatInt(recorded.Unix(), 10)
+	// Every triage is evaluated when the recording was made for (as if run at once), not when the
+	// test gets to it: on a busy machine the backfill alone takes minutes, and a stall's length, a
+	// window's content and a new pod's age would move with them.
+	at := "--at=" + strconv.FormatInt(prom.RecordedAt.Unix(), 10)
 	cases := []struct {
 		name, alert, pod, want string
 		contains               []string
@@ -57,6 +55,11 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 			[]string{"its server is new"}},
 		{"nor on its TTFT alert", "VLLMTimeToFirstTokenP99High", "new", "inconclusive", nil},
 		{"an idle engine is healthy", "", "idle", "healthy", nil},
+		// Issue 37: an idle engine stopped for 70 s while one request a second arrived.
+		{"the TTFT alert after an idle engine's hang with requests trickling in is the stall's aftermath", "VLLMTimeToFirstTokenP99High", "idle-hang-trickle", "engine-stalled",
+			[]string{"until recently"}},
+		{"and on demand", "", "idle-hang-trickle", "engine-stalled", []string{"until recently"}},
+		{"the same hang with nothing arriving is healthy", "", "idle-hang-quiet", "healthy", nil},
 		{"a slow engine that moves is healthy", "", "slow", "healthy", nil},
 		{"a quiet pod is healthy", "", "ok", "healthy", nil},
 	}
@@ -103,6 +106,17 @@ func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
 	if code != 0 || res.Verdict != "engine-restarting" {
 		// a pod of the model restarted in the window: that is decided first, for the model too
 		t.Fatalf("triage of the model: exit %d (%s), verdict %s (%s)", code, stderr, res.Verdict, res.Title)
+	}
+	// ... about a pod that restarted, named with its own kube-state-metrics (issue 37: it named a
+	// sibling that had not), not the hung pod the stall ranking would put first.
+	named := false
+	for _, pod := range []string{"restarted", "restarted-late"} {
+		if strings.Contains(res.Title, "pod "+pod+" of llama-p") && strings.Contains(res.Summary, "kube-state-metrics: pod "+pod+" restarted") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("triage of the model does not name a restarted pod with its restarts: %s: %s", res.Title, res.Summary)
 	}
 }
 

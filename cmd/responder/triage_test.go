@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +36,34 @@ func writeConfig(t *testing.T, promURL string, extra string) string {
 	if err := os.WriteFile(p, []byte(promConfig(promURL)+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if at, ok := testenv.RecordedAtOf(promURL); ok {
+		configRecordedAt.Store(p, at)
+	}
 	return p
+}
+
+// configRecordedAt maps a config file written by writeConfig for a recorded Prometheus
+// (testenv.RecordedPrometheus) to the time its recording was made for.
+var configRecordedAt sync.Map
+
+// withRecordedAt adds --at to triage's arguments when the config points at a recorded Prometheus
+// and the test gave no --at: a triage of a recording is evaluated when the recording was made for,
+// as if it ran at once, not when a busy machine gets to it (minutes later, the windows would read
+// the end of the recording, and its gauges as frozen).
+func withRecordedAt(args []string) []string {
+	cfg := ""
+	for i, a := range args {
+		if a == "--at" || strings.HasPrefix(a, "--at=") {
+			return args
+		}
+		if a == "--config" && i+1 < len(args) {
+			cfg = args[i+1]
+		}
+	}
+	if at, ok := configRecordedAt.Load(cfg); ok {
+		return append([]string{"--at=" + strconv.FormatInt(at.(time.Time).Unix(), 10)}, args...)
+	}
+	return args
 }
 
 type triageJSON struct {
@@ -53,7 +81,7 @@ type triageJSON struct {
 func triageCLI(t *testing.T, args ...string) (triageJSON, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"triage", "--output", "json"}, args...), &out, &errb)
+	code := run(context.Background(), append([]string{"triage", "--output", "json"}, withRecordedAt(args)...), &out, &errb)
 	var res triageJSON
 	if code == 0 {
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -365,6 +393,13 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		lora, _ := proxy.answeredAbout("lora_requests_info")
 		if got -= lora; lora != 1 {
 			t.Errorf("queries_per_request %d: %d requests of the LoRA lookup, want 1", n, lora)
+		}
+		// the GPU rules first: dcgm-exporter's series of the pod (none here), n to a request, then
+		// its node from kube_pod_info (one request; none here: no node step)
+		gpu, _ := proxy.answeredAbout("DCGM_")
+		gpuNode, _ := proxy.answeredAbout("group by (node) (kube_pod_info")
+		if got, kube = got-gpu, kube-gpuNode; gpu < 1 || gpuNode != 1 {
+			t.Errorf("queries_per_request %d: %d requests of the GPU lookup and %d of its node, want some and 1", n, gpu, gpuNode)
 		}
 		listing, _ := proxy.answeredAbout("sum by (model_name, namespace) (avg_over_time(")
 		if got -= listing; listing != 1 {

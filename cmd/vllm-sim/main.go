@@ -164,6 +164,9 @@
 //	                 process_cpu_seconds_total barely moves). Released, the held requests reach the engine at
 //	                 once: their TTFT holds the hang, their queue time does not, and a burst drains
 //	engine-hang-queued  a burst of 400 at the switch, the core stops 3 s later: frozen with ~230 running, ~180 waiting
+//	engine-hang-idle    one short request a second; 20 s after the switch, once the engine holds nothing, the
+//	                 core stops for 70 s: frozen at 0/0 while the API server holds the arrivals (process_open_fds
+//	                 +1/s); engine-hang-idle-quiet: the same stop with nothing arriving (nothing to tell from idle)
 //	sleep            20 s after the switch an operator puts the engine to sleep (level 1, mode abort): the requests
 //	                 in flight are aborted and counted (finished_reason abort), running and waiting read 0,
 //	                 engine_sleep_state{awake} 0 and {weights_offloaded} 1 once the 2 s sleep completes

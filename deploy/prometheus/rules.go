@@ -86,6 +86,14 @@ type SpecDecodeAlert struct {
 	BaselineWindow string  `yaml:"baseline_window"`
 }
 
+// StallAlert adds an idle engine's hang: IdleConnections is how many open file descriptors its
+// API server must gain over the rate window (requests accepted and not answered, one each) while
+// the engine held nothing, made no progress and its gauges read 0/0.
+type StallAlert struct {
+	Alert           `yaml:",inline"`
+	IdleConnections float64 `yaml:"idle_connections"`
+}
+
 // RecordNames are the recording rules, in the order the rules file defines them: the stall
 // history the responder's playbooks read where they find it (evidence.Alternatives).
 var RecordNames = []string{"engine:vllm_tokens_moved:timestamp", "engine:vllm_stall_held:1m"}
@@ -150,7 +158,7 @@ type Profile struct {
 		Abort      AbortAlert      `yaml:"abort"`
 		KVTransfer Alert           `yaml:"kv_transfer"`
 		Queue      Alert           `yaml:"queue"`
-		Stall      Alert           `yaml:"stall"`
+		Stall      StallAlert      `yaml:"stall"`
 		GPUFault   GPUFaultAlert   `yaml:"gpu_fault"`
 	} `yaml:"alerts"`
 }
@@ -339,7 +347,10 @@ func (p Profile) Validate() error {
 	alert("abort", p.Alerts.Abort.Alert, 1)
 	alert("kv_transfer", p.Alerts.KVTransfer, 0)
 	alert("queue", p.Alerts.Queue, 0)
-	alert("stall", p.Alerts.Stall, 0)
+	alert("stall", p.Alerts.Stall.Alert, 0)
+	if !(p.Alerts.Stall.IdleConnections >= 1) {
+		errs = append(errs, fmt.Errorf("alerts.stall.idle_connections: %g must be at least 1 (an idle hang shows as requests the API server holds)", p.Alerts.Stall.IdleConnections))
+	}
 	if p.GPU.Enabled {
 		for _, l := range [][2]string{{"gpu.pod_label", p.GPU.PodLabel}, {"gpu.namespace_label", p.GPU.NamespaceLabel}, {"gpu.node_label", p.GPU.NodeLabel}} {
 			if !labelNameRE.MatchString(l[1]) {

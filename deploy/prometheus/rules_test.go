@@ -6,8 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-responder/vllm-responder/gpu"
 )
 
 var committed = map[string]string{"production": ProductionFile, "fast": FastFile, "kserve": KServeFile}
@@ -270,4 +275,24 @@ func mustRules(t *testing.T, profile string) []Rule {
 		rules = append(rules, g.Rules...)
 	}
 	return rules
+}
+
+// The responder's gpu: defaults read the GPU series as the production rules do: the same pod,
+// namespace and node labels, the same drain/reset XIDs, the same recent period.
+func TestTheResponderGPUDefaultsAreTheProductionProfiles(t *testing.T) {
+	p, err := LoadProfile("production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c gpu.Config
+	c.SetDefaults()
+	if got, want := [3]string{c.PodLabel, c.NamespaceLabel, c.NodeLabel}, [3]string{p.GPU.PodLabel, p.GPU.NamespaceLabel, p.GPU.NodeLabel}; got != want {
+		t.Errorf("gpu labels: responder %v, profiles.yaml %v", got, want)
+	}
+	if !slices.Equal(c.XIDs, p.Alerts.GPUFault.XIDs) {
+		t.Errorf("gpu xids: responder %v, profiles.yaml %v", c.XIDs, p.Alerts.GPUFault.XIDs)
+	}
+	if got := model.Duration(c.Recent).String(); got != p.Alerts.GPUFault.Recent {
+		t.Errorf("gpu recent: responder %s, profiles.yaml %s", got, p.Alerts.GPUFault.Recent)
+	}
 }

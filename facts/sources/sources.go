@@ -9,6 +9,7 @@ package sources
 
 import (
 	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/gpu"
 	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/lora"
 )
@@ -17,6 +18,8 @@ import (
 type Config struct {
 	// Kubernetes is the kubernetes: section (nil: kube-state-metrics is not read).
 	Kubernetes *kube.Config
+	// GPU is the gpu: section (nil: dcgm-exporter is not read).
+	GPU *gpu.Config
 }
 
 // List is every fact source, in order: the order of their facts in the runbooks' table, of
@@ -26,6 +29,7 @@ func List(c Config) []facts.Source {
 	return []facts.Source{
 		kube.Source{Config: c.Kubernetes},
 		lora.Source{},
+		gpu.Source{Config: c.GPU, Kube: c.Kubernetes},
 	}
 }
 

@@ -385,6 +385,10 @@ const (
 var notFromVLLMPrefixes = map[string]string{
 	"kube_": "kube-state-metrics (restart counts, last termination reasons, owners)",
 	"DCGM_": "dcgm-exporter (the GPU under the pod: VLLMGPUFault, docs/gpu-facts.md)",
+	// llm-d's Endpoint Picker, in front of the pods (held-upstream, docs/playbooks/held-upstream.md)
+	"llm_d_epp_":                 "llm-d's Endpoint Picker (held-upstream)",
+	"inference_extension_":       "llm-d's Endpoint Picker, older names (held-upstream)",
+	"llm_d_inference_scheduler_": "llm-d's Endpoint Picker, older names (held-upstream)",
 }
 
 // featureFamiliesExist checks that every family notInTheDefaultExposition attributes to feature

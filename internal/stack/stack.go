@@ -219,7 +219,7 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		QueriesPerRequest: c.Prometheus.QueriesPerRequest,
 		Observer:          obs,
 		Naming:            n,
-		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes}),
+		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes, GPU: &c.GPU}),
 		Logger:            log,
 		// The stall history read from the shipped recording rules where they run
 		// (deploy/prometheus, group vllm-responder-stall-history), its raw form elsewhere.

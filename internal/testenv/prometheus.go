@@ -75,6 +75,10 @@ type PromServer struct {
 	// (past it, a backfilled series, which has no staleness marker, would seem to go on for the
 	// lookback while the raw series have ended).
 	RecordedUntil time.Time
+	// RecordedAt is the "now" a recorded history was written for (RecordedPrometheus: its last
+	// samples are 15 s before it): a triage evaluated there (--at) reads the recording as if run
+	// at once, however long the backfill and the test took.
+	RecordedAt time.Time
 }
 
 // Prometheus starts a real Prometheus on a loopback port and waits until it is ready.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -313,9 +314,11 @@ func (l VLLMLoad) series(w *strings.Builder, start, end time.Time, step time.Dur
 		started := func(i int) float64 { return segs[i].n }
 		tokens := func(i int) float64 { return segs[i].n * 200 }
 		if engine == "0" {
+			// One descriptor per request the API server accepted and did not answer: while the
+			// engine hangs, the requests that keep arriving (none on a pod nobody sends to).
 			fds := 40
 			if hung && !l.Asleep {
-				fds += int(ts.Sub(hangStart) / step)
+				fds += int(l.ReqRate * ts.Sub(hangStart).Seconds())
 			}
 			fmt.Fprintf(w, "up{%s} 1 %d\n", target, unix)
 			fmt.Fprintf(w, "process_start_time_seconds{%s} %d %d\n", target, procStart.Unix(), unix)
@@ -412,10 +415,28 @@ func RecordedVLLM(now time.Time, pods []VLLMLoad) string {
 	return openMetrics(raw.String())
 }
 
+// recordedAt maps a recorded Prometheus' URL to its RecordedAt.
+var recordedAt sync.Map
+
+// RecordedAtOf is the RecordedAt of the recorded Prometheus at url (RecordedPrometheus,
+// RecordedPrometheusWithRules), for helpers that only hold its URL (a config file): false for
+// any other Prometheus.
+func RecordedAtOf(url string) (time.Time, bool) {
+	v, ok := recordedAt.Load(url)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
 // RecordedPrometheus starts a real Prometheus holding RecordedVLLM for these pods.
 func RecordedPrometheus(t testing.TB, pods []VLLMLoad) *PromServer {
 	t.Helper()
-	return Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(time.Now(), pods)})
+	now := time.Now()
+	p := Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods)})
+	p.RecordedAt = now
+	recordedAt.Store(p.URL, now)
+	return p
 }
 
 // RecordedPrometheusWithRules is RecordedPrometheus with the recording rules of ruleFiles (the
@@ -427,7 +448,8 @@ func RecordedPrometheusWithRules(t testing.TB, pods []VLLMLoad, ruleFiles ...str
 	end := now.Truncate(15 * time.Second)
 	p := Prometheus(t, PromOptions{OpenMetrics: RecordedVLLM(now, pods), BackfillRules: ruleFiles,
 		BackfillFrom: end.Add(-20 * time.Minute), BackfillTo: end})
-	p.RecordedUntil = end
+	p.RecordedUntil, p.RecordedAt = end, now
+	recordedAt.Store(p.URL, now)
 	return p
 }
 
@@ -524,6 +546,18 @@ func ProgressLoads(namespace, model string) []VLLMLoad {
 		// a new pod: two minutes of start-up scraped as down, serving for the last minute
 		pod("new", func(l *VLLMLoad) { l.StartAt, l.RestartGap = time.Minute, 2*time.Minute }),
 		pod("idle", func(l *VLLMLoad) { l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0 }),
+		// An idle engine (nothing running or waiting, as it last reported) stopped for 70 s,
+		// until 65 s ago, while one short request a second kept arriving: its gauges stay 0/0,
+		// the API server holds the requests (process_open_fds climbs); their TTFT holds the hang.
+		// And the same stop with nothing arriving: indistinguishable from idle, and harmless.
+		pod("idle-hang-trickle", func(l *VLLMLoad) {
+			l.ReqRate, l.Running, l.Waiting, l.KV, l.Decode, l.TTFT = 1, 0, 0, 0, 0.05, 79
+			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
+		}),
+		pod("idle-hang-quiet", func(l *VLLMLoad) {
+			l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0
+			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
+		}),
 		pod("slow", func(l *VLLMLoad) { l.ReqRate, l.Running, l.Waiting = 0.05, 4, 2 }),
 		pod("ok", func(*VLLMLoad) {}),
 	}

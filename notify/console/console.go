@@ -187,7 +187,7 @@ func writeSlowest(b *strings.Builder, r *traces.Report, indent string) {
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(b, "%sslowest requests (%s):\n", indent, r.Heading())
+	fmt.Fprintf(b, "%s%s (%s):\n", indent, strings.ToLower(r.Title()), r.Heading())
 	switch {
 	case r.Error != "":
 		fmt.Fprintf(b, "%s  not available: %s\n", indent, r.Error)
@@ -200,7 +200,7 @@ func writeSlowest(b *strings.Builder, r *traces.Report, indent string) {
 			fmt.Fprintf(b, "%s  %s  %s  %s\n", indent, q.Line(), cmp.Or(q.RequestID, "-"), q.Link)
 		}
 	}
-	fmt.Fprintf(b, "%s  %s\n", indent, traces.AbortedNote)
+	fmt.Fprintf(b, "%s  %s\n", indent, r.MissingNote())
 }
 
 func shortKey(k string) string {

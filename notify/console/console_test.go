@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/notify"
 	"github.com/vllm-responder/vllm-responder/playbooks"
+	"github.com/vllm-responder/vllm-responder/traces"
 )
 
 func f(v float64) *float64 { return &v }
@@ -155,5 +156,30 @@ func TestAnIncidentIsOneBlockNamingItsCauseAndMembers(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "VLLMTimeToFirstTokenP99High model_name=\"llama\"") || !strings.Contains(out.String(), "verdict:  capacity-past-knee") {
 		t.Errorf("the alert's own block is missing:\n%s", out.String())
+	}
+}
+
+// The abort-rate diagnosis whose window has requests that ended untraced (vllm#32162) lists the
+// slowest traced requests as such, and says how many are not there and why.
+func TestTheAbortRateDiagnosisSaysTheTracedRequestsAreNotTheSlowest(t *testing.T) {
+	var out bytes.Buffer
+	r := &traces.Report{Service: "vllm-llama", Operation: traces.Operation, Searched: 12,
+		Summary:  "The slowest request (5s) spent 90% of its time decoding (queue 6%, prefill 4%).",
+		Requests: []traces.Request{{TraceID: "a1", RequestID: "cmpl-1", Duration: 5 * time.Second, Decode: 4500 * time.Millisecond}}}
+	r.MarkUntraced(37)
+	d := &playbooks.Diagnosis{Playbook: "request-abort-rate-high", Verdict: "client-aborts", Title: "Client aborts", SlowestRequests: r}
+	n := &notify.Notification{GroupKey: "g", Status: "firing", Items: []notify.Item{
+		{Alert: template.Alert{Labels: map[string]string{"alertname": "VLLMRequestAbortRateHigh", "pod": "vllm-0"}}, Diagnosis: d}}}
+	if _, err := New(&out, notify.ViewOptions{}).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"slowest traced requests (Jaeger service", "The slowest traced request (5s)",
+		"37 requests of the window got a first token and never finished", "vllm-project/vllm#32162"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "slowest requests (") {
+		t.Errorf("the traced requests are presented as the slowest:\n%s", out.String())
 	}
 }

@@ -21,7 +21,7 @@ func slowestBlocks(r *traces.Report) []slackgo.Block {
 	if r == nil {
 		return nil
 	}
-	head := fmt.Sprintf(":mag_right: *Slowest requests* · service `%s` · `%s`", escapeCode(r.Service), escapeCode(r.Operation))
+	head := fmt.Sprintf(":mag_right: *%s* · service `%s` · `%s`", r.Title(), escapeCode(r.Service), escapeCode(r.Operation))
 	if r.MinDuration > 0 {
 		head += " ≥ " + traces.FormatDuration(r.MinDuration)
 	}
@@ -65,7 +65,7 @@ func slowestBlocks(r *traces.Report) []slackgo.Block {
 	}
 	return []slackgo.Block{
 		section(truncate(b.String(), maxSectionChars)),
-		contextBlock(escape(traces.AbortedNote) + more),
+		contextBlock(escape(r.MissingNote()) + more),
 	}
 }
 

@@ -366,7 +366,7 @@ func slowestElements(r *traces.Report) []Element {
 	if r == nil {
 		return nil
 	}
-	out := []Element{heading("Slowest requests"), subtle(r.Heading())}
+	out := []Element{heading(r.Title()), subtle(r.Heading())}
 	switch {
 	case r.Error != "":
 		return append(out, warning("Not available: "+r.Error))
@@ -392,7 +392,7 @@ func slowestElements(r *traces.Report) []Element {
 			out = append(out, row)
 		}
 	}
-	return append(out, subtle(traces.AbortedNote))
+	return append(out, subtle(r.MissingNote()))
 }
 
 func requestID(id string) string {

@@ -1,0 +1,133 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/vllm-responder/vllm-responder/facts"
+	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/sim"
+)
+
+// The lookup's PromQL, in a real Prometheus, on vllm-sim's dcgm-exporter stand-in scraped as a
+// cluster scrapes it (the exporter another target whose own pod, namespace and container collide
+// with the payload's: the vLLM pod arrives in exported_pod). Five pods on five nodes: a failed row
+// remap (XID 64 with it), a GPU off the bus, an XID 48 already on the gauge when the exporter
+// started (stale), a GPU at its thermal limit and an idle pod. Each is what the GPU rules read:
+// the two faults found and named, the stale XID not; the hot GPU compared with its busy
+// siblings, the idle one never.
+func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus and five simulators")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type pod struct {
+		name, start, fault string
+		tp                 int
+		eng                *sim.Engine
+	}
+	pods := []*pod{
+		{name: "remap", start: "healthy", fault: "gpu-row-remap-failure", tp: 2},
+		{name: "lost", start: "healthy", fault: "gpu-xid79", tp: 2},
+		{name: "stale", start: "gpu-stale-xid", tp: 2},
+		{name: "hot", start: "healthy", fault: "gpu-throttle", tp: 1},
+		{name: "idle", start: "idle", tp: 1},
+	}
+	var targets []testenv.Target
+	for i, p := range pods {
+		cfg := sim.DefaultConfig()
+		cfg.Seed, cfg.TensorParallelSize, cfg.PodName = uint64(i+1), p.tp, p.name
+		eng, err := sim.NewEngine(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.SetScenario(sim.Scenarios[p.start], true, time.Now())
+		go eng.Run(ctx)
+		p.eng = eng
+		node := fmt.Sprintf("gpu-node-%d", i)
+		x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: node, GPUs: 4, Namespace: "inference"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs := httptest.NewServer(sim.NewServer(eng, nil, zerolog.Nop()))
+		ds := httptest.NewServer(x)
+		t.Cleanup(vs.Close)
+		t.Cleanup(ds.Close)
+		targets = append(targets,
+			testenv.Target{Addr: strings.TrimPrefix(vs.URL, "http://"), Labels: map[string]string{"namespace": "inference", "pod": p.name}},
+			testenv.Target{Addr: strings.TrimPrefix(ds.URL, "http://"), Job: "dcgm-exporter",
+				Labels: map[string]string{"namespace": "gpu-operator", "pod": "dcgm-exporter-" + node, "container": "exporter"}})
+	}
+	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: targets})
+	c := on(t)
+	lookup := func(name string) *facts.Facts {
+		s := facts.Subject{Namespace: "inference", Pod: name, At: time.Now(), Window: 10 * time.Second}
+		return (Source{Config: c}).Lookup(context.Background(), testenv.Asker(t, prom.URL, s.At), s).Facts
+	}
+	testenv.WaitFor(t, 60*time.Second, "every pod's GPUs stored under its name", func() bool {
+		for _, p := range pods {
+			if n := lookup(p.name).Number("gpu_count"); n == nil || int(*n) != p.tp {
+				return false
+			}
+		}
+		return true
+	})
+	// Before the faults: none, the stale XID included; the idle GPU never compared.
+	for _, p := range pods {
+		if n := lookup(p.name).Number("gpu_faults"); n == nil || *n != 0 {
+			t.Fatalf("%s: %v faults before any, facts %+v", p.name, n, lookup(p.name).Labels)
+		}
+	}
+	switched := time.Now()
+	for _, p := range pods {
+		if p.fault == "" {
+			continue
+		}
+		sc := sim.Scenarios[p.fault]
+		sc.GPU.At = 2 * time.Second
+		p.eng.SetScenario(sc, true, switched)
+	}
+	var got map[string]*facts.Facts
+	testenv.WaitFor(t, 90*time.Second, "the faults and the hot GPU's window", func() bool {
+		got = map[string]*facts.Facts{}
+		for _, p := range pods {
+			got[p.name] = lookup(p.name)
+		}
+		hot := got["hot"].Number("gpu_clock")
+		return got["remap"].Label("gpu_fault_kind") != "" && got["lost"].Label("gpu_fault_kind") != "" &&
+			hot != nil && *hot < 1300 && time.Since(switched) > 15*time.Second
+	})
+	if f := got["remap"]; f.Label("gpu_fault_kind") != "xid" || *f.Number("gpu_xid") != 64 || *f.Number("gpu_faults") != 2 ||
+		!strings.HasPrefix(f.Label("gpu_fault_gpu"), "GPU 0 (GPU-") || f.Label("gpu_fault_node") != "gpu-node-0" ||
+		!strings.Contains(f.Label("gpu_fault_detail"), "and 1 more: row-remap-failure on GPU 0") {
+		t.Errorf("remap: %+v %v", f.Labels, f.Numbers)
+	}
+	if f := got["lost"]; f.Label("gpu_fault_kind") != "gpu-lost" || f.Label("gpu_fault_node") != "gpu-node-1" ||
+		!strings.HasPrefix(f.Label("gpu_fault_gpu"), "GPU 1 (GPU-") || !strings.Contains(f.Label("gpu_rows"), "lost (no series now)") {
+		t.Errorf("lost: %+v", f.Labels)
+	}
+	if f := got["stale"]; *f.Number("gpu_faults") != 0 {
+		t.Errorf("stale XID counted: %+v", f.Labels)
+	}
+	f := got["hot"]
+	num := func(name string) float64 {
+		if v := f.Number(name); v != nil {
+			return *v
+		}
+		return -1
+	}
+	if num("gpu_faults") != 0 || num("gpu_clock") > 1300 || num("gpu_clock_siblings") != 1980 || num("gpu_temp") != 87 ||
+		num("gpu_temp_siblings") != 61 || num("gpu_util") < 50 || !strings.HasPrefix(f.Label("gpu_throttled_gpu"), "GPU 0 (GPU-") {
+		t.Errorf("hot: %+v %v", f.Labels, f.Numbers)
+	}
+	if f := got["idle"]; f.Label("gpu_throttled_gpu") != "" || f.Number("gpu_clock") != nil {
+		t.Errorf("idle GPU compared: %+v", f.Labels)
+	}
+}
