@@ -24,7 +24,7 @@ test-vllm:
 real-vllm:
 	scripts/real-vllm.sh serve
 
-# demo: the short walk, each kind of verdict once (about 9 minutes); demo-full: every scenario.
+# demo: the short walk, each kind of verdict once (about 8 minutes); demo-full: every scenario.
 demo: build
 	scripts/demo.sh
 

@@ -8,7 +8,7 @@
 #   vllm-demo's, its HPA has maxReplicas 3 and follows the pods' queue) -> the same Prometheus
 #
 # and a walk through vllm-sim's scenarios (the list near the end, one step an entry). The short
-# walk (the default, 8m40s at load 3-8) shows each kind of verdict once: healthy, prefix-collapse
+# walk (the default: 7m56s on the idle 2-core machine) shows each kind of verdict once: healthy, prefix-collapse
 # on pod 0 (after shared-prefix, the recent past it is judged against), overload of every pod (one
 # incident for the model's alerts on every pod), kv-pressure, engine-hang (pod 0's engine core
 # stops: every vllm: series frozen) and, on the second ring, a KV transfer that stalls on
