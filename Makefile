@@ -1,9 +1,10 @@
-# vllm-responder. `make demo` runs the main job; `make test` runs every test.
+# vllm-responder. `make demo` runs the main job (the short walk; `make demo-full` walks every
+# scenario); `make test` runs every test.
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test test-vllm real-vllm demo check fmt vet clean bench
+.PHONY: all build test test-vllm real-vllm demo demo-full check fmt vet clean bench
 
 all: build
 
@@ -23,8 +24,12 @@ test-vllm:
 real-vllm:
 	scripts/real-vllm.sh serve
 
+# demo: the short walk, each kind of verdict once (about 8 minutes); demo-full: every scenario.
 demo: build
 	scripts/demo.sh
+
+demo-full: build
+	DEMO_WALK=full scripts/demo.sh
 
 # bench: webhook ingest, time to diagnosis, alert storm and Go benchmarks; writes BENCHMARKS.md.
 bench:

@@ -46,6 +46,7 @@ func (c countingQuerier) drain() []string {
 // a scalar query travels alone; a request Prometheus answers with an error is sent again query
 // by query, a request that cannot reach Prometheus is not.
 func TestARunSendsItsQueriesAFewToARequest(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("fake.yaml", []byte(strings.Replace(fakePlaybook, "queries:\n", "queries:\n  s: {expr: 'scalar(sum(s{$scope}))', unit: count}\n", 1)), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func TestARunSendsItsQueriesAFewToARequest(t *testing.T) {
 // same of every pod whether its queries travel a few to a request or each alone: the same
 // values, problems, missing queries, notes, fleet view and verdict, in fewer requests.
 func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
+	t.Parallel()
 	at := time.Now().Truncate(time.Second)
 	loads := append(testenv.ScenarioLoads(), testenv.FleetLoads()...)
 	// With the shipped recording rules: the stall history, computed by the query, costs seconds a

@@ -182,6 +182,7 @@ func evidence(d *playbooks.Diagnosis, name string) playbooks.Evidence {
 // what the diagnosis says: a value, or a missing value with its reason named, and a verdict
 // that degrades (inconclusive, with notes) rather than a crash or a made-up number.
 func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -465,6 +466,7 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 // The chosen verdict's templates render with the values the answers gave, and evidence keeps the
 // query as sent, with the alert's label quoted in it.
 func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -490,6 +492,7 @@ func TestEngineRunRendersTheVerdictFromTheAnswers(t *testing.T) {
 // 16 KiB on the webhook path) is diagnosed without a query: inconclusive, saying which label is
 // too long, so that the alert is still posted. The hard negative: a value of the bound is queried.
 func TestALabelValueLongerThanTheBoundSendsNoQueryAndSaysSo(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("fake.yaml", []byte(fakePlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)

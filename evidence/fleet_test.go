@@ -97,6 +97,7 @@ func builtinSet(t testing.TB) *playbooks.Set {
 // On-demand triage of a model names the wedged pod, and the number of queries is the same for 3
 // pods as for 50: one vector by pod per signal.
 func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
+	t.Parallel()
 	p := builtinSet(t).Triage()
 	labels := map[string]string{"model_name": `llama"} or vector(1) #`, "namespace": "prod"}
 	count := func(pods int) (*playbooks.Diagnosis, *fleetQuerier) {
@@ -148,6 +149,7 @@ func TestTriageOfAModelNamesTheWedgedPodWithOneQueryPerSignal(t *testing.T) {
 
 // A pod that has no series for a signal shows n/a there; its other values still count.
 func TestFleetViewShowsAMissingValueAsNA(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("ttft-p99-high")
 	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
 		"waiting": {"vllm-0": 140, "vllm-1": 0, "vllm-2": 1},
@@ -180,6 +182,7 @@ func TestFleetViewShowsAMissingValueAsNA(t *testing.T) {
 // Two namespaces with a pod of the same name are two pods: siblings are the same model_name and
 // namespace, so an alert that names no namespace must not add them up as one.
 func TestSameNamedPodsOfTwoNamespacesAreTwoPods(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("ttft-p99-high")
 	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
 		"waiting":  {"prod/vllm-0": 140, "staging/vllm-0": 2, "prod/vllm-1": 0},
@@ -218,6 +221,7 @@ func TestSameNamedPodsOfTwoNamespacesAreTwoPods(t *testing.T) {
 // Where the scrape adds no pod label (vLLM's static example: job and instance), each instance
 // is a pod of its own, not one "(no label)" pod; with vllm.pod_label set, that label names them.
 func TestFleetPodsByInstanceOrTheConfiguredPodLabel(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("ttft-p99-high")
 	for _, tc := range []struct {
 		name, podLabel, label, groupBy string
@@ -249,6 +253,7 @@ func TestFleetPodsByInstanceOrTheConfiguredPodLabel(t *testing.T) {
 // beside idle prefill pods is its pool's only pod (capacity), not a router imbalance, and the
 // prefill pool's values are read apart.
 func TestADecodePodIsComparedWithTheDecodePoolNotThePrefillPods(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("queue-depth-high")
 	fq := &fleetQuerier{scalar: 1, roleLabel: "llm_isvc_role", byPod: map[string]map[string]float64{
 		"waiting":  {"vllm-d-0@decode": 300, "vllm-p-0@prefill": 0, "vllm-p-1@prefill": 2},
@@ -280,6 +285,7 @@ func TestADecodePodIsComparedWithTheDecodePoolNotThePrefillPods(t *testing.T) {
 // A pod's data-parallel engines add up by the query's own aggregation (queues summed, KV usage
 // the fullest engine's), and the focus pod's engines are listed worst first.
 func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("ttft-p99-high")
 	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
 		"waiting": {"vllm-0#0": 3, "vllm-0#1": 40, "vllm-1#0": 1},
@@ -310,6 +316,7 @@ func TestDataParallelEnginesAddUpPerPodByTheQuerysAggregation(t *testing.T) {
 // An alert about one data-parallel engine (VLLMEngineStalled keeps the engine label) names that
 // engine, even when another engine of the pod ranks worse; without the label, the worst is named.
 func TestTheAlertsEngineLabelNamesTheEngine(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("engine-stalled")
 	fq := &fleetQuerier{scalar: 1, byPod: map[string]map[string]float64{
 		"waiting": {"vllm-0#0": 2, "vllm-0#1": 30, "vllm-0#2": 50},
@@ -356,6 +363,7 @@ func (r *rejectingFolded) Query(_ context.Context, q string, _ time.Time) (model
 // When Prometheus rejects the fleet's one request, each fleet query is sent alone: one bad query
 // must not cost the sibling comparison.
 func TestARejectedFleetRequestFallsBackToOneRequestPerQuery(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("ttft-p99-high")
 	q := &rejectingFolded{}
 	d, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}).Run(context.Background(), p,

@@ -86,6 +86,7 @@ verdicts:
 `
 
 func TestARunReadsKubeStateMetricsOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testing.T) {
+	t.Parallel()
 	pq := kubePrometheus(t)
 	at := time.Now() // after the first scrape (a second truncated away could be before it)
 	p, err := playbooks.Parse("kube-test.yaml", []byte(kubePlaybook), sources.Catalog())

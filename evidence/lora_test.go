@@ -41,6 +41,7 @@ verdicts:
 // them, for the alert's pod or the fleet's focus, through the engine's query path, and no other
 // source is asked for when the verdict is decided on them.
 func TestARunReadsTheLoRASeriesOnlyWhenARuleOnTheWayToItsVerdictDoes(t *testing.T) {
+	t.Parallel()
 	// The recorded pods, and the capacity pod's LoRA family as vLLM 0.32 keeps it: every state
 	// seen, the newest (two adapters, --max-loras 2) the greatest value.
 	lora := testenv.ServeExposition(t, func(now time.Time) string {

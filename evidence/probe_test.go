@@ -46,6 +46,7 @@ verdicts:
 `
 
 func TestAStalledDiagnosisShowsWhatTheProbeFound(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("stalled.yaml", []byte(stallPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,7 @@ func (r *recordingQuerier) Query(_ context.Context, q string, _ time.Time) (mode
 // (TestAQueryTooLongForTheBackendIsNotSentAndSaysSo). With the recorded forms used, every
 // request fits.
 func TestEveryRequestFitsTheBackendsBoundWithTheLongestLabels(t *testing.T) {
+	t.Parallel()
 	labels := map[string]string{"alertname": "X", "severity": "critical"}
 	for _, l := range []string{"namespace", "pod", "model_name", "instance", "engine", "llm_isvc_role"} {
 		labels[l] = longValue(l+"-", longestLabelValue)
@@ -127,6 +128,7 @@ func TestEveryRequestFitsTheBackendsBoundWithTheLongestLabels(t *testing.T) {
 // control characters, 4 bytes each once quoted) gets no request longer than the bound: a query
 // that does not fit alone is not sent, and its evidence says why; the others are sent.
 func TestAQueryTooLongForTheBackendIsNotSentAndSaysSo(t *testing.T) {
+	t.Parallel()
 	p, _ := builtinSet(t).Get("ttft-p99-high")
 	v := strings.Repeat("\x01", longestLabelValue)
 	rq := &recordingQuerier{}

@@ -50,6 +50,7 @@ func (s *sentQuerier) Query(ctx context.Context, q string, ts time.Time) (model.
 // stalled_recent and stalled_for within 30 s (the rules' 15 s interval and a scrape interval), and
 // the recorded form is the one sent. Without the rules the raw form is sent, and says the same.
 func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheusWithRules(t, stallLoads(), shippedRules(t))
 	client, err := api.NewClient(api.Config{Address: prom.URL})
 	if err != nil {

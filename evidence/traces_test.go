@@ -67,6 +67,7 @@ func slowReport() *traces.Report {
 }
 
 func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +122,7 @@ func TestTheDiagnosisCarriesWhatTheTracesShow(t *testing.T) {
 }
 
 func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +134,7 @@ func TestWithoutTracesTheDiagnosisHasNone(t *testing.T) {
 }
 
 func TestTheDefaultInconclusiveSaysWhatTheTracesShow(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("none.yaml", []byte(`
 name: none
 match: {alertname: X}
@@ -151,6 +154,7 @@ verdicts:
 }
 
 func TestTracesNeverHoldADiagnosisPastItsRunDeadline(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +175,7 @@ func (o *traceObs) ObserveQuery(time.Duration, string) {}
 func (o *traceObs) ObserveTraceLookup(r string)        { o.results = append(o.results, r) }
 
 func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +202,7 @@ func TestEveryTraceLookupIsCountedByResult(t *testing.T) {
 // `triage --at` reviews a past incident: the traces are those of the window ending at that time,
 // not at the time of the run.
 func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
+	t.Parallel()
 	p, err := playbooks.Parse("traced.yaml", []byte(tracedPlaybook), sources.Catalog())
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +227,7 @@ func TestTracesOfARunAtAPastTimeAreOfThatWindow(t *testing.T) {
 // report the diagnosis lists (a copy: the lookup's own is not changed); nothing is counted into
 // a failed lookup, or when there are none.
 func TestRequestsEndedUntracedAreCountedIntoTheList(t *testing.T) {
+	t.Parallel()
 	rep := &traces.Report{Summary: "The 2 slowest requests (4s-5s) spent 90% of their time decoding."}
 	v := func(f float64) *float64 { return &f }
 	got := markUntraced(rep, v(36.6))

@@ -19,6 +19,7 @@ import (
 // again, reuse the connections of the first run (net/http's default pool keeps two), and no
 // query asks Prometheus to gzip its answer.
 func TestPrometheusTransportReusesConnectionsUncompressed(t *testing.T) {
+	t.Parallel()
 	const n = 13
 	var dials atomic.Int32
 	var gzipAsked atomic.Int32

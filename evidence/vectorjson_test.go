@@ -63,7 +63,7 @@ func sameVector(a, b model.Vector) bool {
 
 // TestSampleDecoderMatchesModel: the jsoniter decoder of model.Sample that client_golang now
 // uses decodes every answer as model.Sample's own UnmarshalJSON does.
-func TestSampleDecoderMatchesModel(t *testing.T) {
+func TestSampleDecoderMatchesModel(t *testing.T) { // not parallel: testing.AllocsPerRun
 	for _, s := range sampleAnswers {
 		want, err := decodeStd(t, s)
 		if err != nil {
@@ -89,6 +89,7 @@ func TestSampleDecoderMatchesModel(t *testing.T) {
 
 // TestSampleDecoderRejectsWhatModelRejects: broken answers stay errors.
 func TestSampleDecoderRejectsWhatModelRejects(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		`[{"metric":{"pod":1},"value":[1,"2"]}]`,
 		`[{"metric":{},"value":[1,"not a number"]}]`,

@@ -7,22 +7,24 @@
 #   a stand-in kube-state-metrics (internal/testenv/cmd/ksm-standin: the three pods are Deployment
 #   vllm-demo's, its HPA has maxReplicas 3 and follows the pods' queue) -> the same Prometheus
 #
-# and a walk through vllm-sim's scenarios: healthy, prefix-collapse on pod 0 (after shared-prefix,
-# the recent past it is judged against), overload of every pod, kv-pressure, long-prompts,
-# wide-batch and client-timeouts on pod 0, the fleet scenarios engine-stall (pod 0 wedged) and
-# router-imbalance (pod 0 favoured by the router), then engine-hang (pod 0's engine core stops:
-# every vllm: series frozen), and two incidents no alert is about, diagnosed by on-demand triage
-# as /vllm triage would: restart-loop (engine-restarting) and sleep (engine-paused), then the second
-# ring: an API server that becomes the bottleneck (frontend-bound) on pod 0, a KV transfer that
-# stalls on vllm-ring-kv (a second vllm-sim, the decode side of disaggregated serving: --kv-role
-# consumer) and speculative decoding whose acceptance drops on vllm-ring-spec (a third vllm-sim,
-# --num-speculative-tokens 3); those two pods are namespace demo-ring, not the model's siblings. Each is held
-# until the diagnosis of its alert on pod 0 (or its triage) arrives (or DEMO_TIMEOUT seconds),
-# then every pod goes back to healthy until the alerts resolve. The responder's console notifier prints each
-# diagnosis as it arrives; with SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they
-# go to Slack instead.
+# and a walk through vllm-sim's scenarios (the list near the end, one step an entry). The short
+# walk (the default: 7m56s on the idle 2-core machine) shows each kind of verdict once: healthy, prefix-collapse
+# on pod 0 (after shared-prefix, the recent past it is judged against), overload of every pod (one
+# incident for the model's alerts on every pod), kv-pressure, engine-hang (pod 0's engine core
+# stops: every vllm: series frozen) and, on the second ring, a KV transfer that stalls on
+# vllm-ring-kv (a second vllm-sim, the decode side of disaggregated serving: --kv-role consumer).
+# The full walk (DEMO_WALK=full, make demo-full; about 35 minutes) adds long-prompts, wide-batch and
+# client-timeouts on pod 0, the fleet scenarios engine-stall (pod 0 wedged) and router-imbalance
+# (pod 0 favoured by the router), two incidents no alert is about, diagnosed by on-demand triage as
+# /vllm triage would: restart-loop (engine-restarting) and sleep (engine-paused), an API server that
+# becomes the bottleneck (frontend-bound) on pod 0 and speculative decoding whose acceptance drops
+# on vllm-ring-spec (a third vllm-sim, --num-speculative-tokens 3); the two ring pods are namespace
+# demo-ring, not the model's siblings. Each is held until the diagnosis of its alert on pod 0 (or
+# its triage) arrives (or DEMO_TIMEOUT seconds), then every pod goes back to healthy until the
+# alerts resolve. The responder's console notifier prints each diagnosis as it arrives; with
+# SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they go to Slack instead.
 #
-# Environment: DEMO_TIMEOUT (default 180) seconds per wait; DEMO_STAY=1 keeps everything running
+# Environment: DEMO_WALK short (default) or full; DEMO_TIMEOUT (default 180) seconds per wait; DEMO_STAY=1 keeps everything running
 # after the walk-through until Ctrl-C (default: 1 on a terminal, 0 otherwise; with 0 the script
 # exits non-zero if a scenario did not produce its verdict). Everything it starts is stopped on
 # exit or Ctrl-C, and its files live in one mktemp directory (kept with DEMO_KEEP_TMP=1).
@@ -30,6 +32,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TIMEOUT=${DEMO_TIMEOUT:-180}
+WALK=${DEMO_WALK:-short}
+case $WALK in short | full) ;; *) echo "DEMO_WALK is short or full, not $WALK" >&2; exit 2 ;; esac
 if [ -t 1 ]; then STAY=${DEMO_STAY:-1}; else STAY=${DEMO_STAY:-0}; fi
 for b in bin/responder bin/vllm-sim; do
   [ -x "$b" ] || { echo "$b missing: run make demo (it builds bin/ first)" >&2; exit 1; }
@@ -281,13 +285,6 @@ has_verdict() { [ -n "$(verdict_after "$1" "$2")" ]; }
 results=()
 failed=0
 
-banner "healthy: 4 req/s, short prompts. Nothing should fire (held 30s)."
-hold_start=$(date +%s)
-while [ $(($(date +%s) - hold_start)) -lt 30 ]; do sleep 1; done
-if no_alerts; then results+=("healthy          no alerts                      ok"); else
-  results+=("healthy          alerts fired: $(alerts_of_pod)          UNEXPECTED"); failed=1
-fi
-
 # conclude scenario what got want t0 line [note]: records the result of a step (failing the demo
 # when got is not want), then puts every pod back to healthy until the alerts since line resolve.
 conclude() {
@@ -297,11 +294,30 @@ conclude() {
   results+=("$r")
   echo
   echo ">> $r"
-  echo ">> back to healthy until the alerts resolve"
+  echo ">> back to healthy (the next step starts once the alerts resolve)"
   # a run_scenario --pod puts its pod back to its own resting scenario (its SIM and back)
   if [ "$SIM" = "127.0.0.1:${SIM_PORTS[0]}" ]; then fleet healthy; else scenario "${back:-healthy}"; fi
-  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$line" || true
+  settle_line=$line
 }
+# settle: a step starts once every alert since the last verdict's step began has resolved (waited
+# for here, not in conclude, so that the walk ends with its last verdict).
+settle_line=""
+settle() {
+  [ -n "$settle_line" ] || return 0
+  waitfor "$TIMEOUT" "the alerts to resolve" all_clear "$settle_line" || true
+  settle_line=""
+}
+# hold scenario seconds description: pod 0 gets the load for that long before its next step (the
+# recent past that step is judged against); the healthy check and steps on the other vllm-sims
+# (--pod) run meanwhile.
+hold_until=0
+hold() {
+  settle
+  banner "$1 on pod 0: $3 (held $2s; the steps that leave pod 0's load alone run meanwhile)."
+  scenario "$1"
+  hold_until=$((SECONDS + $2))
+}
+wait_hold() { while [ "$SECONDS" -lt "$hold_until" ]; do sleep 1; done; }
 
 run_scenario() { # [--fleet [--incident] | --pod NAME ADDR BACK] scenario alert expected-verdict description [what the title must say]
   local switch=scenario back=healthy incident=0
@@ -310,7 +326,8 @@ run_scenario() { # [--fleet [--incident] | --pod NAME ADDR BACK] scenario alert 
   # --incident: the model's alerts on every pod are one incident, one parent (counted, and a
   # second parent fails the demo), its alerts lines of it.
   if [ "$1" = --incident ]; then incident=1; shift; fi
-  if [ "$1" = --pod ]; then POD=$2 SIM=$3 back=$4; shift 4; fi
+  if [ "$1" = --pod ]; then POD=$2 SIM=$3 back=$4; shift 4; else wait_hold; fi
+  settle
   local sc=$1 alert=$2 want=$3 desc=$4 says=${5:-} line got
   banner "$sc: $desc" "expect $alert on $POD -> $want${says:+: $says}"
   line=$(wc -l <"$tmp/responder.out")
@@ -338,6 +355,8 @@ incident_joined() { local p m; read -r p m < <(incidents_after "$1" "namespace=\
 # every 5 s until it gives the verdict (or DEMO_TIMEOUT seconds); its answer is shown.
 run_triage() {
   local sc=$1 want=$2 desc=$3 line got="" out=""
+  wait_hold
+  settle
   banner "$sc: $desc" "expect on-demand triage of $POD -> $want"
   line=$(wc -l <"$tmp/responder.out")
   scenario "$sc"
@@ -352,45 +371,76 @@ run_triage() {
   conclude "$sc" "(triage)" "$got" "$want" "$t0" "$line"
 }
 
+# run_healthy seconds: every pod's load healthy for that long, and nothing should fire.
+run_healthy() {
+  settle
+  banner "healthy: every pod serves a healthy load (pod 0 the one it holds, the others 4 req/s of short prompts). Nothing should fire (held $1s)."
+  local t0=$SECONDS
+  while [ $((SECONDS - t0)) -lt "$1" ]; do sleep 1; done
+  if no_alerts; then results+=("healthy          no alerts                      ok"); else
+    results+=("healthy          alerts fired: $(alerts_of_pod)          UNEXPECTED"); failed=1
+  fi
+}
+
+# The walk, in order, one entry a step: "step WALK command...". WALK short: the step is in the
+# short walk (the default: each kind of verdict once) and in the full one; full: in the full walk
+# only (DEMO_WALK=full, make demo-full). A new scenario is one more entry. Each step starts with
+# every pod back at rest and every alert resolved (settle), a step that changes pod 0's load once
+# pod 0's hold is over (wait_hold); the healthy check and a step on another vllm-sim (--pod) may
+# run during the hold.
+steps=0 walk_t0=$SECONDS
+step() {
+  local walk=$1
+  shift
+  [ "$walk" = short ] || [ "$WALK" = full ] || return 0
+  steps=$((steps + 1))
+  "$@"
+}
 # The collapse is judged against the recent past (a fresh Prometheus has no day-old baseline):
 # the six playbook windows (3m here) before the window. 120s of shared-prefix chat, with the 90s
 # of shared prompts prefix-collapse starts with, fill them before its template changes.
-banner "shared-prefix: chat clients sharing a long system prompt, ~90% served by the prefix cache (held 120s: the recent past)."
-scenario shared-prefix
-hold_start=$(date +%s)
-while [ $(($(date +%s) - hold_start)) -lt 120 ]; do sleep 1; done
-run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
+step short hold shared-prefix 120 \
+  "chat clients sharing a long system prompt, ~90% served by the prefix cache (the recent past)"
+# Meanwhile: nothing fires under healthy load, and on the second ring's decode pod (namespace
+# demo-ring, an incident of its own) the KV transfer stalls.
+step short run_healthy 30
+step short run_scenario --pod vllm-ring-kv "$SIM_KV" healthy kv-transfer-stuck VLLMKVTransferFailing kv-transfer-stalled \
+  "a decode pod of disaggregated serving loads each prompt's KV from the prefill side; 30s in, the prefill side stops answering: requests wait deferred, loads never complete or fail."
+step short run_scenario prefix-collapse VLLMTimeToFirstTokenP99High prefix-cache-collapse \
   "chat prompts sharing a system prompt (90% cache hits) for 90s, then a template change puts a request id on top: same prompts, no hits."
-run_scenario --fleet --incident overload VLLMTimeToFirstTokenP99High capacity-past-knee \
+step short run_scenario --fleet --incident overload VLLMTimeToFirstTokenP99High capacity-past-knee \
   "70 req/s on every pod, about twice capacity: the whole model queues without bound; the three pods are all Deployment vllm-demo's HPA may have (max 3)." \
   "HPA vllm-demo is at its ceiling (3 of max 3)"
-run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \
+step short run_scenario kv-pressure VLLMKVCacheNearFull kv-pressure \
   "a burst of long requests fills the KV cache; the scheduler preempts, but vLLM counts a preemption only when its request resumes."
-run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \
+step full run_scenario long-prompts VLLMTimeToFirstTokenP99High prefill-bound \
   "~5000-token prompts: prefill time dominates TTFT, no queue."
-run_scenario wide-batch VLLMInterTokenLatencyP99High decode-bound \
+step full run_scenario wide-batch VLLMInterTokenLatencyP99High decode-bound \
   "~200 requests decoding at once: every decode step is slower."
-run_scenario client-timeouts VLLMRequestAbortRateHigh client-aborts \
+step full run_scenario client-timeouts VLLMRequestAbortRateHigh client-aborts \
   "healthy load, but 40% of clients give up after 0.5-2.5s (vLLM counts none of them as aborted)."
-run_scenario --fleet engine-stall VLLMEngineStalled engine-stalled \
+step full run_scenario --fleet engine-stall VLLMEngineStalled engine-stalled \
   "healthy load on three pods; the engine of pod 0 wedges: its queue grows, it computes nothing, /health still 200."
-run_scenario --fleet router-imbalance VLLMTimeToFirstTokenP99High load-imbalance \
+step full run_scenario --fleet router-imbalance VLLMTimeToFirstTokenP99High load-imbalance \
   "60 req/s over three pods, but the router sends pod 0 eight shares to each sibling's one."
-run_scenario engine-hang VLLMEngineStalled engine-stalled \
+step short run_scenario engine-hang VLLMEngineStalled engine-stalled \
   "healthy load; 20s in, pod 0's engine core stops (a hang in a step, a GPU fault, a collective hang): every vllm: series freezes, a few requests running and none waiting, /metrics and /health still answer."
-run_triage restart-loop engine-restarting \
+step full run_triage restart-loop engine-restarting \
   "healthy load; pod 0's server dies 40s after each start and is down 15s (CrashLoopBackOff): scrapes fail, counters reset."
-run_triage sleep engine-paused \
+step full run_triage sleep engine-paused \
   "healthy load; 20s in, an operator puts pod 0's engine to sleep (level 1): paused on purpose, not stalled; do not restart it."
-run_scenario frontend-bound VLLMTimeToFirstTokenP99High frontend-bound \
+step full run_scenario frontend-bound VLLMTimeToFirstTokenP99High frontend-bound \
   "20 req/s with a heavy chat template: the API server's one core saturates; TTFT grows outside queue and prefill."
-run_scenario --pod vllm-ring-kv "$SIM_KV" healthy kv-transfer-stuck VLLMKVTransferFailing kv-transfer-stalled \
-  "a decode pod of disaggregated serving loads each prompt's KV from the prefill side; 30s in, the prefill side stops answering: requests wait deferred, loads never complete or fail."
-run_scenario --pod vllm-ring-spec "$SIM_SPEC" spec-decode spec-decode-acceptance-drop VLLMSpecDecodeAcceptanceDropped spec-decode-regression \
+step full run_scenario --pod vllm-ring-spec "$SIM_SPEC" spec-decode spec-decode-acceptance-drop VLLMSpecDecodeAcceptanceDropped spec-decode-regression \
   "speculative decoding with 3 draft tokens accepting 80% a position; 90s in, new traffic accepts 10%: each step gives fewer tokens, ITL barely moves."
 
-banner "summary"
+banner "summary: the $WALK walk, $steps steps in $((SECONDS - walk_t0))s"
 printf '  %s\n' "${results[@]}"
+if [ "$WALK" = short ]; then
+  echo
+  echo "This was the short walk: each kind of verdict once. The full walk (every scenario, about 35"
+  echo "minutes): make demo-full (or DEMO_WALK=full scripts/demo.sh)."
+fi
 if [ "$STAY" = 1 ]; then
   echo
   echo "Everything keeps running. Switch scenarios yourself, e.g.:"

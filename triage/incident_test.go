@@ -19,6 +19,7 @@ import (
 // A triage of a scope with an open incident names it (responder triage --output json, the MCP
 // tool, /vllm triage); one of another model does not.
 func TestATriageOfAScopeWithAnOpenIncidentNamesIt(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
 		load("alpha-0", "alpha", nil), load("beta-0", "beta", kvPreemption), load("beta-1", "beta", nil),
 	})

@@ -89,6 +89,7 @@ func aboutOneModel(t *testing.T, d *playbooks.Diagnosis, model string, pods []st
 // the other listed beside its verdict. Before, it summed both models' series into one diagnosis
 // and named a pod of the other model as the worst.
 func TestATriageWithoutAModelIsAboutOneModelEndToEnd(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
 		load("alpha-0", "alpha", nil), load("alpha-1", "alpha", nil), load("alpha-2", "alpha", nil),
 		load("beta-0", "beta", kvPreemption), load("beta-1", "beta", nil),
@@ -160,6 +161,7 @@ func TestATriageWithoutAModelIsAboutOneModelEndToEnd(t *testing.T) {
 
 // With one model in the scope the triage is scoped to it, and says so.
 func TestATriageWithoutAModelOnOneModelIsScopedToIt(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{load("solo-0", "solo", pastKnee), load("solo-1", "solo", nil)})
 	res, err := newService(t, prom.URL).Run(context.Background(), Request{})
 	if err != nil {
@@ -173,6 +175,7 @@ func TestATriageWithoutAModelOnOneModelIsScopedToIt(t *testing.T) {
 
 // More models than it diagnoses to choose from: it asks for one, naming them.
 func TestATriageWithoutAModelAmongTooManyAsksForOne(t *testing.T) {
+	t.Parallel()
 	var loads []testenv.VLLMLoad
 	for i := range maxModels + 1 {
 		loads = append(loads, load(fmt.Sprintf("m%02d-0", i), fmt.Sprintf("m%02d", i), nil))
@@ -192,6 +195,7 @@ func TestATriageWithoutAModelAmongTooManyAsksForOne(t *testing.T) {
 // Prometheus unreachable, whether listing the models or running the playbook: one line naming
 // the server and the reason.
 func TestPrometheusUnreachableIsOneLineNamingTheServer(t *testing.T) {
+	t.Parallel()
 	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	s := newService(t, url)
 	for _, labels := range []map[string]string{{}, {"pod": "vllm-0"}} {
@@ -205,6 +209,7 @@ func TestPrometheusUnreachableIsOneLineNamingTheServer(t *testing.T) {
 
 // Errors before anything runs: an alert no playbook matches, a bad label name.
 func TestRequestsThatCannotRunAreRefusedBeforeAnyQuery(t *testing.T) {
+	t.Parallel()
 	s := newService(t, "http://127.0.0.1:1")
 	for _, tc := range []struct {
 		name string
@@ -231,6 +236,7 @@ func TestRequestsThatCannotRunAreRefusedBeforeAnyQuery(t *testing.T) {
 }
 
 func TestParseAt(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 27, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct{ in, want string }{
 		{"2026-05-27T10:30:00Z", "2026-05-27T10:30:00Z"},
@@ -253,6 +259,7 @@ func TestParseAt(t *testing.T) {
 }
 
 func TestOneLineKeepsEachJoinedErrorsFirstLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -273,6 +280,7 @@ func TestOneLineKeepsEachJoinedErrorsFirstLine(t *testing.T) {
 
 // The order among models: a named problem, then an unexplained one, then healthy, then no data.
 func TestSeverityPutsANamedProblemFirst(t *testing.T) {
+	t.Parallel()
 	order := []string{playbooks.VerdictEngineStalled, playbooks.VerdictInconclusive, playbooks.VerdictHealthy, playbooks.VerdictNoData}
 	for i := 1; i < len(order); i++ {
 		if severity(order[i-1]) >= severity(order[i]) {
@@ -286,6 +294,7 @@ func TestSeverityPutsANamedProblemFirst(t *testing.T) {
 // load-imbalance ("the other pods of the model have at most 0 waiting"); scoped to its own model
 // (from its own series) it is past the knee, as the same triage naming the model says.
 func TestAPodNamedWithoutItsModelIsComparedWithItsOwnModelsPods(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
 		load("big-0", "big", pastKnee), load("lora-0", "lora", nil),
 		// The same pod name in two namespaces, each serving its own model.
@@ -341,6 +350,7 @@ func TestAPodNamedWithoutItsModelIsComparedWithItsOwnModelsPods(t *testing.T) {
 // one naming none is about the models of the bound only, every query scoped to its namespace.
 // Without it (the test above) the same requests read every namespace.
 func TestTriageNamespacesBoundWhatATriageReads(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, []testenv.VLLMLoad{
 		load("twin-0", "alpha", func(l *testenv.VLLMLoad) { l.Namespace = "team-a" }),
 		load("twin-0", "beta", func(l *testenv.VLLMLoad) { l.Namespace = "team-b"; kvPreemption(l) }),

@@ -129,6 +129,7 @@ func rawConfig(t *testing.T, body string) string {
 // client configuration; a real Prometheus with --web.config.file (TLS, bcrypt basic auth) is
 // queried with basic_auth.password_file and tls_config.ca_file, and refuses a wrong password.
 func TestPrometheusBehindTLSAndBasicAuth(t *testing.T) {
+	t.Parallel()
 	prom, caFile, _ := securePrometheus(t, "responder", "s3cret-pw")
 	cfg := rawConfig(t, fmt.Sprintf("prometheus:\n  url: %s\n  basic_auth: {username: responder, password_file: %s}\n  tls_config: {ca_file: %s}\n",
 		prom.URL, writeFileT(t, "pw", "s3cret-pw\n"), caFile))
@@ -205,6 +206,7 @@ func startRecordingProxy(t *testing.T, target string, pool *x509.CertPool) (*htt
 // Cortex) reach the backend on every query, and an answer with warnings (Thanos'
 // partial_response) is marked in the evidence and the notes, not trusted silently.
 func TestTenantHeaderArrivesAndPartialAnswersAreMarked(t *testing.T) {
+	t.Parallel()
 	prom, _, pool := securePrometheus(t, "responder", "pw2")
 	proxy, rec := startRecordingProxy(t, prom.URL, pool)
 	cfgFor := func(tenant string) string {

@@ -37,6 +37,7 @@ func freshLoads() []testenv.VLLMLoad {
 // on-demand triage alike (one incident, one answer); on a pod newer than a day, against the
 // model a day ago. Each diagnosis says which baseline it used.
 func TestBaselinesOnAFreshPodOnARealPrometheus(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, freshLoads())
 	cfg := writeConfig(t, prom.URL, "")
 	cases := []struct {

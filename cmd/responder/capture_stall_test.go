@@ -87,6 +87,7 @@ func fireAlert(t *testing.T, amURL string, labels map[string]string) {
 }
 
 func TestAStalledPodDuringACaptureNotifiesNobody(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	simBin := filepath.Join(dir, "vllm-sim")
 	rules := filepath.Join(dir, "rules.yml")

@@ -56,6 +56,7 @@ func triageFleet(t *testing.T, args ...string) fleetJSON {
 // pod, instance and engine, added up per pod by the responder); and a pod name two namespaces
 // share is two pods, not one sum.
 func TestADataParallelEngineImbalanceAndSameNamedPodsOfTwoNamespacesOnARealPrometheus(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, dpLoads())
 	cfg := writeConfig(t, prom.URL, "")
 

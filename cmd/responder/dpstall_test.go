@@ -27,6 +27,7 @@ func dpStallLoads(engine1 func(*testenv.VLLMLoad)) []testenv.VLLMLoad {
 // although the pod's token sum is above 0; an idle engine (empty queue, no token) beside a
 // serving one is not stalled.
 func TestOneWedgedDataParallelEngineIsNamedOnARealPrometheus(t *testing.T) {
+	t.Parallel()
 	wedged := testenv.RecordedPrometheus(t, dpStallLoads(func(l *testenv.VLLMLoad) {
 		l.ReqRate, l.Waiting, l.Running, l.KV = 0, 20, 8, 0.2
 	}))

@@ -189,6 +189,7 @@ type webhookBody struct {
 // which queries could not reach Prometheus and lists what is missing; once it is gone for good,
 // the next diagnosis says Prometheus is unreachable instead of guessing a verdict.
 func TestPrometheusStoppedMidRunStillYieldsADiagnosisThatSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 30*time.Second)
 	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: %q, query_timeout: 20s}\nlog: {level: error}\n", proxy.URL), nil)
@@ -305,6 +306,7 @@ func TestSlowPrometheusGivesPartialEvidenceMarkedAsSuch(t *testing.T) {
 // the one retry loop, after Slack's Retry-After or a backoff) and lands once; no duplicate
 // reaches the channel.
 func TestSlackRateLimitsAndServerErrorsAreRetriedWithoutDuplicatePosts(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	for _, c := range []struct {
 		name   string
@@ -360,6 +362,7 @@ slack: {bot_token: xoxb-test, signing_secret: s, channel: C0INCIDENT, api_url: %
 // while it is down, and recovers by itself; alerts are still accepted while it is down (a duplicate post beats a lost alert), and
 // deduplication works again once it is back.
 func TestRedisRestartIsSurvivedAndDeduplicationComesBack(t *testing.T) {
+	t.Parallel()
 	redis := testenv.StartRedis(t)
 	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: \"http://127.0.0.1:1\"}\nlog: {level: error}\nredis: {url: \"redis://%s/0\", key_prefix: %q}\ndispatch: {dedup_window: 1h}\n",
 		redis.Addr, "faults-"+fmt.Sprint(time.Now().UnixNano())+":"), nil)
@@ -523,6 +526,7 @@ func tailOf(s string, n int) string {
 // The work queue is full (one worker, room for one, a slow Prometheus): the webhook answers 503
 // with Retry-After, and the real Alertmanager's own retry later gets every group diagnosed, once.
 func TestAFullQueueAnswers503AndAlertmanagersRetrySucceeds(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	proxy := startSlowProm(t, prom.URL, "histogram_quantile", 1500*time.Millisecond)
 	url, out, _ := serveWith(t, fmt.Sprintf("prometheus: {url: %q}\nlog: {level: error}\ndispatch: {workers: 1, queue_size: 1}\n", proxy.URL), nil)
@@ -570,6 +574,7 @@ receivers:
 // scraped by a real Prometheus is refused before the profiler is touched (no lock, no capture);
 // once Redis is back, captures run again. (profile/e2e_test.go covers Redis dying mid-capture.)
 func TestCapturesAreRefusedWhileRedisIsDownAndRunAgainAfter(t *testing.T) {
+	t.Parallel()
 	eng, err := sim.NewEngine(sim.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ func playbooksTest(t *testing.T, dir string) (string, int) {
 // `playbooks test` passes when it expects the verdict given and fails, naming both verdicts, when
 // it expects the one the user believes is right.
 func TestTriageFixtureRoundTripsThroughPlaybooksTest(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	cases := []struct {
@@ -69,6 +70,7 @@ func TestTriageFixtureRoundTripsThroughPlaybooksTest(t *testing.T) {
 }
 
 func TestTriageFixtureFlagsAreCheckedBeforeAnythingRuns(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "old_test.yaml")
 	if err := os.WriteFile(existing, []byte("tests: []\n"), 0o644); err != nil {

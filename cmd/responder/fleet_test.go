@@ -82,6 +82,7 @@ func evidenceValue(res triageJSON, name string) *float64 {
 // (a metric_relabel_configs rule vllm:* -> kserve_vllm:*) is no-data with vLLM's own names and
 // diagnosed with vllm.metric_prefix kserve_vllm:.
 func TestKServeRenamedMetricsAreFoundWithTheirPrefix(t *testing.T) {
+	t.Parallel()
 	vllm := startSim(t)
 	prom := testenv.Prometheus(t, testenv.PromOptions{
 		ScrapeTargets: []testenv.Target{{Addr: strings.TrimPrefix(vllm.URL, "http://"), Labels: map[string]string{"namespace": "llm", "pod": "llama-predictor-0"}}},
@@ -139,6 +140,7 @@ func routerExporter(t *testing.T, backend, model string) *httptest.Server {
 // Prometheus, the playbooks read the engine's queue (not the router's 500), the queue rule does
 // not fire for it, and the router's pod cannot be profiled.
 func TestTheRouterIsNotTakenForAnEngine(t *testing.T) {
+	t.Parallel()
 	vllm := startSim(t)
 	model := sim.DefaultConfig().ModelName
 	router := routerExporter(t, vllm.URL, model)
@@ -213,6 +215,7 @@ func mustRenderedRules(t *testing.T, profile string, sets ...string) []rules.Rul
 // only job and instance. An alert grouped by instance (the static rules) is diagnosed on that
 // instance, the diagnosis says so, and the instance can be profiled.
 func TestStaticScrapeConfigWithoutPodFallsBackToInstance(t *testing.T) {
+	t.Parallel()
 	vllm := startSim(t)
 	instance := strings.TrimPrefix(vllm.URL, "http://")
 	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: []testenv.Target{{Addr: instance}}})

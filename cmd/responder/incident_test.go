@@ -16,6 +16,7 @@ import (
 // which opens two incidents, one per model, and posts two parents to Slack (a local recording
 // server that fails on any other call), each listing its model's four alerts, cause first.
 func TestTwoModelsFiringAtOnceAreTwoIncidentsOneParentEach(t *testing.T) {
+	t.Parallel()
 	var loads []testenv.VLLMLoad
 	for _, model := range []string{"alpha", "beta"} {
 		for i := range 2 {

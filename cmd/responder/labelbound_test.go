@@ -13,6 +13,7 @@ import (
 // it is posted with a diagnosis that says the label is too long, and no query is sent (the
 // Prometheus here is unreachable, so a query sent would read "Prometheus unreachable").
 func TestAnAlertWithALabelPastTheBoundIsPostedSayingSo(t *testing.T) {
+	t.Parallel()
 	url, out := startResponder(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "")
 	pod := "vllm-" + strings.Repeat("x", 16<<10)
 	mustAccept(t, postHook(url, webhook("g-long", "VLLMKVCacheNearFull", pod, "f-long")), 1, 0)

@@ -59,6 +59,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // (`responder serve` with mcp.enabled), against a real Prometheus: triage answers what the CLI
 // prints, a bad argument is a clear tool error, and no tool writes anything.
 func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
+	t.Parallel()
 	bin := buildResponder(t)
 	prom := startRecordedPrometheus(t)
 	port := testenv.FreePort(t)
@@ -194,6 +195,7 @@ func TestMCPToolsOverStdioAndHTTPAnswerAsTheCLIDoes(t *testing.T) {
 // MCP triage with Prometheus unreachable is a tool error of one line naming the server and the
 // reason the engine gave, as `responder triage` prints it.
 func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing.T) {
+	t.Parallel()
 	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	cs := inMemoryMCP(t, url)
 
@@ -208,6 +210,7 @@ func TestMCPTriageWithPrometheusUnreachableNamesTheServerAndTheReason(t *testing
 // went to Prometheus in 19 requests) is a tool error before any query; the longest value allowed
 // is sent (and meets the unreachable Prometheus).
 func TestMCPTriageRefusesALabelValueLongerThanTheBound(t *testing.T) {
+	t.Parallel()
 	cs := inMemoryMCP(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)))
 	for _, args := range []map[string]any{
 		{"model": strings.Repeat("m", 16<<10)},

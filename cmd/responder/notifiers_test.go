@@ -85,6 +85,7 @@ func verifyStandardWebhook(h http.Header, body []byte) error {
 // (dispatch drops its claims), and Alertmanager's re-send then reaches Teams alone, not Slack
 // or the webhook again. The webhook's diagnosis is exactly the triage JSON's.
 func TestSlackTeamsAndASignedWebhookEachGetOnePostPerGroupState(t *testing.T) {
+	t.Parallel()
 	fs := fakeslack.New(t, "chat.postMessage")
 	teams := newRecording(t, "/workflows/1/triggers/manual/paths/invoke", http.StatusBadRequest)
 	hook := newRecording(t, "/hooks/vllm")

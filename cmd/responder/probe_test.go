@@ -19,6 +19,7 @@ import (
 // a healthy pod is not probed. The stall is the recorded hung pod's (a real Prometheus); the
 // probe goes to a live vllm-sim whose engine core hangs (probe.url_template points at it).
 func TestTriageOfAStalledPodShowsTheProbe(t *testing.T) {
+	t.Parallel()
 	simCfg := sim.DefaultConfig()
 	simCfg.ModelName = "llama-p" // the recorded pod's model_name: the probe asks for it
 	eng, err := sim.NewEngine(simCfg)

@@ -19,6 +19,7 @@ func progressLoads() []testenv.VLLMLoad { return testenv.ProgressLoads("p", "lla
 // purpose is engine-paused; a restart is engine-restarting; a backlog after a hang is the
 // stall's aftermath, not capacity; an idle, a slow and a quiet pod are not stalled.
 func TestProgressNotGaugesOnARealPrometheus(t *testing.T) {
+	t.Parallel()
 	prom := testenv.RecordedPrometheus(t, progressLoads())
 	cfg := writeConfig(t, prom.URL, "")
 	// Every triage is evaluated when the recording was made for (as if run at once), not when the

@@ -17,6 +17,16 @@ import (
 
 // TestMain lets testscript run the real main in-process as the command `responder` of the
 // scripts in testdata/script (as cloudflare/pint's cmd/pint/tests do).
+//
+// The tests of this package run in parallel (t.Parallel; two at a time, go test's -parallel is
+// GOMAXPROCS): each starts its own peers (Prometheus, Alertmanager, vllm-sim, a responder on
+// ports of its own) and mostly waits on their clocks (scrapes, alerts' for:), so the end-to-end
+// chain's minutes pass beside the other tests instead of after them. Its file, a_e2e_test.go,
+// sorts first: the parallel tests start in the order first, last, then backwards, and the
+// longest must start first, not last. Three stay sequential: a bound on a duration is their
+// check (TestSlowPrometheusGivesPartialEvidenceMarkedAsSuch,
+// TestSlackProfileCommandCapturesAProfileOnTheRealProfiler), or a storm of their own would load
+// the machine under the others (TestSIGTERMDuringAStormDrainsEveryAcceptedAlert).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"responder": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
@@ -32,6 +42,7 @@ var recordedAt = time.Date(2026, 5, 27, 10, 30, 0, 0, time.UTC)
 // $AT; $UNREACHABLE is a Prometheus URL nothing listens on. UPDATE_SCRIPTS=1 rewrites the
 // scripts' cmp files from what the commands print (review the diff).
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	prom := testenv.Prometheus(t, testenv.PromOptions{OpenMetrics: testenv.RecordedVLLM(recordedAt, testenv.ScenarioLoads())})
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",

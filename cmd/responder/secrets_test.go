@@ -18,6 +18,7 @@ import (
 // posted to Slack, while the paths that log errors are exercised: bad webhook credentials, forged
 // Slack requests, Prometheus unreachable, Redis down.
 func TestNoSecretAppearsInLogsOrAnswers(t *testing.T) {
+	t.Parallel()
 	const (
 		webhookToken  = "whk-SECRET-7f3a9c"
 		botToken      = "xoxb-SECRET-4411"

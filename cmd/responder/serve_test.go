@@ -118,6 +118,7 @@ func postAlerts(t *testing.T, amURL, body string) {
 }
 
 func TestAlertmanagerDeliversARealWebhookThatIsDiagnosedOnceAndResolved(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	url, out := startResponder(t, prom.URL, "webhook: {bearer_token: t0ken}\n")
 	am := testenv.Alertmanager(t, fmt.Sprintf(`
@@ -169,6 +170,7 @@ receivers:
 }
 
 func TestWebhookWithoutTheConfiguredTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	url, _ := startResponder(t, "http://127.0.0.1:1", "webhook: {bearer_token: t0ken}\n")
 	r, err := http.Post(url+"/alertmanager", "application/json", strings.NewReader(`{}`))
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // token a proxy in front of a real Alertmanager demands), not a bare client that the proxy
 // refuses.
 func TestCaptureSilencesUseTheAlertmanagerHTTPConfig(t *testing.T) {
+	t.Parallel()
 	am := testenv.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
 	u, err := url.Parse(am.URL)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // TestServeWithSlackPostsTheDiagnosisToSlack checks the wiring of `serve`: with a bot token the
 // diagnosis goes to Slack (a local recording server; Slack itself is unreachable), not the console.
 func TestServeWithSlackPostsTheDiagnosisToSlack(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var posts []string
 	slackSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +68,7 @@ func TestServeWithSlackPostsTheDiagnosisToSlack(t *testing.T) {
 // (TTFT p99 and queue depth over the last hour) comes from range queries against a real
 // Prometheus and lands in the diagnosis' thread as a PNG.
 func TestTheChartIsRenderedFromARealPrometheusAndUploadedIntoTheThread(t *testing.T) {
+	t.Parallel()
 	fs := fakeslack.New(t, "chat.postMessage", "files.getUploadURLExternal", "upload", "files.completeUploadExternal")
 	prom := startRecordedPrometheus(t)
 	url, _ := startResponder(t, prom.URL, `slack: {bot_token: xoxb-test, channel: C0INCIDENT, api_url: "`+fs.APIURL()+`", charts: true}

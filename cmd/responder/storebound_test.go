@@ -13,6 +13,7 @@ import (
 // Without Redis the in-memory store says on /metrics what it holds against its bound, and what a
 // diagnosed webhook leaves in it shows there.
 func TestTheInMemoryStoreShowsWhatItHoldsAgainstItsBound(t *testing.T) {
+	t.Parallel()
 	url, out := startResponder(t, fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "")
 	if got := metricValue(t, url, "vllm_responder_store_memory_max_bytes"); got != strconv.FormatFloat(store.MemoryMaxBytes, 'g', -1, 64) &&
 		got != fmt.Sprint(store.MemoryMaxBytes) {

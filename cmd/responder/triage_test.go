@@ -129,6 +129,7 @@ func triageAt(t *testing.T, cfg, at, alert string, labels ...string) triageJSON 
 }
 
 func TestTriageAgainstARealPrometheusTellsTheScenariosApart(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	cases := []struct {
@@ -180,6 +181,7 @@ func evidenceNamed(t *testing.T, res triageJSON, name string) (value *float64, b
 }
 
 func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	// The recorded pods were healthy one day ago and are in trouble now.
@@ -231,6 +233,7 @@ func TestTriageAtAPastTimeEvaluatesEveryQueryThen(t *testing.T) {
 }
 
 func TestTriageAtRejectsAFutureOrMalformedTimeWithOneLine(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "http://127.0.0.1:1", "")
 	for _, at := range []string{time.Now().Add(time.Hour).Format(time.RFC3339), strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
 		"yesterday", "2026-13-01T00:00:00Z", "", " ", "-5", "NaN", "1e30"} {
@@ -245,6 +248,7 @@ func TestTriageAtRejectsAFutureOrMalformedTimeWithOneLine(t *testing.T) {
 }
 
 func TestTriageDoesNotTrustAP99PinnedAtTheTopBucket(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	// TTFT is 35 s, but this pod's histogram stops at 10 s (vLLM before #15202).
@@ -267,6 +271,7 @@ func TestTriageDoesNotTrustAP99PinnedAtTheTopBucket(t *testing.T) {
 }
 
 func TestTriageComparesWithYesterdaysBaseline(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	// Without history the fixtures show "baseline n/a"; here the pod ran healthy 1 day ago.
@@ -282,6 +287,7 @@ func TestTriageComparesWithYesterdaysBaseline(t *testing.T) {
 }
 
 func TestTriageLabelValuesCannotBreakOutOfTheirString(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, "")
 	for _, hostile := range []string{
@@ -303,6 +309,7 @@ func TestTriageLabelValuesCannotBreakOutOfTheirString(t *testing.T) {
 }
 
 func TestTriageFailsWithOneLineWhenPrometheusIsUnreachable(t *testing.T) {
+	t.Parallel()
 	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	cfg := writeConfig(t, url, "")
 	_, stderr, code := triageCLI(t, "--config", cfg)
@@ -318,6 +325,7 @@ func TestTriageFailsWithOneLineWhenPrometheusIsUnreachable(t *testing.T) {
 }
 
 func TestTriageRejectsBadConfigWithOneLine(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(p, []byte("prometheus: {url: ftp://x}\nlisten_typo: 1\n"), 0o644)
 	_, stderr, code := triageCLI(t, "--config", p)
@@ -327,6 +335,7 @@ func TestTriageRejectsBadConfigWithOneLine(t *testing.T) {
 }
 
 func TestTriageWithJaegerDownStillDiagnosesAndSaysSo(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	cfg := writeConfig(t, prom.URL, fmt.Sprintf("traces: {url: \"http://127.0.0.1:%d\"}\n", testenv.FreePort(t)))
 	var out, errb bytes.Buffer
@@ -355,6 +364,7 @@ func TestTriageWithJaegerDownStillDiagnosesAndSaysSo(t *testing.T) {
 // prometheus.queries_per_request sets how many of a playbook's queries share a request: the
 // same diagnosis from one request per query when each travels alone, from a few by default.
 func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
+	t.Parallel()
 	prom := startRecordedPrometheus(t)
 	labels := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "pod": "vllm-capacity"}
 	pb := builtinPlaybookFor(t, labels)

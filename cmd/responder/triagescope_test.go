@@ -14,6 +14,7 @@ import (
 // tool and `/vllm triage` with no model and no pod each give a diagnosis about one model (the
 // one whose KV cache preempts), every evidence query scoped to it, naming the other.
 func TestEverySurfaceTriagesOneModelWhenNoneIsNamed(t *testing.T) {
+	t.Parallel()
 	healthy := func(pod, model string) testenv.VLLMLoad {
 		l := testenv.HealthyLoad
 		l.Pod, l.Model = pod, model

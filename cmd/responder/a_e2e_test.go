@@ -177,6 +177,7 @@ func promAlerts(promURL string) []string {
 }
 
 func TestE2EScenariosProduceTheirVerdicts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end: starts seventeen simulators (21 pods), Prometheus and Alertmanager")
 	}
