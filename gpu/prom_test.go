@@ -23,9 +23,6 @@ import (
 // the two faults found and named, the stale XID not; the hot GPU compared with its busy
 // siblings, the idle one never.
 func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Prometheus and five simulators")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type pod struct {
