@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -196,16 +195,8 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 		return s[`vllm:num_requests_running{engine="0",model_name="tiny-llama"}`] == fmt.Sprintf("%d.0", running) &&
 			s[`vllm:num_requests_waiting{engine="0",model_name="tiny-llama"}`] == fmt.Sprintf("%d.0", waiting)
 	})
-	if err := srv.SignalEngineCore(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = srv.SignalEngineCore(syscall.SIGCONT)
-		}
-	}()
+	hang := srv.StopEngineCore(t)
+	stopped := hang.At
 	// Requests keep arriving while the engine is stopped (the API server accepts and holds them).
 	stopArrivals := make(chan struct{})
 	var stopOnce sync.Once
@@ -236,11 +227,7 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 	}
 	testenv.WaitFor(t, stallHeld, "the engine stopped long enough for the aftermath rule", func() bool { return time.Since(stopped) >= stallHeld })
 
-	if err := srv.SignalEngineCore(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
-	cont := time.Now()
+	cont := hang.Resume(t)
 	endArrivals()
 	// SIGCONT ends it: tokens flow again and the stall alert resolves.
 	testenv.WaitFor(t, 3*time.Minute, stalled+" to resolve after SIGCONT", func() bool { return !alertActiveFor(c.prom.URL, stalled, stallPod) })
@@ -298,16 +285,8 @@ func (c *realRun) idleStall(srv *realvllm.Server) {
 	fdsBefore := promScalar(c.prom.URL, fds)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := srv.SignalEngineCore(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = srv.SignalEngineCore(syscall.SIGCONT)
-		}
-	}()
+	hang := srv.StopEngineCore(t)
+	stopped := hang.At
 	stopArrivals := make(chan struct{})
 	var stopOnce sync.Once
 	endArrivals := func() { stopOnce.Do(func() { close(stopArrivals) }) }
@@ -337,11 +316,7 @@ func (c *realRun) idleStall(srv *realvllm.Server) {
 		t.Logf("%s into the stop: engine:vllm_stall_held:1m %s, %s %s", time.Since(stopped).Round(time.Second), v, fds, promScalar(c.prom.URL, fds))
 	}
 
-	if err := srv.SignalEngineCore(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
-	cont := time.Now()
+	cont := hang.Resume(t)
 	endArrivals()
 	testenv.WaitFor(t, 3*time.Minute, stalled+" to resolve after SIGCONT", func() bool { return !alertActiveFor(c.prom.URL, stalled, stallPod) })
 	t.Logf("%s resolved %s after SIGCONT", stalled, time.Since(cont).Round(time.Second))
