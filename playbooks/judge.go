@@ -25,8 +25,8 @@ type Observation struct {
 	Values map[string]*float64
 	// Failed are the queries without a value whose request failed (an error, a timeout, a
 	// refusal: not "no series"; the evidence says why). An optional query's feature may then be
-	// on: unlike one that returned nothing, it is missing where a rule needs it. A Record does
-	// not keep them (a fixture's absent value returned nothing).
+	// on: unlike one that returned nothing, it is missing where a rule needs it; and no rule
+	// decides on its absence (choose). A Record keeps them, a fixture lists them (failed:).
 	Failed map[string]bool
 	// Fleet are the fleet queries' values: query -> series key (FleetKey as written) -> value.
 	Fleet FleetValues
@@ -84,7 +84,7 @@ func (p *Playbook) Judge(o Observation) *Diagnosis {
 	factEnv(env, p.catalog, o.Facts, false)
 	p.choose(d, env, off, unknown, data)
 	d.needsFacts = slices.DeleteFunc(d.needsFacts, o.Facts.Looked)
-	d.record(o.Values, o.Fleet, o.Labels, o.Facts)
+	d.record(o.Values, o.Failed, o.Fleet, o.Labels, o.Facts)
 	return d
 }
 
