@@ -243,6 +243,7 @@ func markSaturated(p *playbooks.Playbook, results []result) {
 // tally counts how the queries of a run fared.
 type tally struct {
 	values                        map[string]*float64
+	failed                        map[string]bool // the queries whose request failed (Observation.Failed)
 	unreachable, reached, partial int
 	lastErr                       string // the last unreachable query's reason
 }
@@ -252,6 +253,12 @@ func tallyOf(p *playbooks.Playbook, results []result) tally {
 	for i, q := range p.Queries {
 		r := results[i]
 		t.values[q.Name] = r.value
+		if r.value == nil && r.status != QueryEmpty {
+			if t.failed == nil {
+				t.failed = map[string]bool{}
+			}
+			t.failed[q.Name] = true
+		}
 		if r.status == QueryUnreachable {
 			t.unreachable++
 			t.lastErr = r.problem
@@ -292,7 +299,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 		kf, factNotes := e.factsOf(g)
 		notes = append(notes, factNotes...)
 		g.traces = markUntraced(g.traces, t.values["untraced"])
-		d = p.Judge(playbooks.Observation{Values: t.values, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
+		d = p.Judge(playbooks.Observation{Values: t.values, Failed: t.failed, Fleet: g.fleet, Labels: pl.labels, Traces: g.traces,
 			PodScope: e.pods, At: pl.at, Facts: kf})
 		d.Notes = append(notes, d.Notes...)
 		if d.Verdict == playbooks.VerdictNoData {
@@ -356,7 +363,7 @@ func evidenceOf(p *playbooks.Playbook, exprs []string, results []result, values 
 	var out []playbooks.Evidence
 	for i, q := range p.Queries {
 		r := results[i]
-		if q.Hidden || (q.Optional && r.value == nil) {
+		if q.Hidden || (q.Optional && r.value == nil && r.status == QueryEmpty) {
 			continue
 		}
 		ev := playbooks.Evidence{Name: q.Name, Title: q.Title, Value: r.value, Unit: q.Unit,

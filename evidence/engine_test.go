@@ -209,6 +209,9 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 		// refused: the backend refused the query: not missing; the diagnosis' error (errMsg) names it
 		refused bool
 		errMsg  string
+		// unneeded: no rule reads the query, so its missing value is not missing evidence
+		// (playbooks.Diagnosis.Missing): shown as n/a with its problem, the diagnosis whole.
+		unneeded bool
 	}{
 		{
 			name: "one sample is the value", answers: map[string]answer{"a": one(5)},
@@ -238,7 +241,7 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 			name: "a quantile at +Inf is saturated: above the top bucket, missing", answers: map[string]answer{"ttft_bucket": one(math.Inf(1))},
 			query: "p99", problem: "above the histogram's highest bucket: the quantile is saturated (older vLLM versions had lower top buckets), " +
 				"so the real value is higher than any bucket can show",
-			verdict: playbooks.VerdictHealthy, status: QueryOK,
+			verdict: playbooks.VerdictHealthy, status: QueryOK, unneeded: true,
 		},
 		{
 			name: "a quantile pinned at a top bucket bound is kept but not trusted", answers: map[string]answer{"ttft_bucket": one(2560)},
@@ -419,14 +422,14 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 					t.Errorf("%s = %s; want %v", tc.query, ev.Text, *tc.value)
 				}
 				if tc.value == nil {
-					if tc.refused && (ev.Text != playbooks.NA || slices.Contains(d.Missing, tc.query)) {
-						t.Errorf("%s shows %q, missing %q; want n/a and not named as missing (refused)", tc.query, ev.Text, d.Missing)
+					if (tc.refused || tc.unneeded) && (ev.Text != playbooks.NA || slices.Contains(d.Missing, tc.query)) {
+						t.Errorf("%s shows %q, missing %q; want n/a and not named as missing (refused, or read by no rule)", tc.query, ev.Text, d.Missing)
 					}
-					if !tc.refused && (ev.Text != playbooks.NA || !slices.Contains(d.Missing, tc.query)) {
+					if !tc.refused && !tc.unneeded && (ev.Text != playbooks.NA || !slices.Contains(d.Missing, tc.query)) {
 						t.Errorf("%s shows %q, missing %q; want n/a and named as missing", tc.query, ev.Text, d.Missing)
 					}
-					if !d.Degraded() {
-						t.Error("a diagnosis with missing evidence must be degraded")
+					if d.Degraded() == tc.unneeded {
+						t.Errorf("degraded %v: a diagnosis is degraded when evidence a rule needed is missing (or refused), only then", d.Degraded())
 					}
 				}
 				if tc.unavailable == "" && d.Error != tc.errMsg {
@@ -460,6 +463,51 @@ func TestEngineRunTurnsEveryKindOfAnswerIntoWhatTheDiagnosisSays(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An optional query (a feature's series) that returned nothing is the feature off: not shown,
+// not missing. One whose request failed is unknown, as any query's: shown with its problem,
+// and missing where a rule needs it.
+func TestAnOptionalQueryThatFailedIsMissingWhereARuleNeedsIt(t *testing.T) {
+	t.Parallel()
+	p, err := playbooks.Parse("opt.yaml", []byte(`name: opt
+match: {alertname: X}
+scope: [pod]
+queries:
+  a: {expr: 'sum(a{$scope})', unit: count, title: A}
+  acc: {expr: 'sum(acc{$scope})', unit: count, title: Accepted, optional: true}
+verdicts:
+  - {id: spec-decode-regression, when: acc < 1, title: speculation}
+  - {id: healthy, when: a != nil, title: a is there}
+  - {id: inconclusive, when: "true", title: fallback}
+`), sources.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &v1.Error{Type: v1.ErrServer, Msg: "server error: 503"}
+	for _, tc := range []struct {
+		name    string
+		acc     answer
+		missing []string
+		shown   bool
+	}{
+		{"no series: the feature is off", answer{value: model.Vector{}}, nil, false},
+		{"a failed request: unknown", answer{err: server}, []string{"acc"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewEngine(&fakePrometheus{t: t, answers: map[string]answer{"a": one(1), "acc": tc.acc}}, EngineOptions{CacheTTL: -1})
+			d, err := e.Run(context.Background(), p, map[string]string{"alertname": "X", "pod": "vllm-0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Verdict != playbooks.VerdictHealthy || !slices.Equal(d.Missing, tc.missing) {
+				t.Errorf("verdict %s, missing %q; want healthy, missing %q", d.Verdict, d.Missing, tc.missing)
+			}
+			if ev := evidence(d, "acc"); (ev.Name != "") != tc.shown || (tc.shown && ev.Problem == "") {
+				t.Errorf("acc's evidence %+v; shown: %v, with its problem", ev, tc.shown)
+			}
+		})
 	}
 }
 

@@ -44,7 +44,8 @@
 //     value (Baseline), the fleet's values become the sibling comparison (FleetView) and the
 //     q_this, q_max, ..., fleet_pods values, each named and computed by one entry of fleetStats
 //     or fleetTotals; then the verdicts are tried in order and the first whose condition holds
-//     wins. A condition that needs a missing value is false and the diagnosis notes it. The
+//     wins. A condition that needs a missing value is false and the diagnosis notes it, and lists
+//     the values such rules tried before the verdict needed as Missing (choose). The
 //     winner's templates render the title, summary and actions with the values formatted for
 //     people (format.go). The Diagnosis (diagnosis.go) carries a Record of what was judged
 //     (record.go), from which a fixture can be written (package fixture), and, when it was

@@ -4,6 +4,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,13 +182,103 @@ verdicts:
 		t.Fatal(err)
 	}
 	d := p.Judge(Observation{Values: map[string]*float64{}})
-	if len(d.Missing) != 1 || d.Missing[0] != "waiting" {
-		t.Errorf("missing %v, want only waiting", d.Missing)
+	if len(d.Missing) != 0 {
+		t.Errorf("missing %v: no rule was left undecided by a missing value", d.Missing)
 	}
 	for _, n := range d.Notes {
 		if strings.Contains(n, "accepted") {
 			t.Errorf("note %q about an optional query", n)
 		}
+	}
+
+	// One that failed (its feature may be on) is missing where a rule needs it.
+	d = p.Judge(Observation{Values: map[string]*float64{}, Failed: map[string]bool{"accepted": true}})
+	if !slices.Equal(d.Missing, []string{"accepted"}) || !slices.Contains(d.Notes, "rule decode-bound not decidable: accepted missing") {
+		t.Errorf("missing %v, notes %q; want accepted", d.Missing, d.Notes)
+	}
+}
+
+// Missing is what the verdict needed and did not have: the values read by the rules tried before
+// it that a missing value left undecided (any of them could have been the verdict), not every
+// query without a value. A confident verdict lists only what a rule above it needed; an
+// inconclusive one is never silent about a rule it could not decide, a fleet value included.
+func TestMissingIsWhatAnUndecidedRuleBeforeTheVerdictNeeded(t *testing.T) {
+	p, err := Parse("m.yaml", []byte(`name: m
+match: {alertname: A}
+queries:
+  waiting: sum(vllm:num_requests_waiting{$scope})
+  waiting_before: sum(vllm:num_requests_waiting{$scope} offset $window)
+  hit_rate: sum(x{$scope})
+  prefill: sum(y{$scope})
+fleet:
+  queries: {arrivals: 'sum by ($by) (rate(vllm:request_success_total{$siblings}[$window]))'}
+verdicts:
+  - {id: prefix-cache-collapse, when: "hit_rate < 0.5", title: collapse}
+  - {id: load-imbalance, when: "arrivals_this > 3 * arrivals_others_mean", title: imbalance}
+  - {id: capacity-past-knee, when: "waiting > 10", title: "capacity, {{ count .waiting_before }} before"}
+  - {id: prefill-bound, when: "prefill > 1", title: prefill}
+  - {id: inconclusive, when: "true", title: none}
+`), sources.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := func(f float64) *float64 { return &f }
+	labels := map[string]string{"namespace": "ns", "pod": "p0", "model_name": "m"}
+	fleet := FleetValues{"arrivals": {"ns/p0": 1, "ns/p1": 1, "ns/p2": 1}}
+
+	// waiting_before (shown, read by no rule) and prefill (read after the verdict) are absent:
+	// the verdict did not need them.
+	d := p.Judge(Observation{Values: map[string]*float64{"waiting": v(40), "hit_rate": v(0.9)}, Fleet: fleet, Labels: labels})
+	if d.Verdict != VerdictCapacityPastKnee || len(d.Missing) != 0 {
+		t.Errorf("verdict %s, missing %v; want capacity-past-knee, nothing missing", d.Verdict, d.Missing)
+	}
+	// A rule above the verdict left undecided: it could have been the verdict.
+	d = p.Judge(Observation{Values: map[string]*float64{"waiting": v(40)}, Fleet: fleet, Labels: labels})
+	if d.Verdict != VerdictCapacityPastKnee || !slices.Equal(d.Missing, []string{"hit_rate"}) ||
+		!slices.Contains(d.Notes, "rule prefix-cache-collapse not decidable: hit_rate missing") {
+		t.Errorf("verdict %s, missing %v, notes %q; want capacity-past-knee, hit_rate missing for prefix-cache-collapse", d.Verdict, d.Missing, d.Notes)
+	}
+	// Inconclusive: every rule a missing value left undecided, the fleet's values among them.
+	d = p.Judge(Observation{Values: map[string]*float64{"waiting": v(2)}, Labels: labels})
+	if d.Verdict != VerdictInconclusive || !slices.Equal(d.Missing, []string{"hit_rate", "arrivals_this", "arrivals_others_mean", "prefill"}) {
+		t.Errorf("verdict %s, missing %v; want inconclusive, missing hit_rate, the arrivals and prefill", d.Verdict, d.Missing)
+	}
+}
+
+// A query that failed is unknown, not absent: a rule that reads its absence (no-data's
+// `x == nil`, `(x ?? 0) == 0`) is not decided by it, while one whose answer does not depend
+// on it still is.
+func TestAFailedQueryIsNoEvidenceOfAbsence(t *testing.T) {
+	p, err := Parse("f.yaml", []byte(`name: f
+match: {alertname: A}
+queries:
+  waiting: sum(vllm:num_requests_waiting{$scope})
+  running: sum(vllm:num_requests_running{$scope})
+verdicts:
+  - {id: no-data, when: "waiting == nil && running == nil", title: no series}
+  - {id: capacity-past-knee, when: "running > 100 || waiting > 10", title: capacity}
+  - {id: healthy, when: "(waiting ?? 0) == 0", title: nothing waits}
+  - {id: inconclusive, when: "true", title: none}
+`), sources.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := func(f float64) *float64 { return &f }
+	failed := map[string]bool{"waiting": true, "running": true}
+	if d := p.Judge(Observation{Values: map[string]*float64{}}); d.Verdict != VerdictNoData || len(d.Missing) != 0 {
+		t.Errorf("nothing answered: verdict %s, missing %v; want no-data", d.Verdict, d.Missing)
+	}
+	d := p.Judge(Observation{Values: map[string]*float64{}, Failed: failed})
+	if d.Verdict != VerdictInconclusive || !slices.Equal(d.Missing, []string{"waiting", "running"}) {
+		t.Errorf("every query failed: verdict %s, missing %v; want inconclusive, both missing", d.Verdict, d.Missing)
+	}
+	d = p.Judge(Observation{Values: map[string]*float64{"running": v(120)}, Failed: failed})
+	if d.Verdict != VerdictCapacityPastKnee || len(d.Missing) != 0 {
+		t.Errorf("waiting failed, running 120: verdict %s, missing %v; want capacity-past-knee, nothing missing", d.Verdict, d.Missing)
+	}
+	d = p.Judge(Observation{Values: map[string]*float64{"running": v(20)}, Failed: failed})
+	if d.Verdict != VerdictInconclusive || !slices.Equal(d.Missing, []string{"waiting"}) {
+		t.Errorf("waiting failed, running 20: verdict %s, missing %v; want inconclusive, not healthy, waiting missing", d.Verdict, d.Missing)
 	}
 }
 

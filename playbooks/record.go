@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/vllm-responder/vllm-responder/facts"
@@ -18,7 +19,9 @@ type Record struct {
 	Title    string              `json:"title,omitempty"`
 	Labels   map[string]string   `json:"labels"`
 	Values   map[string]*float64 `json:"values"`
-	Fleet    FleetValues         `json:"fleet,omitempty"`
+	// Failed are the queries whose request failed (Observation.Failed), in name order.
+	Failed []string    `json:"failed,omitempty"`
+	Fleet  FleetValues `json:"fleet,omitempty"`
 	// Facts are the facts looked up (nil: none). The JSON key is "kube", as it was when
 	// kube-state-metrics was their only source, so that records kept before read back.
 	Facts       *facts.Facts `json:"kube,omitempty"`
@@ -26,11 +29,17 @@ type Record struct {
 }
 
 // record fills d.Record from what the verdicts were decided over.
-func (d *Diagnosis) record(values map[string]*float64, fleet FleetValues, labels map[string]string, kf *facts.Facts) {
+func (d *Diagnosis) record(values map[string]*float64, failed map[string]bool, fleet FleetValues, labels map[string]string, kf *facts.Facts) {
 	d.Record = &Record{
 		Playbook: d.Playbook, Verdict: d.Verdict, Title: d.Title,
 		Labels: maps.Clone(labels), Values: maps.Clone(values), EvaluatedAt: d.EvaluatedAt, Facts: kf,
 	}
+	for name, ok := range failed {
+		if ok {
+			d.Record.Failed = append(d.Record.Failed, name)
+		}
+	}
+	slices.Sort(d.Record.Failed)
 	if d.Record.Labels == nil {
 		d.Record.Labels = map[string]string{}
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,15 +91,7 @@ func TestTheProbeOnARealVLLM(t *testing.T) {
 	}
 
 	// The engine core stopped: nothing answers, /health still 200.
-	if err := s.SignalEngineCore(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = s.SignalEngineCore(syscall.SIGCONT)
-		}
-	}()
+	hang := s.StopEngineCore(t)
 	var hung Result
 	testenv.WaitFor(t, 30*time.Second, "the busy probe's interval to pass", func() bool {
 		hung = p.Probe(context.Background(), "vllm-0", "llm")
@@ -115,10 +106,7 @@ func TestTheProbeOnARealVLLM(t *testing.T) {
 	} else {
 		h.Body.Close()
 	}
-	if err := s.SignalEngineCore(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	hang.Resume(t)
 	close(stop)
 	cancel()
 	<-loadDone

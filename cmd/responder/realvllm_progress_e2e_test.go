@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +80,17 @@ type realRun struct {
 type stop struct {
 	ended time.Time
 	held  time.Duration
+}
+
+// recentStops are the seconds the engine core was stopped in the last 14 minutes, and how many
+// stops that was (the stall history looks back 15).
+func (c *realRun) recentStops() (secs, n float64) {
+	for _, s := range c.stops {
+		if time.Since(s.ended) < 14*time.Minute {
+			secs, n = secs+s.held.Seconds(), n+1
+		}
+	}
+	return secs, n
 }
 
 // verdicts are the diagnoses of alert for pod so far, in order.
@@ -185,16 +195,8 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 		return s[`vllm:num_requests_running{engine="0",model_name="tiny-llama"}`] == fmt.Sprintf("%d.0", running) &&
 			s[`vllm:num_requests_waiting{engine="0",model_name="tiny-llama"}`] == fmt.Sprintf("%d.0", waiting)
 	})
-	if err := srv.SignalEngineCore(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = srv.SignalEngineCore(syscall.SIGCONT)
-		}
-	}()
+	hang := srv.StopEngineCore(t)
+	stopped := hang.At
 	// Requests keep arriving while the engine is stopped (the API server accepts and holds them).
 	stopArrivals := make(chan struct{})
 	var stopOnce sync.Once
@@ -225,11 +227,7 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 	}
 	testenv.WaitFor(t, stallHeld, "the engine stopped long enough for the aftermath rule", func() bool { return time.Since(stopped) >= stallHeld })
 
-	if err := srv.SignalEngineCore(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
-	cont := time.Now()
+	cont := hang.Resume(t)
 	endArrivals()
 	// SIGCONT ends it: tokens flow again and the stall alert resolves.
 	testenv.WaitFor(t, 3*time.Minute, stalled+" to resolve after SIGCONT", func() bool { return !alertActiveFor(c.prom.URL, stalled, stallPod) })
@@ -250,15 +248,10 @@ func (c *realRun) stall(srv *realvllm.Server, running, waiting int) {
 	// How long it stalled in the last 15 minutes: counted from the counters, each stop to a 5 s
 	// step and a scrape (the stop before this one counts too).
 	c.stops = append(c.stops, stop{cont, cont.Sub(stopped)})
-	var stopFor, n float64
-	for _, s := range c.stops {
-		if time.Since(s.ended) < 14*time.Minute {
-			stopFor, n = stopFor+s.held.Seconds(), n+1
-		}
-	}
+	stopFor, n := c.recentStops()
 	if res := c.triage(stallPod); res.Verdict != "engine-stalled" {
 		t.Errorf("on-demand triage right after the stall: %s (%s), want engine-stalled (its aftermath)", res.Verdict, res.Summary)
-	} else if d, ok := aboutSeconds(res.Summary, "made no progress for about "); !ok || d < stopFor-10*n || d > stopFor+10*n {
+	} else if d, ok := aboutSeconds(res.Summary, "made no progress for up to about "); !ok || d < stopFor-10*n || d > stopFor+10*n {
 		t.Errorf("after %v stop(s) of %.0f s in all, triage says %s", n, stopFor, res.Summary)
 	} else {
 		t.Logf("after %v stop(s) of %.0f s in all, triage says no progress for about %v s", n, stopFor, d)
@@ -292,16 +285,8 @@ func (c *realRun) idleStall(srv *realvllm.Server) {
 	fdsBefore := promScalar(c.prom.URL, fds)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := srv.SignalEngineCore(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = srv.SignalEngineCore(syscall.SIGCONT)
-		}
-	}()
+	hang := srv.StopEngineCore(t)
+	stopped := hang.At
 	stopArrivals := make(chan struct{})
 	var stopOnce sync.Once
 	endArrivals := func() { stopOnce.Do(func() { close(stopArrivals) }) }
@@ -331,11 +316,7 @@ func (c *realRun) idleStall(srv *realvllm.Server) {
 		t.Logf("%s into the stop: engine:vllm_stall_held:1m %s, %s %s", time.Since(stopped).Round(time.Second), v, fds, promScalar(c.prom.URL, fds))
 	}
 
-	if err := srv.SignalEngineCore(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
-	cont := time.Now()
+	cont := hang.Resume(t)
 	endArrivals()
 	testenv.WaitFor(t, 3*time.Minute, stalled+" to resolve after SIGCONT", func() bool { return !alertActiveFor(c.prom.URL, stalled, stallPod) })
 	t.Logf("%s resolved %s after SIGCONT", stalled, time.Since(cont).Round(time.Second))
@@ -346,6 +327,18 @@ func (c *realRun) idleStall(srv *realvllm.Server) {
 		}
 	}
 	t.Logf("%d requests sent during the %s stop, all answered after SIGCONT", len(results), cont.Sub(stopped).Round(time.Second))
+	// How long it stalled, said as the bound it is: never less than the stops of the last 15
+	// minutes, and this one up to a minute more (nothing arrived, no token, in the minute before
+	// it, so its minute held seconds into it; its first minute is added back all the same).
+	c.stops = append(c.stops, stop{cont, cont.Sub(stopped)})
+	stopFor, n := c.recentStops()
+	if res := c.triage(stallPod); res.Verdict != "engine-stalled" {
+		t.Errorf("on-demand triage right after the idle hang: %s (%s)", res.Verdict, res.Summary)
+	} else if d, ok := aboutSeconds(res.Summary, "made no progress for up to about "); !ok || d < stopFor-10*n || d > stopFor+60+10*n {
+		t.Errorf("after %v stop(s) of %.0f s in all, the last while idle, triage says %s", n, stopFor, res.Summary)
+	} else {
+		t.Logf("after %v stop(s) of %.0f s in all, the last while idle, triage says no progress for up to about %v s", n, stopFor, d)
+	}
 	// The burst of short requests drains in seconds, so the TTFT alert (30 s `for:`) may not fire:
 	// its playbook is asked too.
 	for _, alert := range []string{"", ttft} {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -46,6 +47,41 @@ func (s *Server) SignalEngineCore(sig syscall.Signal) error {
 		return fmt.Errorf("kill -%d %d (VLLM::EngineCore): %w", sig, pid, err)
 	}
 	return nil
+}
+
+// EngineStop is a stop of the engine core (SIGSTOP) until Resume (SIGCONT): a hang as a test
+// makes it.
+type EngineStop struct {
+	srv *Server
+	// At is when the engine core was stopped.
+	At      time.Time
+	resumed bool
+}
+
+// StopEngineCore stops the engine core (SIGSTOP) until Resume. A test that ends before Resume
+// (it failed) sends SIGCONT at its cleanup, so that no engine stays stopped for the next test.
+func (s *Server) StopEngineCore(t testing.TB) *EngineStop {
+	t.Helper()
+	if err := s.SignalEngineCore(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	e := &EngineStop{srv: s, At: time.Now()}
+	t.Cleanup(func() {
+		if !e.resumed {
+			_ = s.SignalEngineCore(syscall.SIGCONT)
+		}
+	})
+	return e
+}
+
+// Resume ends the stop (SIGCONT) and says when.
+func (e *EngineStop) Resume(t testing.TB) time.Time {
+	t.Helper()
+	if err := e.srv.SignalEngineCore(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	e.resumed = true
+	return time.Now()
 }
 
 // ProcState is the state letter of /proc/<pid>/stat ("T": stopped by a signal).

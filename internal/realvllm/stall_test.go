@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,16 +65,8 @@ func engineStall(t *testing.T, running, waiting int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.SignalEngineCore(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = srv.SignalEngineCore(syscall.SIGCONT)
-		}
-	}()
+	hang := srv.StopEngineCore(t)
+	stopped := hang.At
 	ec, _ := srv.EngineCorePID()
 	testenv.WaitFor(t, 10*time.Second, "the engine core to be stopped", func() bool { st, _ := ProcState(ec); return st == "T" })
 	workerCPU0, _ := ProcCPUSeconds(worker)
@@ -140,11 +131,7 @@ func engineStall(t *testing.T, running, waiting int) {
 		probes = append(probes, p)
 	}
 	workerCPU1, _ := ProcCPUSeconds(worker)
-	if err := srv.SignalEngineCore(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
-	cont := time.Now()
+	cont := hang.Resume(t)
 
 	// The burst: the held requests reach the engine's queue at once.
 	var peakWaiting, peakRunning float64

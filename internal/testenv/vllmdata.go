@@ -554,6 +554,12 @@ func ProgressLoads(namespace, model string) []VLLMLoad {
 			l.ReqRate, l.Running, l.Waiting, l.KV, l.Decode, l.TTFT = 1, 0, 0, 0, 0.05, 79
 			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
 		}),
+		// That stop twice, 8 minutes ago and until 65 s ago: each hang's first minute counted.
+		pod("idle-hang-twice", func(l *VLLMLoad) {
+			l.ReqRate, l.Running, l.Waiting, l.KV, l.Decode, l.TTFT = 1, 0, 0, 0, 0.05, 79
+			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
+			l.EarlierHangFrom, l.EarlierHangFor = 8*time.Minute, 70*time.Second
+		}),
 		pod("idle-hang-quiet", func(l *VLLMLoad) {
 			l.ReqRate, l.Running, l.Waiting, l.KV = 0, 0, 0, 0
 			l.HangFrom, l.HangFor = 135*time.Second, 70*time.Second
