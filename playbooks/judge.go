@@ -173,6 +173,11 @@ func (p *Playbook) choose(d *Diagnosis, env map[string]any, off, unknown map[str
 	d.OfferProfile = chosen.OfferProfile
 	d.Title = render(chosen.Title, data)
 	d.Summary = render(chosen.Summary, data)
+	if chosen.ID == VerdictInconclusive && len(d.Missing) > 0 {
+		// A playbook's own inconclusive says what its evidence does not explain; where values
+		// were missing, the rules that read them were not decided either: say so first.
+		d.Summary = "Not decided for want of evidence (" + strings.Join(d.Missing, ", ") + " missing): the rules that read it could not be judged. " + d.Summary
+	}
 	d.Actions = make([]string, 0, len(chosen.Actions))
 	for _, a := range chosen.Actions {
 		d.Actions = append(d.Actions, render(a, data))

@@ -280,6 +280,13 @@ verdicts:
 	if d.Verdict != VerdictInconclusive || !slices.Equal(d.Missing, []string{"waiting"}) {
 		t.Errorf("waiting failed, running 20: verdict %s, missing %v; want inconclusive, not healthy, waiting missing", d.Verdict, d.Missing)
 	}
+	// An inconclusive for want of evidence says so before what its playbook says it cannot explain.
+	if want := "Not decided for want of evidence (waiting missing): "; !strings.HasPrefix(d.Summary, want) {
+		t.Errorf("summary %q; want it to begin %q", d.Summary, want)
+	}
+	if d = p.Judge(Observation{Values: map[string]*float64{"running": v(20), "waiting": v(2)}}); d.Verdict != VerdictInconclusive || strings.Contains(d.Summary, "want of evidence") {
+		t.Errorf("nothing missing: verdict %s, summary %q; want inconclusive without a word of missing evidence", d.Verdict, d.Summary)
+	}
 }
 
 // playbooks.window is a load option, as params are: the set's playbooks read it, the compiled
