@@ -7,8 +7,9 @@
 // Every source has one shape (Source: its facts' names, titles, units and docs, and its lookup),
 // and the sources in force are one list, in package facts/sources: kube-state-metrics (package
 // kube: the pod's workload, its HPA, its pods' states, its restarts), vLLM's own label-valued
-// series (package lora: `vllm:lora_requests_info`) and dcgm-exporter's series of the pod's GPUs
-// (package gpu: faults, throttling). A playbook compiles against their Catalog;
+// series (package lora: `vllm:lora_requests_info`), dcgm-exporter's series of the pod's GPUs
+// (package gpu: faults, throttling) and vLLM production-stack's router's (package router: the
+// router in front of the pod). A playbook compiles against their Catalog;
 // the evidence engine loops over the list. This package knows no source: the playbook language
 // imports it alone.
 package facts

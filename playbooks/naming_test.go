@@ -24,13 +24,22 @@ var (
 	gatewayPrefixes = []string{"llm_d_epp_", "inference_extension_", "llm_d_inference_scheduler_"}
 )
 
+// routerSelector reports whether vs reads vLLM production-stack's router's own series
+// (common/upstream.yaml): a server matcher the empty value does not satisfy. The router writes
+// those names itself: they are never renamed, and they carry no model_name (read beside a
+// selector of the scope, by the engines' scrape target).
+func routerSelector(vs *parser.VectorSelector) bool {
+	return slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == "server" && !m.Matches("") })
+}
+
 // gatewaySeries reports whether name is one of the Endpoint Picker's series.
 func gatewaySeries(name string) bool {
 	return slices.ContainsFunc(gatewayPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 // TestBuiltinQueriesUnderKServeNames: with vllm.metric_prefix kserve_vllm:, every selector of
-// every built-in query (and fleet query) names a kserve_vllm: metric and excludes router series, the query still
+// every built-in query (and fleet query) names a kserve_vllm: metric and excludes router series
+// (but those that read the router's own, which keep its names), the query still
 // parses once expanded, and a hostile label value stays inside its string. A series without
 // model_name (targetSeries, podSeries) is only read beside a selector of the scope.
 func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
@@ -68,6 +77,13 @@ func TestBuiltinQueriesUnderKServeNames(t *testing.T) {
 					}
 					selectors++
 					if slices.Contains(targetSeries, vs.Name) {
+						unscoped = true
+						return nil
+					}
+					if routerSelector(vs) {
+						if !strings.HasPrefix(vs.Name, "vllm:") {
+							t.Errorf("%s/%s: the router's selector %s renamed", p.Name, q.Name, vs)
+						}
 						unscoped = true
 						return nil
 					}

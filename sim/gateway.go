@@ -100,6 +100,10 @@ type GatewayScenario struct {
 	// ScrapeFailAfter > 0 (the EPP only): from then on every scrape the EPP makes of the pods'
 	// metrics fails (a port, path, TLS or auth change): its view of them goes stale.
 	ScrapeFailAfter time.Duration `json:"scrape_fail_after,omitempty"`
+	// HoldAfter > 0 (production-stack only): from then on the router counts each request it
+	// sends (in prefill) and the request never reaches the engine, with no error, until its
+	// client leaves (vllm-project/production-stack#706).
+	HoldAfter time.Duration `json:"hold_after,omitempty"`
 	// StallEvery wedges every pod's engine (the load still arrives).
 	StallEvery bool `json:"stall_every,omitempty"`
 	// Timeout: clients give up after it (default 120 s).
@@ -115,6 +119,10 @@ var GatewayScenarios = map[string]GatewayScenario{
 	"gateway-held": {
 		Name: "gateway-held", Description: "(llm-d-epp) gateway-healthy, then 20 s after the switch every scrape the EPP makes of the pods fails (llm-d-router#2100): stale endpoints score as saturated, the pool's saturation pins at exactly 1.0 and dispatch halts; requests wait in the EPP's flow-control queue until their 60 s TTL evicts them, while every engine has an empty queue, room and a free KV cache",
 		Load: "healthy", RatePerPod: 4, ScrapeFailAfter: 20 * time.Second,
+	},
+	"gateway-router-held": {
+		Name: "gateway-router-held", Description: "(production-stack) gateway-healthy, then 20 s after the switch the router logs each request as routed and it never reaches the engine, with no error (production-stack#706): the router's in-prefill count grows by every arrival (it never takes one off whose client leaves), its latency is observed at the clients' 120 s timeout, while every engine receives nothing",
+		Load: "healthy", RatePerPod: 4, HoldAfter: 20 * time.Second,
 	},
 	"gateway-knee": {
 		Name: "gateway-knee", Description: "overload's clients through the gateway, 70 req/s per pod (about twice capacity): the engines are past the knee (running pinned, KV in use); the EPP keeps each pod's queue near its threshold and holds the rest (saturation above 1, no stale endpoint); production-stack sends everything on and the engines' queues grow (the hard negative of gateway-held)",
@@ -216,6 +224,9 @@ func (g *Gateway) Apply(name string, now time.Time) error {
 	if gs.ScrapeFailAfter > 0 && g.cfg.Kind != GatewayEPP {
 		return fmt.Errorf("gateway scenario %s needs --gateway-kind %s: production-stack's router has no queue of its own to hold requests in", gs.Name, GatewayEPP)
 	}
+	if gs.HoldAfter > 0 && g.cfg.Kind != GatewayProductionStack {
+		return fmt.Errorf("gateway scenario %s needs --gateway-kind %s: it is that router's hold", gs.Name, GatewayProductionStack)
+	}
 	load, err := LookupScenario(gs.Load)
 	if err != nil {
 		return err
@@ -230,7 +241,12 @@ func (g *Gateway) Apply(name string, now time.Time) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.inflight {
-		g.engines[r.pod].forget(r.h)
+		if r.h != nil {
+			g.engines[r.pod].forget(r.h)
+		}
+	}
+	if g.ps != nil {
+		g.ps.reset()
 	}
 	g.scenario, g.load, g.switchedAt = gs, load, now
 	g.queue, g.inflight = nil, nil
@@ -296,9 +312,17 @@ func (g *Gateway) arrive(at time.Time) {
 	}
 }
 
-// send hands r to engine pod at at.
+// send hands r to engine pod at at. production-stack counts it sent first (on_new_request); while
+// the scenario holds, it stays there and never reaches the engine.
 func (g *Gateway) send(r *gwRequest, pod int, at time.Time) {
 	r.pod, r.sentAt = pod, at
+	if g.ps != nil {
+		g.ps.prefill[pod]++
+		if g.scenario.HoldAfter > 0 && !at.Before(g.switchedAt.Add(g.scenario.HoldAfter)) {
+			g.inflight = append(g.inflight, r)
+			return
+		}
+	}
 	h, err := g.engines[pod].route(at, r.prompt, r.output)
 	if err != nil {
 		g.fail(r, at, err)
@@ -316,6 +340,10 @@ func (g *Gateway) send(r *gwRequest, pod int, at time.Time) {
 func (g *Gateway) collect(now time.Time) {
 	kept := g.inflight[:0]
 	for _, r := range g.inflight {
+		if r.h == nil { // held by the router: nothing comes back
+			kept = append(kept, r)
+			continue
+		}
 		select {
 		case res := <-r.h.Done:
 			g.finish(r, res)
@@ -335,9 +363,15 @@ func (g *Gateway) finish(r *gwRequest, res Result) {
 		// A client that disconnects cancels process_request: asyncio.CancelledError is not an
 		// Exception, so the router counts no error and its finally block observes the latency
 		// with the status it had, success (request.py).
+		// The stand-in's clients are not streaming: the first chunk is the whole answer, so the
+		// router moves the request out of prefill and completes it at once; a client that left
+		// (an abort) is never taken off.
 		status := "success"
 		if res.FinishReason == reasonError {
 			status = "error"
+		}
+		if res.FinishReason != reasonAbort {
+			g.ps.prefill[r.pod]--
 		}
 		g.ps.latency.WithLabelValues(g.cfg.Servers[r.pod], g.cfg.ModelName, status).Observe(res.Finished.Sub(r.sentAt).Seconds())
 	case g.epp != nil && res.FinishReason != reasonAbort:
@@ -354,7 +388,10 @@ func (g *Gateway) fail(r *gwRequest, at time.Time, err error) {
 	case g.ps != nil:
 		server := g.cfg.Servers[r.pod]
 		if err == ErrServerDown {
+			// the call raised: counted as an error and never taken off the router's prefill
 			g.ps.errors.WithLabelValues(server, g.cfg.ModelName, "ClientConnectorError").Inc()
+		} else {
+			g.ps.prefill[r.pod]-- // a refusal is an answer (503): relayed and completed
 		}
 		g.ps.latency.WithLabelValues(server, g.cfg.ModelName, "error").Observe(at.Sub(r.sentAt).Seconds())
 	case g.epp != nil:
@@ -383,6 +420,10 @@ func (g *Gateway) giveUp(now time.Time) {
 	for _, r := range g.inflight {
 		if r.deadline.After(now) {
 			live = append(live, r)
+			continue
+		}
+		if r.h == nil { // held by the router: the client leaves, the router observes its latency
+			g.ps.latency.WithLabelValues(g.cfg.Servers[r.pod], g.cfg.ModelName, "success").Observe(now.Sub(r.sentAt).Seconds())
 			continue
 		}
 		g.engines[r.pod].Abort(r.h, now)
@@ -483,12 +524,11 @@ func (g *Gateway) pick(now time.Time) int {
 func (g *Gateway) updateGauges() {
 	switch {
 	case g.ps != nil:
-		running := make([]int, len(g.engines))
-		for _, r := range g.inflight {
-			running[r.pod]++
-		}
 		for i, s := range g.cfg.Servers {
-			g.ps.running.WithLabelValues(s).Set(float64(running[i]))
+			// in_decoding_requests is 0 between ticks: the first chunk is the last
+			g.ps.running.WithLabelValues(s).Set(float64(g.ps.prefill[i]))
+			g.ps.prefillG.WithLabelValues(s).Set(float64(g.ps.prefill[i]))
+			g.ps.decoding.WithLabelValues(s).Set(0)
 			healthy := 1.0
 			if g.engines[i].Down() {
 				healthy = 0

@@ -10,17 +10,28 @@ import "github.com/prometheus/client_golang/prometheus"
 // (src/vllm_router/services/metrics_service/__init__.py at a6c01db), rendered by
 // prometheus_client. Its vllm:num_requests_waiting{server} is declared and never set: no sample.
 type prodStackMetrics struct {
-	running  *prometheus.GaugeVec     // vllm:num_requests_running{server}
+	running  *prometheus.GaugeVec     // vllm:num_requests_running{server}: prefill + decoding
+	prefillG *prometheus.GaugeVec     // vllm:num_prefill_requests{server}
+	decoding *prometheus.GaugeVec     // vllm:num_decoding_requests{server}
 	healthy  *prometheus.GaugeVec     // vllm:healthy_pods_total{server}
 	incoming *prometheus.CounterVec   // vllm:num_incoming_requests_total{model}
 	errors   *prometheus.CounterVec   // vllm:request_errors_total{server,model,error_type}
 	latency  *prometheus.HistogramVec // vllm:request_latency_seconds{server,model,status}
+	// prefill is the router's in_prefill_requests per server: +1 when sent, -1 when its answer
+	// comes back; a request whose client left or whose call failed is never taken off
+	// (request.py calls the stats only on its success path).
+	prefill []int
 }
+
+// reset starts the router's counts afresh (a scenario switch drops the old requests).
+func (m *prodStackMetrics) reset() { clear(m.prefill) }
 
 func newProdStackMetrics(reg prometheus.Registerer, cfg GatewayConfig) *prodStackMetrics {
 	m := &prodStackMetrics{
-		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_requests_running", Help: "Number of running requests"}, []string{"server"}),
-		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:healthy_pods_total", Help: "Number of healthy vLLM pods"}, []string{"server"}),
+		running:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_requests_running", Help: "Number of running requests"}, []string{"server"}),
+		prefillG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_prefill_requests", Help: "Number of Prefill Requests"}, []string{"server"}),
+		decoding: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_decoding_requests", Help: "Number of Decoding Requests"}, []string{"server"}),
+		healthy:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:healthy_pods_total", Help: "Number of healthy vLLM pods"}, []string{"server"}),
 		incoming: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:num_incoming_requests_total",
 			Help: "Total valid incoming requests to router (including when no backends available)."}, []string{"model"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_errors_total", Help: "Total request errors"},
@@ -29,7 +40,8 @@ func newProdStackMetrics(reg prometheus.Registerer, cfg GatewayConfig) *prodStac
 			Help:    "End-to-end request latency observed at the router",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0}}, []string{"server", "model", "status"}),
 	}
-	reg.MustRegister(m.running, m.healthy, m.incoming, m.errors, m.latency)
+	m.prefill = make([]int, len(cfg.Servers))
+	reg.MustRegister(m.running, m.prefillG, m.decoding, m.healthy, m.incoming, m.errors, m.latency)
 	m.incoming.WithLabelValues(cfg.ModelName)
 	return m
 }

@@ -235,6 +235,66 @@ func TestTheProductionStackRouterPassesRequestsOn(t *testing.T) {
 	}
 }
 
+// gateway-router-held: production-stack's router logs each request as routed and it never
+// reaches the engine (production-stack#706). Its in-prefill count grows by every arrival and is
+// never taken off, its latency is observed when the clients leave, and every engine receives
+// nothing. Hard negative, the same router in front of engines that serve: clients that leave
+// before their answer grow the count too, and the engines compute tokens.
+func TestAProductionStackRouterThatHoldsSendsTheEnginesNothing(t *testing.T) {
+	c := newGatewayClock(t, GatewayProductionStack, 2, "gateway-router-held")
+	c.run(30 * time.Second) // held for 10 s
+	a, ea := c.snap(), c.engines()
+	c.run(30 * time.Second)
+	b, eb := c.snap(), c.engines()
+	w := window{a, b}
+	grew := 0.0
+	for i, s := range []string{"http://pod-0:8000", "http://pod-1:8000"} {
+		p := "vllm:num_prefill_requests{server=" + s + "}"
+		grew += b.values[p] - a.values[p]
+		if r := b.values["vllm:num_requests_running{server="+s+"}"]; r != b.values[p] {
+			t.Errorf("%s: running %g, in prefill %g: the router's running is prefill + decoding, and nothing decodes", s, r, b.values[p])
+		}
+		e := window{ea[i], eb[i]}
+		if tok := e.rate("vllm:generation_tokens_total") + e.rate("vllm:prompt_tokens_total"); tok != 0 || eb[i].values["vllm:num_requests_running"] != 0 || eb[i].values["vllm:num_requests_waiting"] != 0 {
+			t.Errorf("pod %d: %.0f tokens/s, running %g, waiting %g: want an engine that receives nothing", i, tok, eb[i].values["vllm:num_requests_running"], eb[i].values["vllm:num_requests_waiting"])
+		}
+	}
+	if grew < 0.8*8*30 || grew > 1.2*8*30 {
+		t.Errorf("the router's in-prefill count grew by %g in 30 s at 8 req/s", grew)
+	}
+	if in := w.rate("vllm:num_incoming_requests_total{model=meta-llama/Llama-3.1-8B-Instruct}"); in < 6 || in > 10 {
+		t.Errorf("%.1f incoming req/s: the router still receives them", in)
+	}
+	c.run(120 * time.Second) // the first held clients leave at their 120 s timeout
+	d := c.snap()
+	c.run(20 * time.Second)
+	e := window{d, c.snap()}
+	if m := e.mean("vllm:request_latency_seconds{model=meta-llama/Llama-3.1-8B-Instruct,server=http://pod-0:8000,status=success}"); m < 119 || m > 121 {
+		t.Errorf("router latency mean %.1fs once the held clients leave: want their 120 s timeout", m)
+	}
+	if err := c.g.Apply("gateway-router-held", c.now); err != nil {
+		t.Fatal(err)
+	}
+	if epp := newGatewayClock(t, GatewayEPP, 1, "gateway-healthy"); epp.g.Apply("gateway-router-held", epp.now) == nil {
+		t.Error("gateway-router-held accepted on the EPP: it is production-stack's hold")
+	}
+
+	// The hard negative: engines that serve, clients that leave before their answer (past the
+	// knee, where the queue outlasts their timeout): the count grows, the engines compute.
+	k := newGatewayClock(t, GatewayProductionStack, 1, "gateway-knee")
+	k.run(150 * time.Second)
+	ka, kea := k.snap(), k.engines()
+	k.run(30 * time.Second)
+	kb, keb := k.snap(), k.engines()
+	p := "vllm:num_prefill_requests{server=http://pod-0:8000}"
+	if g := kb.values[p] - ka.values[p]; g < 5 {
+		t.Errorf("the router's in-prefill count grew by %g past the knee with clients leaving: want their leak", g)
+	}
+	if tok := (window{kea[0], keb[0]}).rate("vllm:generation_tokens_total"); tok <= 0 {
+		t.Error("the engine computes no token past the knee")
+	}
+}
+
 // The families are the sources' own: names, types, label names and buckets.
 func TestTheGatewaysFamiliesAreTheSources(t *testing.T) {
 	type family struct {
@@ -244,6 +304,8 @@ func TestTheGatewaysFamiliesAreTheSources(t *testing.T) {
 	}
 	ps := map[string]family{
 		"vllm:num_requests_running":        {"GAUGE", "server", nil},
+		"vllm:num_prefill_requests":        {"GAUGE", "server", nil},
+		"vllm:num_decoding_requests":       {"GAUGE", "server", nil},
 		"vllm:healthy_pods_total":          {"GAUGE", "server", nil},
 		"vllm:num_incoming_requests_total": {"COUNTER", "model", nil},
 		"vllm:request_latency_seconds":     {"HISTOGRAM", "model,server,status", []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}},

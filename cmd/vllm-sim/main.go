@@ -91,7 +91,8 @@
 //	                              or llm-d-epp (llm-d's Endpoint Picker with flow control: llm_d_epp_flow_control_* and
 //	                              their inference_extension_* twins, ...) (default llm-d-epp)
 //	--gateway-pool NAME           the InferencePool's name, the EPP's inference_pool label (default vllm-sim)
-//	--gateway-scenario NAME       gateway-healthy, gateway-held (llm-d-epp), gateway-knee, gateway-stall (default gateway-healthy)
+//	--gateway-scenario NAME       gateway-healthy, gateway-held (llm-d-epp), gateway-router-held (production-stack), gateway-knee,
+//	                              gateway-stall (default gateway-healthy)
 //	--log-level LEVEL             debug, info, warn, error (default info)
 //
 // HTTP endpoints:
@@ -233,7 +234,10 @@
 //	gateway-held     (llm-d-epp) 20 s after the switch every scrape the EPP makes of the pods fails
 //	                 (llm-d-router#2100): the pool's saturation pins at exactly 1.0, stale endpoints = pods, dispatch
 //	                 halts; requests wait in the EPP until the 60 s TTL evicts them, while every engine idles
-//	gateway-knee     overload's clients, 70 req/s per pod: the engines full (the hard negative of gateway-held)
+//	gateway-router-held  (production-stack) 20 s after the switch the router counts each request sent (in
+//	                 prefill) and it never reaches the engine (production-stack#706): its vllm:num_prefill_requests
+//	                 grows by every arrival, its latency is observed at the clients' 120 s timeout, every engine idles
+//	gateway-knee     overload's clients, 70 req/s per pod: the engines full (the hard negative of both holds)
 //	gateway-stall    healthy's clients while every engine is wedged: requests held in the engines (hard negative)
 //
 // Fleet scenarios (several --listen addresses; POST /admin/fleet):

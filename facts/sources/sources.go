@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/gpu"
 	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/lora"
+	"github.com/vllm-responder/vllm-responder/router"
 )
 
 // Config is the fact sources' config sections.
@@ -30,6 +31,7 @@ func List(c Config) []facts.Source {
 		kube.Source{Config: c.Kubernetes},
 		lora.Source{},
 		gpu.Source{Config: c.GPU, Kube: c.Kubernetes},
+		router.Source{},
 	}
 }
 

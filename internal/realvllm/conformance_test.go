@@ -325,6 +325,9 @@ func missingNames(expr promparser.Expr, exists map[string]bool) []string {
 					return nil
 				}
 			}
+			if routerSelector(x) {
+				return nil
+			}
 			if !exists[x.Name] {
 				return []string{x.Name}
 			}
@@ -380,6 +383,18 @@ const (
 	featureSleep        = "the first sleep or wake call (vllm/entrypoints/serve/dev/sleep/metrics.py; VLLM_SERVER_DEV_MODE routes; sleep mode needs a GPU)"
 	featureWeightUpdate = "the first RL weight update (vllm/entrypoints/rl/online/metrics.py)"
 )
+
+// routerSelector reports whether vs reads vLLM production-stack's router's own series (a server
+// matcher the empty value fails: held-upstream, docs/playbooks/held-upstream.md): vllm:* names
+// the router writes, not the engine.
+func routerSelector(vs *promparser.VectorSelector) bool {
+	for _, m := range vs.LabelMatchers {
+		if m.Name == "server" && !m.Matches("") {
+			return true
+		}
+	}
+	return false
+}
 
 // notFromVLLMPrefixes are series other exporters write beside vLLM's.
 var notFromVLLMPrefixes = map[string]string{

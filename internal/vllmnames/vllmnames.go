@@ -6,9 +6,10 @@
 //
 // The rewrite goes through the PromQL parser: every vector selector (bare or under a range) whose
 // metric name starts with "vllm:" gets the configured prefix and a matcher that excludes router
-// series (server=""). The edit is made in place in the query's text, at the positions the parser
-// reports, so the rest of the query (its layout, comments-free formatting, other selectors,
-// placeholders elsewhere in a template) stays byte for byte what its author wrote.
+// series (server=""); a selector of the router's own series (server!="") is left as written.
+// The edit is made in place in the query's text, at the positions the parser reports, so the
+// rest of the query (its layout, comments-free formatting, other selectors, placeholders
+// elsewhere in a template) stays byte for byte what its author wrote.
 package vllmnames
 
 import (
@@ -170,7 +171,7 @@ func (n Naming) RewriteTemplate(tmpl, sample string) (string, error) {
 				isVLLM = true
 			}
 		}
-		if !isVLLM {
+		if !isVLLM || n.routerSelector(vs) {
 			return nil
 		}
 		// Where the braces open: after the name as written, or at the start.
@@ -230,6 +231,19 @@ func (n Naming) RewriteTemplate(tmpl, sample string) (string, error) {
 		out = out[:ed.pos] + ed.insert + out[ed.pos+ed.drop:]
 	}
 	return out, nil
+}
+
+// routerSelector reports whether vs selects the production-stack router's own series: a matcher
+// on the router label that the empty value does not satisfy (server!="", server="http://..."). The
+// router writes its names itself (KServe's renaming is of the model pods' scrape), so such a
+// selector is neither renamed nor given the exclusion.
+func (n Naming) routerSelector(vs *promparser.VectorSelector) bool {
+	for _, m := range vs.LabelMatchers {
+		if (m.Name == n.RouterLabel || m.Name == DefaultRouterLabel) && !m.Matches("") {
+			return true
+		}
+	}
+	return false
 }
 
 func hasMatcher(vs *promparser.VectorSelector, name string) bool {
