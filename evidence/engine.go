@@ -304,7 +304,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	}
 	if t.partial > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
-			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, len(p.Queries)))
+			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, t.unreachable+t.reached))
 	}
 	// Fleet results do not decide whether Prometheus was reachable: they may come from the cache
 	// of a sibling's diagnosis, and without the pod's own evidence there is no diagnosis.
@@ -328,7 +328,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 				"with pods by the %s label", prefix, e.pods.Name()))
 		}
 		if t.unreachable > 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, len(p.Queries), t.lastErr))
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, t.unreachable+t.reached, t.lastErr))
 		}
 		sayRefused(d, p, g.results)
 	}
