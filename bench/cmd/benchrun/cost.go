@@ -243,7 +243,11 @@ func renderCost(r costReport) string {
 			sum[k].eval += q.eval
 			sum[k].samples += q.samples
 			if len(top) < 5 {
-				top = append(top, fmt.Sprintf("%s %s (%d B)", q.name, ms(q.eval), q.chars))
+				name := q.name
+				if q.fallback {
+					name += " (fallback)"
+				}
+				top = append(top, fmt.Sprintf("%s %s (%d B)", name, ms(q.eval), q.chars))
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d queries: %s / %s; %d samples | %d queries: %s / %s; %d samples | %s |\n", s.scope, s.how,
