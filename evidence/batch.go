@@ -167,10 +167,15 @@ func fold(p *playbooks.Playbook, g []int, exprs []string) (names []string, promQ
 }
 
 // queryAll runs a playbook's queries (expressions exprs, keySuffix as for query), a few to a
-// request, and returns each query's result. A query whose result is cached is not sent.
-func (e *Engine) queryAll(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time) []result {
+// request, and returns each query's result: the queries send marks, the others not sent
+// (result.notSent). A query whose result is cached is not sent either.
+func (e *Engine) queryAll(ctx context.Context, p *playbooks.Playbook, exprs []string, keySuffix string, at time.Time, send []bool) []result {
 	results := make([]result, len(exprs))
 	gs := groups(p, exprs, e.opt.QueriesPerRequest, e.opt.MaxQueryBytes, func(i int) bool {
+		if !send[i] {
+			results[i] = result{notSent: true}
+			return true
+		}
 		r, ok := e.cached(exprs[i] + keySuffix)
 		if ok {
 			results[i] = r
@@ -228,12 +233,31 @@ func (e *Engine) queryGroup(ctx context.Context, p *playbooks.Playbook, g []int,
 }
 
 // Requests is the PromQL of every request a run of p for an alert with these labels sends to
-// Prometheus, with the default pod label, the default bound on a request's length and nothing
-// cached: its queries queriesPerRequest to a request (0: the engine's default), then the fleet
-// requests (one unless the labels make it longer than the bound). The number of requests does
-// not grow with the number of pods.
+// Prometheus at once, with the default pod label, the default bound on a request's length and
+// nothing cached: its queries queriesPerRequest to a request (0: the engine's default), then the
+// fleet requests (one unless the labels make it longer than the bound). The number of requests
+// does not grow with the number of pods. The baselines' fallbacks, sent after them where a
+// baseline's first variant has no value, are FallbackRequests.
 func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int) []string {
 	return requests(p, labels, queriesPerRequest, playbooks.PodScope{}, nil)
+}
+
+// FallbackRequests is the PromQL of the requests a run of p sends after Requests (as Requests
+// counts them) when none of its baselines' first variants has a value: every fallback the
+// scope can read (playbooks.Playbook.Fallbacks), queriesPerRequest to a request. A run where
+// some have a value sends fewer; one where all have, none.
+func FallbackRequests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int) []string {
+	if queriesPerRequest == 0 {
+		queriesPerRequest = defaultQueriesPerRequest
+	}
+	x := p.ExpandAll(labels, playbooks.PodScope{})
+	need := p.Fallbacks(nil, p.PodScoped(labels, playbooks.PodScope{}))
+	var out []string
+	for _, g := range groups(p, x.Queries, queriesPerRequest, DefaultMaxQueryBytes, func(i int) bool { return !need[i] }) {
+		_, promQL := fold(p, g, x.Queries)
+		out = append(out, promQL)
+	}
+	return out
 }
 
 // RequestsWith is what a run sends from an engine configured as serve and triage configure
@@ -290,8 +314,9 @@ func requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest
 			shared[i] = i < len(shared) && alt.Expr != ""
 		}
 	}
+	first := firstRound(p)
 	var out []string
-	for _, g := range groups(p, x.Queries, queriesPerRequest, DefaultMaxQueryBytes, nil) {
+	for _, g := range groups(p, x.Queries, queriesPerRequest, DefaultMaxQueryBytes, func(i int) bool { return !first[i] }) {
 		_, promQL := fold(p, g, x.Queries)
 		out = append(out, promQL)
 	}

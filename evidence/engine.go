@@ -212,14 +212,38 @@ func (e *Engine) gather(ctx context.Context, pl plan) gathered {
 			g.fleet, g.fleetNotes = e.queryFleet(ctx, pl.p, pl.x.Fleet, pl.sharedFleet, pl.cacheSuffix, pl.at)
 		})
 	}
-	g.results = e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at)
+	// First every query but the baselines' fallbacks, then those of them a baseline without its
+	// first variant reads (the fleet request in flight meanwhile); none when nothing answered.
+	g.results = e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at, firstRound(pl.p))
 	markSaturated(pl.p, g.results)
+	if t := tallyOf(pl.p, g.results); t.reached > 0 {
+		need := pl.p.Fallbacks(t.values, pl.p.PodScoped(pl.labels, e.pods))
+		if slices.Contains(need, true) {
+			second := e.queryAll(ctx, pl.p, pl.x.Queries, pl.cacheSuffix, pl.at, need)
+			for i, yes := range need {
+				if yes {
+					g.results[i] = second[i]
+				}
+			}
+			markSaturated(pl.p, g.results)
+		}
+	}
 	wg.Wait()
 	g.traces, g.tracesNote = e.waitTraces(ctx, tracesDone)
 	if pl.p.Fleet != nil && g.fleet == nil {
 		g.fleet = playbooks.FleetValues{}
 	}
 	return g
+}
+
+// firstRound marks the queries every run of p sends at once: all but the baselines' fallbacks
+// (playbooks.Playbook.Fallbacks).
+func firstRound(p *playbooks.Playbook) []bool {
+	send := p.Fallbacks(nil, true)
+	for i := range send {
+		send[i] = !send[i]
+	}
+	return send
 }
 
 // markSaturated marks a quantile that histogram_quantile could only bound: pinned at a top
@@ -253,16 +277,20 @@ func tallyOf(p *playbooks.Playbook, results []result) tally {
 	for i, q := range p.Queries {
 		r := results[i]
 		t.values[q.Name] = r.value
+		if r.notSent {
+			continue // a baseline's fallback not needed: its first variant had a value
+		}
 		if r.value == nil && r.status != QueryEmpty {
 			if t.failed == nil {
 				t.failed = map[string]bool{}
 			}
 			t.failed[q.Name] = true
 		}
-		if r.status == QueryUnreachable {
+		switch {
+		case r.status == QueryUnreachable:
 			t.unreachable++
 			t.lastErr = r.problem
-		} else {
+		default:
 			t.reached++
 		}
 		if len(r.warnings) > 0 {
@@ -284,7 +312,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 	}
 	if t.partial > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d queries came back with warnings: the answer may be partial "+
-			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, len(p.Queries)))
+			"(a Thanos store or a Mimir/Cortex querier that did not answer); the verdict rests on what did", t.partial, t.unreachable+t.reached))
 	}
 	// Fleet results do not decide whether Prometheus was reachable: they may come from the cache
 	// of a sibling's diagnosis, and without the pod's own evidence there is no diagnosis.
@@ -308,7 +336,7 @@ func (e *Engine) judge(pl plan, g gathered) (*playbooks.Diagnosis, error) {
 				"with pods by the %s label", prefix, e.pods.Name()))
 		}
 		if t.unreachable > 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, len(p.Queries), t.lastErr))
+			d.Notes = append(d.Notes, fmt.Sprintf("%d of %d queries could not reach Prometheus: %s", t.unreachable, t.unreachable+t.reached, t.lastErr))
 		}
 		sayRefused(d, p, g.results)
 	}

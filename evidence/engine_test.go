@@ -15,6 +15,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	promparser "github.com/prometheus/prometheus/promql/parser"
+	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/promql"
@@ -565,3 +566,121 @@ func TestALabelValueLongerThanTheBoundSendsNoQueryAndSaysSo(t *testing.T) {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// legQuerier answers each query, alone or folded with others (foldQueries), with answer(expr),
+// and keeps each one it answered.
+type legQuerier struct {
+	mu     sync.Mutex
+	asked  []string
+	answer func(expr string) model.Vector
+}
+
+func (l *legQuerier) Query(_ context.Context, q string, _ time.Time) (model.Value, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	legs := foldedLegs(nil, q)
+	if legs == nil {
+		l.asked = append(l.asked, q)
+		return l.answer(q), nil
+	}
+	var out model.Vector
+	for _, leg := range legs {
+		l.asked = append(l.asked, leg.expr)
+		for _, s := range l.answer(leg.expr) {
+			m := s.Metric.Clone()
+			m[signalLabel] = model.LabelValue(leg.name)
+			out = append(out, &model.Sample{Metric: m, Value: s.Value})
+		}
+	}
+	return out, nil
+}
+
+// A baseline's fallbacks (the model a day ago, the recent past) are sent only where its first
+// variant (the scope a day ago) has no value, after the others answered: a pod with a day of
+// history costs none of them, and the verdict and the baseline shown are what they were when
+// every variant was sent. Without a pod in the scope, the model a day ago is the first variant's
+// own scope, and is not sent.
+func TestABaselinesFallbacksAreSentOnlyWhereItsFirstVariantHasNoValue(t *testing.T) {
+	t.Parallel()
+	p, err := playbooks.Parse("fake.yaml", []byte(`
+name: fake
+match: {alertname: X}
+scope: [model_name, pod]
+queries:
+  a: {expr: 'sum(a{$scope})', unit: count, title: A, baseline: a_base}
+  a_base: {baseline_of: a, unit: count}
+  b: {expr: 'sum(b{$scope})', unit: count}
+verdicts:
+  - {id: capacity-past-knee, when: a >= 2 * a_base, title: a is up}
+  - {id: healthy, when: a < 2 * a_base, title: a is steady}
+  - {id: inconclusive, when: "true", title: no baseline}
+`), sources.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant := func(e string) string {
+		switch {
+		case strings.Contains(e, "avg(") && strings.Contains(e, "offset 1d"):
+			return "model a day ago"
+		case strings.Contains(e, "offset 1d"):
+			return "pod a day ago"
+		case strings.Contains(e, "offset"):
+			return "recent past"
+		}
+		return "now"
+	}
+	cases := []struct {
+		name    string
+		labels  map[string]string
+		has     map[string]float64 // what Prometheus holds of a, by variant
+		sent    []string           // the variants of a sent, in order
+		verdict string
+		from    string
+	}{
+		{"a pod with a day of history", map[string]string{"alertname": "X", "model_name": "m", "pod": "p"},
+			map[string]float64{"now": 3, "pod a day ago": 1, "model a day ago": 5, "recent past": 5},
+			[]string{"now", "pod a day ago"}, "capacity-past-knee", playbooks.BaselineFromPodDay},
+		{"a new pod of a model with a day of history", map[string]string{"alertname": "X", "model_name": "m", "pod": "p"},
+			map[string]float64{"now": 3, "model a day ago": 1, "recent past": 5},
+			[]string{"now", "pod a day ago", "model a day ago", "recent past"}, "capacity-past-knee", playbooks.BaselineFromModelDay},
+		{"a new model", map[string]string{"alertname": "X", "model_name": "m", "pod": "p"},
+			map[string]float64{"now": 3, "recent past": 2},
+			[]string{"now", "pod a day ago", "model a day ago", "recent past"}, "healthy", p.RecentFrom()},
+		{"a model without a day of history, no pod named", map[string]string{"alertname": "X", "model_name": "m"},
+			map[string]float64{"now": 3, "model a day ago": 5, "recent past": 1},
+			[]string{"now", "pod a day ago", "recent past"}, "capacity-past-knee", p.RecentFrom()},
+		{"no history at all", map[string]string{"alertname": "X", "model_name": "m", "pod": "p"},
+			map[string]float64{"now": 3},
+			[]string{"now", "pod a day ago", "model a day ago", "recent past"}, "inconclusive", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := &legQuerier{answer: func(e string) model.Vector {
+				if !strings.Contains(e, "a{") {
+					return model.Vector{sample(1)}
+				}
+				if v, ok := tc.has[variant(e)]; ok {
+					return model.Vector{sample(v)}
+				}
+				return nil
+			}}
+			d, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}).Run(context.Background(), p, tc.labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent []string
+			for _, e := range q.asked {
+				if strings.Contains(e, "a{") {
+					sent = append(sent, variant(e))
+				}
+			}
+			if !slices.Equal(sent, tc.sent) {
+				t.Errorf("sent %q; want %q", sent, tc.sent)
+			}
+			if ev := evidence(d, "a"); d.Verdict != tc.verdict || ev.BaselineFrom != tc.from {
+				t.Errorf("verdict %s, baseline %s from %q; want %s from %q", d.Verdict, ev.BaselineText, ev.BaselineFrom, tc.verdict, tc.from)
+			}
+		})
+	}
+}

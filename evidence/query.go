@@ -31,6 +31,9 @@ type result struct {
 	// refused: the backend refused the query (or it was too long to send): its evidence is
 	// unknown, not absent.
 	refused bool
+	// notSent: a baseline's fallback the run did not need (playbooks.Playbook.Fallbacks): no
+	// value, and no answer either way.
+	notSent bool
 }
 
 // query runs one request with deduplication: an identical request in flight (at the same

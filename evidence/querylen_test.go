@@ -46,7 +46,8 @@ func (r *recordingQuerier) Query(_ context.Context, q string, _ time.Time) (mode
 // Every request the responder sends fits DefaultMaxQueryBytes (VictoriaMetrics' default
 // -search.maxQueryLen) whatever the scope's labels, at their longest: every built-in playbook's
 // queries and its fleet's, with every label a scope or the pod lookup reads at 253 bytes, and the
-// fact lookups (kube-state-metrics', the LoRA adapters') for a pod and workload of such names.
+// fact lookups (kube-state-metrics', the LoRA adapters') for a pod and workload of such names;
+// the baselines' fallbacks too.
 // A query fits alone, or has a recorded alternative (the stall history, over the shipped
 // recording rules) that fits: without the rules such a query is not sent, and says so
 // (TestAQueryTooLongForTheBackendIsNotSentAndSaysSo). With the recorded forms used, every
@@ -66,7 +67,7 @@ func TestEveryRequestFitsTheBackendsBoundWithTheLongestLabels(t *testing.T) {
 					delete(ls, "pod")
 					delete(ls, "instance")
 				}
-				for _, req := range RecordedRequests(p, ls, 0, alts) {
+				for _, req := range append(RecordedRequests(p, ls, 0, alts), FallbackRequests(p, ls, 0)...) {
 					if len(req) > DefaultMaxQueryBytes {
 						t.Errorf("pod %v: a request of %d bytes (at most %d): %.300s…", withPod, len(req), DefaultMaxQueryBytes, req)
 					}

@@ -23,8 +23,9 @@ import (
 //     and the whole query offset by the window, so the window itself is left out.
 //
 // All three are queries of the playbook (the first under the baseline's own name, the others
-// under name.model_day and name.recent), so a run sends them with the others, in the same
-// requests, and a fixture can give any of them. The diagnosis says which one it used.
+// under name.model_day and name.recent), and a fixture can give any of them. A run sends the
+// first with the others, and the later two only where the first has no value (Fallbacks), in
+// a second round. The diagnosis says which one it used.
 const (
 	baselineModelDay = ".model_day"
 	baselineRecent   = ".recent"
@@ -235,6 +236,21 @@ func (p *Playbook) Baseline(name string, values map[string]*float64, podScoped b
 		}
 	}
 	return BaselineUse{}
+}
+
+// Fallbacks are the baseline variants (Query.Variant) that Baseline may read for these values:
+// by index of p.Queries, true for each later variant of a baseline whose first (the scope a day
+// ago) has no value, but the model a day ago where the scope names no pod (never read then). The
+// others cannot change a judgement: a baseline is its first variant with a value. A run sends
+// the variants only where they are fallbacks (evidence: in a second round, after the first
+// variants answered), so that a pod with a day of history, the common case, costs none of them.
+// values nil: every variant that can be read (none of the first variants has a value).
+func (p *Playbook) Fallbacks(values map[string]*float64, podScoped bool) []bool {
+	out := make([]bool, len(p.Queries))
+	for i, q := range p.Queries {
+		out[i] = q.Variant() && values[q.variantOf] == nil && (podScoped || !q.siblings)
+	}
+	return out
 }
 
 // PodScoped reports whether p's scope names a pod for these labels (the baselines then start

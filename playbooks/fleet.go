@@ -440,10 +440,18 @@ func (fl *Fleet) withNaming(p *Playbook, n vllmnames.Naming) (*Fleet, []error) {
 
 // fleetPodEnv is the environment of the affected condition for one pod (nil: compile-time sample).
 func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
-	env := map[string]any{"window_seconds": p.Window.Seconds()}
+	env := make(map[string]any, 1+len(p.Params)+len(fl.Queries))
+	env["window_seconds"] = p.Window.Seconds()
 	for k, v := range p.Params {
 		env[k] = v
 	}
+	setFleetPodValues(env, fl, vals)
+	return env
+}
+
+// setFleetPodValues sets one pod's values (vals, by fl.Queries; nil: zeros, for the compiler) in
+// an env of fleetPodEnv, so that one env serves every pod of a judgement in turn.
+func setFleetPodValues(env map[string]any, fl *Fleet, vals []*float64) {
 	for i, q := range fl.Queries {
 		switch {
 		case vals == nil:
@@ -454,7 +462,6 @@ func fleetPodEnv(p *Playbook, fl *Fleet, vals []*float64) map[string]any {
 			env[q.Name] = nil
 		}
 	}
-	return env
 }
 
 // fleetColumnExprs is fleetExprs for the queries the fleet view shows (a column each, with its

@@ -254,12 +254,17 @@ func (t *fleetTable) layOut(labels map[string]string, exprs []string) {
 		view.Columns = append(view.Columns, FleetColumn{Name: q.Name, Title: q.Title, Unit: q.Unit, Query: exprs[i]})
 	}
 	focusAffected := false
+	var env map[string]any // one for every pod in turn
+	if fl.affected != nil {
+		env = fleetPodEnv(t.p, fl, nil)
+	}
 	for _, pod := range t.ranked {
 		vs := t.values(func(qi int) *float64 { return t.cell(qi, pod) })
 		r := t.row(t.name(pod), pod.Namespace, t.roles[pod], vs)
 		r.Focus = pod == t.focus
 		if fl.affected != nil {
-			ok, err := expr.Run(fl.affected, fleetPodEnv(t.p, fl, vs))
+			setFleetPodValues(env, fl, vs)
+			ok, err := expr.Run(fl.affected, env)
 			r.Affected = err == nil && ok == true
 		}
 		if r.Affected && t.roles[pod] == t.roles[t.focus] { // counted in the focus pod's pool

@@ -444,7 +444,9 @@ func parseMatcher(name, v string) (Matcher, error) {
 // a missing query value is nil instead, so `x > 1` fails (the condition is false) while `x == nil`
 // and `x ?? 0` work.
 func exprEnv(p *Playbook) map[string]any {
-	env := map[string]any{"window_seconds": p.Window.Seconds()}
+	names := fleetNames(p)
+	env := make(map[string]any, 1+len(p.Queries)+len(p.Params)+len(names))
+	env["window_seconds"] = p.Window.Seconds()
 	for _, q := range p.Queries {
 		if !q.Variant() {
 			env[q.Name] = 0.0
@@ -453,7 +455,7 @@ func exprEnv(p *Playbook) map[string]any {
 	for k, v := range p.Params {
 		env[k] = v
 	}
-	for _, n := range fleetNames(p) {
+	for _, n := range names {
 		env[n] = 0.0
 	}
 	factEnv(env, p.catalog, p.catalog.Known(), false)

@@ -16,6 +16,7 @@ import (
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
 	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
+	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
 // startRecordedPrometheus starts a real Prometheus holding 20 minutes of every scenario pod of
@@ -387,9 +388,32 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		// (no kube-state-metrics here: no workload step)
 		// (the scope as the run has it once the listing named the pod's model, pods in their
 		// role as serve names them: the fleet's queries then travel in two requests, one being
-		// longer than 16 KiB)
-		want := len(evidence.RequestsWith(pb, map[string]string{"pod": labels["pod"], "namespace": "llm", "model_name": "llama"}, n, vllmnames.Default(), false))
+		// longer than 16 KiB); and the baselines' fallbacks where a baseline's first variant
+		// had no value, after the others
+		scope := map[string]string{"pod": labels["pod"], "namespace": "llm", "model_name": "llama"}
+		want := len(evidence.RequestsWith(pb, scope, n, vllmnames.Default(), false))
 		kube, got := proxy.answeredAbout("kube_")
+		x := pb.ExpandAll(scope, playbooks.PodScope{Label: vllmnames.Default().PodLabel, Role: vllmnames.Default().RoleLabel})
+		first, fallbacks := 0, 0
+		proxy.mu.Lock()
+		for r := range proxy.passed {
+			for i, q := range pb.Queries {
+				if q.Variant() && strings.Contains(r, x.Queries[i]) {
+					fallbacks++
+					break
+				}
+			}
+		}
+		proxy.mu.Unlock()
+		for _, q := range pb.Queries {
+			if !q.Variant() {
+				first++
+			}
+		}
+		if most := len(evidence.FallbackRequests(pb, scope, n)); fallbacks > most || (n == 10 && fallbacks > 1) {
+			t.Errorf("queries_per_request %d: %d requests of the baselines' fallbacks, at most %d", n, fallbacks, most)
+		}
+		got -= fallbacks
 		lora, _ := proxy.answeredAbout("lora_requests_info")
 		if got -= lora; lora != 1 {
 			t.Errorf("queries_per_request %d: %d requests of the LoRA lookup, want 1", n, lora)
@@ -405,7 +429,7 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		if got -= listing; listing != 1 {
 			t.Errorf("queries_per_request %d: %d requests listing the pod's model, want 1", n, listing)
 		}
-		if got != want || (n == 1 && want < len(pb.Queries)+2) || (n == 10 && want > 11) {
+		if got != want || (n == 1 && want < first+2) || (n == 10 && want > 11) {
 			t.Errorf("queries_per_request %d: %d distinct requests of the playbook; want %d", n, got, want)
 		}
 		if (n == 1 && kube < 2) || (n == 10 && kube != 1) {

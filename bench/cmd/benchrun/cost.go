@@ -24,12 +24,15 @@ import (
 
 // queryCost is one query's cost, alone.
 type queryCost struct {
-	name    string // "ttft_p99", "fleet stall"
-	chars   int    // length of the PromQL as sent
-	wall    time.Duration
-	eval    time.Duration // Prometheus' execTotalTime (its own evaluation, queueing included)
-	samples int64         // totalQueryableSamples: samples the evaluation read
-	peak    int64         // peakSamples: samples held at once
+	name string // "ttft_p99", "fleet stall"
+	// fallback: a baseline's fallback, sent only where its first variant has no value
+	// (playbooks.Playbook.Fallbacks).
+	fallback bool
+	chars    int // length of the PromQL as sent
+	wall     time.Duration
+	eval     time.Duration // Prometheus' execTotalTime (its own evaluation, queueing included)
+	samples  int64         // totalQueryableSamples: samples the evaluation read
+	peak     int64         // peakSamples: samples held at once
 }
 
 // promStats is the stats=all part of an answer.
@@ -87,7 +90,10 @@ func costOf(promURL string, p *playbooks.Playbook, labels map[string]string, ts 
 	if alts != nil {
 		a = alts(p, labels, playbooks.PodScope{})
 	}
-	type named struct{ name, expr string }
+	type named struct {
+		name, expr string
+		fallback   bool
+	}
 	var qs []named
 	checks := map[string]bool{}
 	for i, q := range p.Queries {
@@ -95,7 +101,7 @@ func costOf(promURL string, p *playbooks.Playbook, labels map[string]string, ts 
 		if i < len(a.Queries) && a.Queries[i].Expr != "" {
 			e, checks[a.Queries[i].Present] = a.Queries[i].Expr, true
 		}
-		qs = append(qs, named{q.Name, e})
+		qs = append(qs, named{q.Name, e, q.Variant()})
 	}
 	if p.Fleet != nil {
 		for i, q := range p.Fleet.Queries {
@@ -103,11 +109,11 @@ func costOf(promURL string, p *playbooks.Playbook, labels map[string]string, ts 
 			if i < len(a.Fleet) && a.Fleet[i].Expr != "" {
 				name, e, checks[a.Fleet[i].Present] = name+" (recorded)", a.Fleet[i].Expr, true
 			}
-			qs = append(qs, named{name, e})
+			qs = append(qs, named{name, e, false})
 		}
 	}
 	for c := range checks {
-		qs = append(qs, named{"check of the recorded forms", c})
+		qs = append(qs, named{"check of the recorded forms", c, false})
 	}
 	c := &http.Client{Timeout: 60 * time.Second}
 	var out []queryCost
@@ -129,7 +135,7 @@ func costOf(promURL string, p *playbooks.Playbook, labels map[string]string, ts 
 		}
 		slices.SortFunc(runs, func(a, b run) int { return int(a.wall - b.wall) })
 		m := runs[len(runs)/2]
-		out = append(out, queryCost{name: q.name, chars: len(q.expr), wall: m.wall,
+		out = append(out, queryCost{name: q.name, fallback: q.fallback, chars: len(q.expr), wall: m.wall,
 			eval:    time.Duration(m.st.Timings.ExecTotalTime * float64(time.Second)),
 			samples: m.st.Samples.TotalQueryableSamples, peak: m.st.Samples.PeakSamples})
 	}
@@ -195,6 +201,9 @@ func printCost(r costReport) {
 		}
 		fmt.Printf("%s: %d queries, alone one after the other %s wall, %s evaluation, %d samples\n", s.name, len(s.qs), ms(wall), ms(eval), samples)
 		for _, q := range s.qs {
+			if q.fallback {
+				q.name += " (fallback)"
+			}
 			fmt.Printf("  %-28s %6d chars  wall %9s  eval %9s  samples %9d  peak %7d\n", q.name, q.chars, ms(q.wall), ms(q.eval), q.samples, q.peak)
 		}
 	}
@@ -209,23 +218,40 @@ func renderCost(r costReport) string {
 		return b.String()
 	}
 	b.WriteString("\nWhere a diagnosis' time goes: ttft-p99-high's queries, each sent alone to the same Prometheus with `stats=all` (median of 3; " +
-		"Prometheus' own evaluation time and the samples it read), the costliest five of each and all of them one after the other.\n\n")
-	b.WriteString("| scope | stall history | all queries one after the other (wall / Prometheus' evaluation) | costliest queries (evaluation, length of the PromQL) |\n|---|---|---|---|\n")
+		"Prometheus' own evaluation time and the samples it read), the costliest five of each and all of them one after the other: " +
+		"those every run sends, then the baselines' fallbacks (the model a day ago, the recent past), sent only for a baseline whose " +
+		"first variant (the pod a day ago) has no value.\n\n")
+	b.WriteString("| scope | stall history | the queries every run sends, one after the other (wall / Prometheus' evaluation; samples read) | the baselines' fallbacks | costliest queries (evaluation, length of the PromQL) |\n|---|---|---|---|---|\n")
 	for _, s := range []struct {
 		scope, how string
 		qs         []queryCost
 	}{{"one pod (a model of 10)", "computed by the query", r.onePod}, {"one pod of a model of 50", "computed by the query", r.fleet},
 		{"one pod (a model of 10)", "recorded (shipped rules)", r.onePodRec}, {"one pod of a model of 50", "recorded (shipped rules)", r.fleetRec}} {
-		var wall, eval time.Duration
+		var sum [2]struct {
+			n          int
+			wall, eval time.Duration
+			samples    int64
+		}
 		var top []string
-		for i, q := range s.qs {
-			wall += q.wall
-			eval += q.eval
-			if i < 5 {
-				top = append(top, fmt.Sprintf("%s %s (%d B)", q.name, ms(q.eval), q.chars))
+		for _, q := range s.qs {
+			k := 0
+			if q.fallback {
+				k = 1
+			}
+			sum[k].n++
+			sum[k].wall += q.wall
+			sum[k].eval += q.eval
+			sum[k].samples += q.samples
+			if len(top) < 5 {
+				name := q.name
+				if q.fallback {
+					name += " (fallback)"
+				}
+				top = append(top, fmt.Sprintf("%s %s (%d B)", name, ms(q.eval), q.chars))
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d queries: %s / %s | %s |\n", s.scope, s.how, len(s.qs), ms(wall), ms(eval), strings.Join(top, "; "))
+		fmt.Fprintf(&b, "| %s | %s | %d queries: %s / %s; %d samples | %d queries: %s / %s; %d samples | %s |\n", s.scope, s.how,
+			sum[0].n, ms(sum[0].wall), ms(sum[0].eval), sum[0].samples, sum[1].n, ms(sum[1].wall), ms(sum[1].eval), sum[1].samples, strings.Join(top, "; "))
 	}
 	return b.String()
 }

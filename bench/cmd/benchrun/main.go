@@ -279,8 +279,17 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 			if !r.recorded {
 				result, target = "info", "none (the rules are the fix)"
 			}
-			w("| time to diagnosis, %s (%s; %d requests: its %d queries in %d, the fleet's %d in %d; cache off, %s, verdict %s) | p50 %s, p90 %s | a plain rate over the same pods (`%s`) alone p50 %s | %s; %.1fx the plain rate | %s |\n",
-				r.name, how, r.queries, r.playbookQueries, r.queries-r.fleetRequests, r.fleetQueries, r.fleetRequests, runs, r.verdict,
+			fallbacks := ""
+			if r.fallbackRequests > 0 {
+				fallbacks = fmt.Sprintf(" (%d of them baselines' fallbacks, in a second round of %d)", r.fallbackQueries, r.fallbackRequests)
+			}
+			if r.factRequests > 0 {
+				fallbacks += fmt.Sprintf(", the fleet's %d in %d, and %d fact lookup(s) after a judgement", r.fleetQueries, r.fleetRequests, r.factRequests)
+			} else {
+				fallbacks += fmt.Sprintf(", the fleet's %d in %d", r.fleetQueries, r.fleetRequests)
+			}
+			w("| time to diagnosis, %s (%s; %d requests: its %d queries in %d%s; cache off, %s, verdict %s) | p50 %s, p90 %s | a plain rate over the same pods (`%s`) alone p50 %s | %s; %.1fx the plain rate | %s |\n",
+				r.name, how, r.queries, r.playbookQueries, r.queries-r.fleetRequests-r.factRequests, fallbacks, runs, r.verdict,
 				ms(t50), ms(percentile(r.ttd, .9)), r.plainQuery, ms(percentile(r.plain, .5)), target,
 				float64(t50)/float64(max(percentile(r.plain, .5), 1)), result)
 			if !r.refs {
@@ -357,7 +366,9 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 	w("  `evidence.Engine` wired in-process as serve.go wires them, cache_ttl negative, against the real Prometheus with recorded series.\n")
 	w("  The reference of query cost, timed alone in every run of the same rounds: a plain rate over the same pods. Targets: p50 within\n")
 	w("  %dx of it and under %s. Every request the diagnosis sends is also timed alone, one after the other (the slowest, and their\n", plainFactor, ms(maxP50))
-	w("  sum), and all at once from bare goroutines (the references rows). The fleet's queries (one vector by pod and engine each)\n")
+	w("  sum), and all at once from bare goroutines (the references rows): the requests a run sent, as the engine sent them. The\n")
+	w("  baselines' fallbacks (the model a day ago, the recent past) travel in a second round, only for a baseline whose first variant\n")
+	w("  (the pod a day ago) has no value. The fleet's queries (one vector by pod and engine each)\n")
 	w("  travel in one request, the stall history every playbook shares in one of its own where it is recorded (the same PromQL\n")
 	w("  for every playbook of a model). The 50-pod rows diagnose fleet-0 of a model recorded on 50 pods (fleet-0 past the knee, its\n")
 	w("  siblings quiet): the same number of requests as for a model on one pod; the last row computes the stall history in the\n")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
 	"github.com/vllm-responder/vllm-responder/config"
@@ -33,7 +35,13 @@ type ttdReport struct {
 	playbookQueries int // the playbook's own queries, carried by all but the fleet's
 	fleetQueries    int // fleet queries, carried by the last fleetRequests
 	fleetRequests   int
-	ttd, slowest    []time.Duration // sorted
+	// fallbackRequests carry the baselines' fallbacks a run sent (fallbackQueries of them): a
+	// second round, where a baseline's first variant had no value.
+	fallbackRequests, fallbackQueries int
+	// factRequests look up the facts a rule on the way to the verdict reads (the LoRA adapters,
+	// kube-state-metrics), after a judgement.
+	factRequests int
+	ttd, slowest []time.Duration // sorted
 	// sum: all queries alone one after the other; concurrent: all at once from bare goroutines.
 	sum, concurrent []time.Duration
 	// fleetReq: the fleet request alone; fleetSep: its queries alone one after the other.
@@ -104,7 +112,8 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 		alts = evidence.StallHistory(opt.Naming)
 		opt.Alternatives = alts
 	}
-	engine := evidence.NewEngine(evidence.PrometheusQuerier{API: promAPI}, opt)
+	sent := &sentQueries{WarningQuerier: evidence.PrometheusQuerier{API: promAPI}}
+	engine := evidence.NewEngine(sent, opt)
 
 	type called struct {
 		took    time.Duration
@@ -128,26 +137,81 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	srv := httptest.NewServer(&handlers.Webhook{Acceptor: d, Metrics: m, Logger: zerolog.Nop()})
 	defer srv.Close()
 
-	var exprs, names []string
 	rep := ttdReport{name: name, pods: pods, reps: reps, recorded: recorded,
 		plainQuery: fmt.Sprintf(`sum by (pod) (rate(vllm:generation_tokens_total{namespace=%q,model_name=%q}[5m]))`, labels["namespace"], labels["model_name"])}
-	// The requests the engine sends: its queries a few to a request, then the fleet's (the
-	// stall history, which every playbook shares, in a request of its own where it is recorded).
-	exprs = evidence.RecordedRequests(pb, labels, 0, alts)
-	nFleet := 0
-	for i := range exprs {
-		names = append(names, fmt.Sprintf("request %d of the playbook's queries", i+1))
+	labelJSON, err := json.Marshal(labels)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	rep.playbookQueries = len(pb.Queries)
-	var fleetParts []string // the fleet's queries one by one: what the fleet requests replaced
+	c := newLoadClient(4)
+	defer c.CloseIdleConnections()
+	// diagnose posts the alert as run r's incident (its own group: a group's follow-ups within
+	// the cooldown of its last diagnosis wait for it by design, which is not what this measures)
+	// and waits for the notification.
+	diagnose := func(r int) called {
+		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd-%s-%d","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
+"alerts":[{"status":"firing","labels":%s,
+"annotations":{},"startsAt":"2026-11-29T10:00:%02d.%03dZ","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"ttd%d"}]}`, labels["pod"], r, labelJSON, r%60, r, r)
+		code, err := post(c, srv.URL, []byte(body))
+		if err != nil || code != 200 {
+			t.Fatalf("time to diagnosis: webhook answered %d, %v", code, err)
+		}
+		select {
+		case res := <-got:
+			return res
+		case <-time.After(30 * time.Second):
+			t.Fatalf("time to diagnosis: no notification within 30s")
+		}
+		return called{}
+	}
+	// The requests the engine sends, as it sent them in a run whose check of the recorded forms
+	// was answered (it is kept for minutes): its queries a few to a request, then the
+	// baselines' fallbacks where a baseline's first variant has no value, beside the fleet's (the
+	// stall history, which every playbook shares, in a request of its own where it is recorded).
+	diagnose(reps + 100) // runs of their own numbers: every run is a new group
+	sent.take()
+	diagnose(reps + 101)
+	exprs := sent.take()
+	first := evidence.RecordedRequests(withoutFleet(pb), labels, 0, nil)
 	var fleetReqs []string
 	if pb.Fleet != nil {
-		rep.fleetQueries = len(pb.Fleet.Queries)
-		nFleet = len(evidence.RecordedRequests(pb, labels, 0, alts)) - len(evidence.RecordedRequests(withoutFleet(pb), labels, 0, nil))
-		for k := len(exprs) - nFleet; k < len(exprs); k++ {
-			names[k] = fmt.Sprintf("fleet request %d of %d", k-(len(exprs)-nFleet)+1, nFleet)
-			fleetReqs = append(fleetReqs, exprs[k])
+		fleetReqs = evidence.RecordedRequests(pb, labels, 0, alts)[len(first):]
+	}
+	x := pb.ExpandAll(labels, playbooks.PodScope{})
+	fallback := func(e string) bool {
+		for i, q := range pb.Queries {
+			if q.Variant() && strings.Contains(e, x.Queries[i]) {
+				return true
+			}
 		}
+		return false
+	}
+	names := make([]string, len(exprs))
+	for i, e := range exprs {
+		switch {
+		case slices.Contains(first, e):
+			names[i] = fmt.Sprintf("request %d of the playbook's queries", slices.Index(first, e)+1)
+		case slices.Contains(fleetReqs, e):
+			names[i] = fmt.Sprintf("fleet request %d of %d", slices.Index(fleetReqs, e)+1, len(fleetReqs))
+		case fallback(e):
+			names[i] = "the baselines' fallbacks"
+			rep.fallbackRequests++
+			rep.fallbackQueries += max(1, strings.Count(e, `"vllm_responder_signal"`))
+		default:
+			names[i] = "a fact lookup"
+			rep.factRequests++
+		}
+	}
+	nFleet := len(fleetReqs)
+	rep.playbookQueries = rep.fallbackQueries
+	for _, q := range pb.Queries {
+		if !q.Variant() {
+			rep.playbookQueries++
+		}
+	}
+	var fleetParts []string // the fleet's queries one by one: what the fleet requests replaced
+	if pb.Fleet != nil {
+		rep.fleetQueries = len(pb.Fleet.Queries)
 		var a evidence.Alternatives
 		if alts != nil {
 			a = alts(pb, labels, playbooks.PodScope{})
@@ -162,13 +226,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	}
 	rep.fleetRequests = nFleet
 	rep.queries = len(exprs)
-	labelJSON, err := json.Marshal(labels)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
 	slowestBy := map[string]int{}
-	c := newLoadClient(4)
-	defer c.CloseIdleConnections()
 	var mu sync.Mutex
 	warm := 2 // warm-up repetitions
 	if !refs {
@@ -231,20 +289,9 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 			wg.Wait()
 			conc = time.Since(c0)
 		}
-		// Each run is a new incident: its own group (a group's follow-ups within the cooldown of its
-		// last diagnosis wait for it by design, which is not what this measures).
-		body := fmt.Sprintf(`{"version":"4","groupKey":"ttd-%s-%d","status":"firing","receiver":"r","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"",
-"alerts":[{"status":"firing","labels":%s,
-"annotations":{},"startsAt":"2026-11-29T10:00:%02d.%03dZ","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"ttd%d"}]}`, labels["pod"], r, labelJSON, r%60, r, r)
-		code, err := post(c, srv.URL, []byte(body))
-		if err != nil || code != 200 {
-			t.Fatalf("time to diagnosis: webhook answered %d, %v", code, err)
-		}
-		var res called
-		select {
-		case res = <-got:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("time to diagnosis: no notification within 30s")
+		res := diagnose(r)
+		if n := len(sent.take()); n != len(exprs) {
+			t.Fatalf("time to diagnosis: run %d sent %d requests, the first %d", r, n, len(exprs))
 		}
 		if r < warm {
 			continue
@@ -276,6 +323,34 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	}
 	rep.slowestName = strings.TrimSpace(rep.slowestName)
 	return rep
+}
+
+// sentQueries is a querier that keeps the PromQL of every request it sends, until taken.
+type sentQueries struct {
+	evidence.WarningQuerier
+	mu   sync.Mutex
+	sent []string
+}
+
+func (s *sentQueries) Query(ctx context.Context, q string, ts time.Time) (model.Value, error) {
+	v, _, err := s.QueryWithWarnings(ctx, q, ts)
+	return v, err
+}
+
+func (s *sentQueries) QueryWithWarnings(ctx context.Context, q string, ts time.Time) (model.Value, []string, error) {
+	s.mu.Lock()
+	s.sent = append(s.sent, q)
+	s.mu.Unlock()
+	return s.WarningQuerier.QueryWithWarnings(ctx, q, ts)
+}
+
+// take is what was sent since the last take.
+func (s *sentQueries) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.sent
+	s.sent = nil
+	return out
 }
 
 // withoutFleet is p without its fleet section: the requests of its own queries alone.
