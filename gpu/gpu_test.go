@@ -197,3 +197,63 @@ func TestEveryQueryParses(t *testing.T) {
 		}
 	}
 }
+
+// The first fault seen again: an XID is counted per GPU by the larger of its series' appearances
+// (the gauge) and the exporter's XID count, a lost GPU by its series vanishing; both asked only
+// for the fault's node and the pod's GPUs there, and every query parses. Seen once, it is said
+// as once (the hard negative of "repeated" is the template's).
+func TestTheFirstFaultSeenAgainIsCountedOnThePodsGPUs(t *testing.T) {
+	c := on(t)
+	first := subj.At.Add(-3 * time.Hour).Unix()
+	for _, tc := range []struct {
+		name     string
+		fault    model.Vector
+		kind     string
+		counts   map[string]model.Vector
+		seen     float64
+		contains string
+	}{
+		{name: "xid", fault: model.Vector{gpuSample("1", "GPU-b", 95, "err_code", "95")}, kind: "xid", seen: 3, contains: `err_code="95"`,
+			counts: map[string]model.Vector{"repeat_seen": {gpuSample("", "GPU-b", 1)}, "repeat_counted": {gpuSample("", "GPU-b", 3)}}},
+		{name: "xid once", fault: model.Vector{gpuSample("1", "GPU-b", 95, "err_code", "95")}, kind: "xid", seen: 1, contains: `xid="95"`,
+			counts: map[string]model.Vector{"repeat_seen": {gpuSample("", "GPU-b", 1)}}},
+		{name: "lost", kind: "gpu-lost", seen: 2, contains: "count(DCGM_FI_DEV_SM_CLOCK{Hostname=\"gpu-node-0\"}) > 0",
+			counts: map[string]model.Vector{"repeat_seen": {gpuSample("", "GPU-b", 2)}}},
+	} {
+		var asked []facts.Query
+		ask := func(_ context.Context, qs []facts.Query) facts.Answer {
+			asked = append(asked, qs...)
+			v := map[string]model.Vector{
+				"gpus":         {gpuSample("0", "GPU-a", 1980), gpuSample("1", "GPU-b", 1980)},
+				"xid":          tc.fault,
+				"repeat_first": {&model.Sample{Metric: model.Metric{}, Value: model.SampleValue(first)}},
+			}
+			if tc.kind == "gpu-lost" {
+				v["lost"] = model.Vector{gpuSample("1", "GPU-b", 1980)}
+			}
+			for k, x := range tc.counts {
+				v[k] = x
+			}
+			return facts.Answer{Vectors: v}
+		}
+		f := Source{Config: c}.Lookup(context.Background(), ask, subj).Facts
+		if n := f.Number("gpu_fault_seen"); f.Label("gpu_fault_kind") != tc.kind || n == nil || *n != tc.seen {
+			t.Errorf("%s: kind %q seen %v, want %s %g", tc.name, f.Label("gpu_fault_kind"), n, tc.kind, tc.seen)
+		}
+		if want := time.Unix(first, 0).UTC().Format("15:04 UTC"); f.Label("gpu_fault_since") != want {
+			t.Errorf("%s: since %q, want %q", tc.name, f.Label("gpu_fault_since"), want)
+		}
+		var repeat string
+		for _, q := range asked {
+			if _, err := parser.NewParser(parser.Options{}).ParseExpr(q.Expr); err != nil {
+				t.Errorf("%s: %s: %s: %v", tc.name, q.Name, q.Expr, err)
+			}
+			if strings.HasPrefix(q.Name, "repeat_") {
+				repeat += q.Expr + "\n"
+			}
+		}
+		if !strings.Contains(repeat, `UUID=~"GPU-a|GPU-b"`) || !strings.Contains(repeat, "[1d:15s]") || !strings.Contains(repeat, tc.contains) {
+			t.Errorf("%s: repeat queries:\n%s", tc.name, repeat)
+		}
+	}
+}

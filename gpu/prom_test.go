@@ -17,9 +17,10 @@ import (
 
 // The lookup's PromQL, in a real Prometheus, on vllm-sim's dcgm-exporter stand-in scraped as a
 // cluster scrapes it (the exporter another target whose own pod, namespace and container collide
-// with the payload's: the vLLM pod arrives in exported_pod). Five pods on five nodes: a failed row
+// with the payload's: the vLLM pod arrives in exported_pod). Six pods on six nodes: a failed row
 // remap (XID 64 with it), a GPU off the bus, an XID 48 already on the gauge when the exporter
-// started (stale), a GPU at its thermal limit and an idle pod. Each is what the GPU rules read:
+// started (stale), a GPU at its thermal limit, an idle pod, and a pod that crash-loops on the
+// same XID 95 (the exporter's optional XID count on). Each is what the GPU rules read:
 // the two faults found and named, the stale XID not; the hot GPU compared with its busy
 // siblings, the idle one never.
 func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing.T) {
@@ -28,6 +29,7 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	type pod struct {
 		name, start, fault string
 		tp                 int
+		optional           bool
 		eng                *sim.Engine
 	}
 	pods := []*pod{
@@ -36,6 +38,7 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 		{name: "stale", start: "gpu-stale-xid", tp: 2},
 		{name: "hot", start: "healthy", fault: "gpu-throttle", tp: 1},
 		{name: "idle", start: "idle", tp: 1},
+		{name: "loop", start: "healthy", fault: "gpu-xid-repeat", tp: 1, optional: true},
 	}
 	var targets []testenv.Target
 	for i, p := range pods {
@@ -49,7 +52,7 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 		go eng.Run(ctx)
 		p.eng = eng
 		node := fmt.Sprintf("gpu-node-%d", i)
-		x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: node, GPUs: 4, Namespace: "inference"}, time.Now())
+		x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: node, GPUs: 4, Namespace: "inference", Optional: p.optional}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,12 +66,17 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 				Labels: map[string]string{"namespace": "gpu-operator", "pod": "dcgm-exporter-" + node, "container": "exporter"}})
 	}
 	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: targets})
+	begun := time.Now()
 	c := on(t)
 	lookup := func(name string) *facts.Facts {
 		s := facts.Subject{Namespace: "inference", Pod: name, At: time.Now(), Window: 10 * time.Second}
 		return (Source{Config: c}).Lookup(context.Background(), testenv.Asker(t, prom.URL, s.At), s).Facts
 	}
+	// and over a repeat step ago: an XID in the exporter's first step is read as its start
 	testenv.WaitFor(t, 60*time.Second, "every pod's GPUs stored under its name", func() bool {
+		if time.Since(begun) <= repeatStep {
+			return false
+		}
 		for _, p := range pods {
 			if n := lookup(p.name).Number("gpu_count"); n == nil || int(*n) != p.tp {
 				return false
@@ -89,6 +97,9 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 		}
 		sc := sim.Scenarios[p.fault]
 		sc.GPU.At = 2 * time.Second
+		if sc.GPU.Every > 0 { // the crash loop, faster: the fault at each crash, 2 s after each start
+			sc.CrashAfter, sc.DownFor, sc.GPU.Every = 2*time.Second, 2*time.Second, 4*time.Second
+		}
 		p.eng.SetScenario(sc, true, switched)
 	}
 	var got map[string]*facts.Facts
@@ -98,7 +109,9 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 			got[p.name] = lookup(p.name)
 		}
 		hot := got["hot"].Number("gpu_clock")
-		return got["remap"].Label("gpu_fault_kind") != "" && got["lost"].Label("gpu_fault_kind") != "" &&
+		// (occurrences are counted at 15 s steps: one shows up to a step late)
+		loop := got["loop"].Number("gpu_fault_seen")
+		return got["remap"].Number("gpu_fault_seen") != nil && got["lost"].Number("gpu_fault_seen") != nil && loop != nil && *loop >= 2 &&
 			hot != nil && *hot < 1300 && time.Since(switched) > 15*time.Second
 	})
 	if f := got["remap"]; f.Label("gpu_fault_kind") != "xid" || *f.Number("gpu_xid") != 64 || *f.Number("gpu_faults") != 2 ||
@@ -109,6 +122,16 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	if f := got["lost"]; f.Label("gpu_fault_kind") != "gpu-lost" || f.Label("gpu_fault_node") != "gpu-node-1" ||
 		!strings.HasPrefix(f.Label("gpu_fault_gpu"), "GPU 1 (GPU-") || !strings.Contains(f.Label("gpu_rows"), "lost (no series now)") {
 		t.Errorf("lost: %+v", f.Labels)
+	}
+	// Seen again: the crash loop's XID 95, by the exporter's XID count (the gauge shows it once);
+	// the one-off faults once.
+	if f := got["loop"]; f.Label("gpu_fault_kind") != "xid" || *f.Number("gpu_xid") != 95 || f.Label("gpu_fault_since") == "" {
+		t.Errorf("loop: %+v %v", f.Labels, f.Numbers)
+	}
+	for _, name := range []string{"remap", "lost"} {
+		if n := got[name].Number("gpu_fault_seen"); n == nil || *n != 1 {
+			t.Errorf("%s: seen %v times, want once", name, n)
+		}
 	}
 	if f := got["stale"]; *f.Number("gpu_faults") != 0 {
 		t.Errorf("stale XID counted: %+v", f.Labels)
