@@ -37,6 +37,11 @@ var table = []facts.Fact{
 		Doc: "1 when the fault's node is cordoned (kube_node_spec_unschedulable) or quarantined by NVSentinel (fault_quarantine_current_quarantined_nodes), 0 when neither; unknown without kube-state-metrics"},
 	{Name: "gpu_node_conditions", Title: "GPU health conditions of that node", Label: true, Shown: true, Query: "node_conditions",
 		Doc: "the node's GPU health conditions that say it is unhealthy, comma-separated: NVSentinel's checks True (SysLogsXIDError, SysLogsGPUFallenOff, Gpu*Watch...), the EKS node agent's AcceleratedHardwareReady=False"},
+	{Name: "gpu_cordoned_node", Title: "Cordoned node the workload's pods left", Label: true, Shown: true, Query: "cordoned_left",
+		Doc: "a node cordoned now (kube_node_spec_unschedulable 1) that pods of the pod's controller (kube_pod_info's created_by_name) ran on within gpu.recent and run on no more; of several, the one most left"},
+	{Name: "gpu_cordoned_pods", Title: "Pods that left it", Unit: "count", Shown: true, Query: "cordoned_left", Doc: "how many pods of the controller left that node within gpu.recent (0 when no cordoned node lost any; unknown without kube-state-metrics)"},
+	{Name: "gpu_cordoned_cause", Title: "Why it was cordoned", Label: true, Shown: true, Query: "cordoned_xid",
+		Doc: "what the node's GPUs last reported, `XID 79` (the drain-or-reset XIDs of gpu.xids on the gauge, which keeps the last one), else `its GPU health condition SysLogsGPUFallenOff` (NVSentinel's, the EKS node agent's); \"\" when neither says"},
 	{Name: "gpu_throttled_gpu", Title: "GPU compared for throttling", Label: true, Query: "clock",
 		Doc: "the busy GPU of the pod (utilisation at least 50% over the window) whose SM clock is lowest against its reference: the siblings' clock, else its own recent past"},
 	{Name: "gpu_clock", Title: "SM clock (MHz, mean over the window)", Query: "clock", Doc: "that GPU's DCGM_FI_DEV_SM_CLOCK, mean over the window"},
@@ -66,7 +71,16 @@ func Names() []facts.Fact {
 // Facts are the report's facts (none when no GPU was found).
 func (r *Report) Facts() *facts.Facts {
 	f := facts.New(SourceName)
-	if r == nil || len(r.GPUs) == 0 {
+	if r == nil {
+		return f
+	}
+	if _, read := r.Queries["cordoned_left"]; read && len(r.Problems) == 0 {
+		n := float64(r.CordonedPods)
+		f.SetNumber("gpu_cordoned_pods", &n)
+		f.SetLabel("gpu_cordoned_node", r.CordonedNode)
+		f.SetLabel("gpu_cordoned_cause", r.CordonedCause)
+	}
+	if len(r.GPUs) == 0 {
 		return f
 	}
 	n := float64(len(r.GPUs))

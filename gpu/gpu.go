@@ -85,6 +85,11 @@ type Report struct {
 	// Cordoned: the fault's node is cordoned (kube_node_spec_unschedulable 1, or NVSentinel's
 	// fault_quarantine_current_quarantined_nodes 1); nil when not read or unknown.
 	Cordoned *float64
+	// CordonedNode is a node cordoned now that pods of the pod's controller ran on within
+	// gpu.recent and run on no more (the one most left), CordonedPods how many left it, and
+	// CordonedCause what its GPUs or its conditions say of why ("XID 79"; "" unknown).
+	CordonedNode, CordonedCause string
+	CordonedPods                int
 	// Seen is how many times the first fault was seen on the pod's GPUs (on its node) within
 	// repeatSpan: its XID appearing or counted again, or its GPU lost again (0: not read; see
 	// repeats for what can be seen). Since is the first time.
@@ -171,13 +176,18 @@ func (c *Config) metric(name string) string { return c.MetricPrefix + name }
 func (c *Config) by() string { return c.NodeLabel + ", gpu, UUID, modelName" }
 
 // Lookup reads what dcgm-exporter says about the pod's GPUs as of the asker's time, in one step
-// (two where no GPU series names the pod and kube is set: then the node's GPUs).
+// (two where no GPU series names the pod and kube is set: then the node's GPUs), and with kube
+// set, whether pods of the pod's controller left a node cordoned now (cordonQueries).
 func (c *Config) Lookup(ctx context.Context, ask facts.Asker, s facts.Subject, kc *kube.Config) *Report {
 	r := &Report{Namespace: s.Namespace, Pod: s.Pod, Queries: map[string]string{}, recent: c.Recent, at: s.At}
 	sel := c.matchers(c.NamespaceLabel, s.Namespace, c.PodLabel, s.Pod)
 	qs := c.queries(sel, s)
+	if kc != nil && kc.Enabled && s.Namespace != "" && s.Pod != "" {
+		qs = append(qs, c.cordonQueries(kc, s)...)
+	}
 	a := ask(ctx, qs)
 	r.record(qs, a)
+	r.readCordoned(a)
 	if r.read(c, a, true) {
 		r.By = "pod labels"
 		r.node(ctx, ask)
@@ -222,7 +232,7 @@ func (r *Report) node(ctx context.Context, ask facts.Asker) {
 	n := promql.Matcher("node", r.Faults[0].GPU.Node)
 	qs := []facts.Query{
 		{Name: "node_cordoned", Expr: "max(kube_node_spec_unschedulable{" + n + "} or fault_quarantine_current_quarantined_nodes{" + n + "})"},
-		{Name: "node_conditions", Expr: "kube_node_status_condition{" + n + ",condition=~" + promql.Quote(nodeConditions) + `,status="true"} == 1 or kube_node_status_condition{` + n + `,condition="AcceleratedHardwareReady",status="false"} == 1`},
+		{Name: "node_conditions", Expr: conditions(n)},
 	}
 	a := ask(ctx, qs)
 	r.record(qs, a)
@@ -316,6 +326,70 @@ func (r *Report) repeats(ctx context.Context, ask facts.Asker, c *Config) {
 	}
 	if first := one(a.Vectors["repeat_first"]); first != nil && r.Seen > 0 {
 		r.Since = time.Unix(int64(*first), 0).UTC()
+	}
+}
+
+// conditions is the PromQL of the GPU health conditions that say a node (sel: those it
+// selects, "" every node) is unhealthy: NVSentinel's True, the EKS node agent's
+// AcceleratedHardwareReady False.
+func conditions(sel string) string {
+	m := func(rest string) string { return strings.TrimPrefix(sel+","+rest, ",") }
+	return "kube_node_status_condition{" + m("condition=~"+promql.Quote(nodeConditions)+`,status="true"`) + "} == 1 or kube_node_status_condition{" +
+		m(`condition="AcceleratedHardwareReady",status="false"`) + "} == 1"
+}
+
+// cordonQueries are the pods a capacity verdict lacks because a GPU node was cordoned
+// (kube-state-metrics): per node cordoned now (kube_node_spec_unschedulable 1), the pods of the
+// pod's controller (kube_pod_info's created_by_kind and created_by_name: a Deployment's current
+// ReplicaSet, a StatefulSet) that ran on it within gpu.recent and run on it no more (drained or
+// evicted); with what that node's GPUs last reported (the XID gauge keeps the last XID, which
+// is what a cordon after a fault wants to name) and its GPU health conditions.
+func (c *Config) cordonQueries(kc *kube.Config, s facts.Subject) []facts.Query {
+	ns, pod := kc.NamespaceLabel, kc.PodLabel
+	inNS, this := c.matchers(ns, s.Namespace), c.matchers(ns, s.Namespace, pod, s.Pod)
+	left := fmt.Sprintf(`count by (node) ((max_over_time(kube_pod_info{%s,created_by_name!=""}[%s]) and on (%s, created_by_kind, created_by_name) kube_pod_info{%s}) unless on (%s, %s, node) kube_pod_info{%s}) and on (node) (max by (node) (kube_node_spec_unschedulable) == 1)`,
+		inNS, model.Duration(c.Recent).String(), ns, this, ns, pod, inNS)
+	xids := make([]string, len(c.XIDs))
+	for i, x := range c.XIDs {
+		xids[i] = strconv.Itoa(x)
+	}
+	return []facts.Query{
+		{Name: "cordoned_left", Expr: left},
+		{Name: "cordoned_xid", Expr: fmt.Sprintf(`max by (node, err_code) (label_replace(%s{err_code=~%s}, "node", "$1", %s, "(.+)")) and on (node) (%s)`,
+			c.metric("DCGM_FI_DEV_XID_ERRORS"), promql.Quote(strings.Join(xids, "|")), promql.Quote(c.NodeLabel), left)},
+		{Name: "cordoned_conditions", Expr: "(" + conditions("") + ") and on (node) (" + left + ")"},
+	}
+}
+
+// readCordoned takes the cordoned node that most pods left, and why.
+func (r *Report) readCordoned(a facts.Answer) {
+	for _, smp := range a.Vectors["cordoned_left"] {
+		n, node := int(smp.Value), string(smp.Metric["node"])
+		if n > r.CordonedPods || (n == r.CordonedPods && node < r.CordonedNode) {
+			r.CordonedNode, r.CordonedPods = node, n
+		}
+	}
+	if r.CordonedNode == "" {
+		return
+	}
+	var xids, conds []string
+	for _, smp := range a.Vectors["cordoned_xid"] {
+		if string(smp.Metric["node"]) == r.CordonedNode {
+			xids = append(xids, string(smp.Metric["err_code"]))
+		}
+	}
+	for _, smp := range a.Vectors["cordoned_conditions"] {
+		if string(smp.Metric["node"]) == r.CordonedNode {
+			conds = append(conds, string(smp.Metric["condition"]))
+		}
+	}
+	slices.Sort(xids)
+	slices.Sort(conds)
+	switch {
+	case len(xids) > 0:
+		r.CordonedCause = "XID " + strings.Join(slices.Compact(xids), ", ")
+	case len(conds) > 0:
+		r.CordonedCause = "its GPU health condition " + strings.Join(slices.Compact(conds), ", ")
 	}
 }
 

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,63 @@ func TestTheFirstFaultSeenAgainIsCountedOnThePodsGPUs(t *testing.T) {
 		if !strings.Contains(repeat, `UUID=~"GPU-a|GPU-b"`) || !strings.Contains(repeat, "[1d:15s]") || !strings.Contains(repeat, tc.contains) {
 			t.Errorf("%s: repeat queries:\n%s", tc.name, repeat)
 		}
+	}
+}
+
+// The cordoned node the pods left: the one most left; its cause the XIDs on its gauge, else its
+// GPU health conditions; no node when none lost a pod. The queries parse, and ask nothing
+// without kube or a namespace.
+func TestTheCordonedNodeThePodsLeftAndWhy(t *testing.T) {
+	c := on(t)
+	kc := &kube.Config{}
+	kc.SetDefaults()
+	node := func(n string, v float64, extra ...string) *model.Sample {
+		m := model.Metric{"node": model.LabelValue(n)}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[model.LabelName(extra[i])] = model.LabelValue(extra[i+1])
+		}
+		return &model.Sample{Metric: m, Value: model.SampleValue(v)}
+	}
+	for _, tc := range []struct {
+		name                string
+		answer              map[string]model.Vector
+		wantNode, wantCause string
+		wantPods            float64
+	}{
+		{name: "none", answer: map[string]model.Vector{}, wantPods: 0},
+		{name: "xid", answer: map[string]model.Vector{
+			"cordoned_left":       {node("gpu-a", 1), node("gpu-b", 2)},
+			"cordoned_xid":        {node("gpu-a", 48, "err_code", "48"), node("gpu-b", 79, "err_code", "79")},
+			"cordoned_conditions": {node("gpu-b", 1, "condition", "SysLogsXIDError")},
+		}, wantNode: "gpu-b", wantPods: 2, wantCause: "XID 79"},
+		{name: "condition", answer: map[string]model.Vector{
+			"cordoned_left":       {node("gpu-b", 1)},
+			"cordoned_conditions": {node("gpu-b", 1, "condition", "SysLogsGPUFallenOff")},
+		}, wantNode: "gpu-b", wantPods: 1, wantCause: "its GPU health condition SysLogsGPUFallenOff"},
+	} {
+		ask := func(_ context.Context, qs []facts.Query) facts.Answer {
+			for _, q := range qs {
+				if _, err := parser.NewParser(parser.Options{}).ParseExpr(q.Expr); err != nil {
+					t.Errorf("%s: %v", q.Expr, err)
+				}
+			}
+			return facts.Answer{Vectors: tc.answer}
+		}
+		f := Source{Config: c, Kube: kc}.Lookup(context.Background(), ask, subj).Facts
+		if n := f.Number("gpu_cordoned_pods"); n == nil || *n != tc.wantPods || f.Label("gpu_cordoned_node") != tc.wantNode || f.Label("gpu_cordoned_cause") != tc.wantCause {
+			t.Errorf("%s: %v pods left %q (%q)", tc.name, n, f.Label("gpu_cordoned_node"), f.Label("gpu_cordoned_cause"))
+		}
+	}
+	var asked []string
+	ask := func(_ context.Context, qs []facts.Query) facts.Answer {
+		for _, q := range qs {
+			asked = append(asked, q.Name)
+		}
+		return facts.Answer{}
+	}
+	Source{Config: c}.Lookup(context.Background(), ask, subj)
+	Source{Config: c, Kube: kc}.Lookup(context.Background(), ask, facts.Subject{Pod: "vllm-0", At: subj.At, Window: subj.Window})
+	if slices.Contains(asked, "cordoned_left") {
+		t.Errorf("asked for the cordon without kube or a namespace: %v", asked)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/sim"
 )
 
@@ -150,4 +152,73 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	if f := got["idle"]; f.Label("gpu_throttled_gpu") != "" || f.Number("gpu_clock") != nil {
 		t.Errorf("idle GPU compared: %+v", f.Labels)
 	}
+}
+
+// A GPU node cordoned after its pod of the Deployment was drained, read from a real Prometheus
+// on kube-state-metrics' and dcgm-exporter's stand-ins: before the cordon no node is named;
+// after it, the node, the one pod that left it, and the XID its GPU still shows (48, from
+// gpu-stale-xid). Another node cordoned that no pod of the Deployment ran on is never named.
+func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := sim.DefaultConfig()
+	cfg.TensorParallelSize, cfg.PodName = 1, "vllm-llama-7d9c5f-1"
+	eng, err := sim.NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.SetScenario(sim.Scenarios["gpu-stale-xid"], true, time.Now())
+	go eng.Run(ctx)
+	x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: "gpu-node-1", GPUs: 2, Namespace: "llm"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := httptest.NewServer(x)
+	t.Cleanup(ds.Close)
+	nodes := []testenv.KSMNode{testenv.KSMGPUNode("gpu-node-0", 8), testenv.KSMGPUNode("gpu-node-1", 8), testenv.KSMGPUNode("gpu-node-3", 8)}
+	before := testenv.KSMDeployment("llm", "vllm-llama", testenv.KSMPod{Ready: true}, testenv.KSMPod{Ready: true})
+	before.Nodes = nodes
+	// After the drain: node 1 cordoned (NVSentinel's condition with it), its pod gone and its
+	// replacement Pending with no GPU to go to; node 3 cordoned for maintenance.
+	after := testenv.KSMDeployment("llm", "vllm-llama", testenv.KSMPod{Ready: true},
+		testenv.KSMPod{Name: "vllm-llama-7d9c5f-2", Phase: "Pending", Unschedulable: true, UnschedulableFor: time.Minute})
+	after.Nodes = slices.Clone(nodes)
+	after.Nodes[1].Unschedulable, after.Nodes[1].Conditions = true, map[string]string{"SysLogsXIDError": "True"}
+	after.Nodes[2].Unschedulable = true
+	ksm := testenv.ServeExposition(t, before.Exposition)
+	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: []testenv.Target{
+		{Addr: ksm.Addr, Job: "kube-state-metrics"},
+		{Addr: strings.TrimPrefix(ds.URL, "http://"), Job: "dcgm-exporter",
+			Labels: map[string]string{"namespace": "gpu-operator", "pod": "dcgm-exporter-gpu-node-1", "container": "exporter"}},
+	}})
+	c := on(t)
+	kc := &kube.Config{}
+	kc.SetDefaults()
+	lookup := func() *facts.Facts {
+		s := facts.Subject{Namespace: "llm", Pod: "vllm-llama-7d9c5f-0", At: time.Now(), Window: 10 * time.Second}
+		return (Source{Config: c, Kube: kc}).Lookup(context.Background(), testenv.Asker(t, prom.URL, s.At), s).Facts
+	}
+	var f *facts.Facts
+	testenv.WaitFor(t, 60*time.Second, "both pods and the XID stored", func() bool {
+		f = lookup()
+		n := f.Number("gpu_cordoned_pods")
+		return n != nil && lookupXID(t, prom.URL)
+	})
+	if n := f.Number("gpu_cordoned_pods"); *n != 0 || f.Label("gpu_cordoned_node") != "" {
+		t.Fatalf("before the cordon: %v pods left %q", *n, f.Label("gpu_cordoned_node"))
+	}
+	ksm.Set(after.Exposition)
+	testenv.WaitFor(t, 60*time.Second, "the cordon read", func() bool {
+		f = lookup()
+		return f.Label("gpu_cordoned_node") != ""
+	})
+	if n := f.Number("gpu_cordoned_pods"); f.Label("gpu_cordoned_node") != "gpu-node-1" || *n != 1 || f.Label("gpu_cordoned_cause") != "XID 48" {
+		t.Errorf("after the cordon: node %q, %v pods, cause %q; want gpu-node-1, 1, XID 48", f.Label("gpu_cordoned_node"), *n, f.Label("gpu_cordoned_cause"))
+	}
+}
+
+// lookupXID reports whether Prometheus holds the stand-in's XID series.
+func lookupXID(t *testing.T, url string) bool {
+	a := testenv.Asker(t, url, time.Now())(context.Background(), []facts.Query{{Name: "x", Expr: "DCGM_FI_DEV_XID_ERRORS"}})
+	return len(a.Vectors["x"]) > 0
 }
