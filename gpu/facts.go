@@ -39,7 +39,7 @@ var table = []facts.Fact{
 		Doc: "the node's GPU health conditions that say it is unhealthy, comma-separated: NVSentinel's checks True (SysLogsXIDError, SysLogsGPUFallenOff, Gpu*Watch...), the EKS node agent's AcceleratedHardwareReady=False"},
 	{Name: "gpu_cordoned_node", Title: "Cordoned node the workload's pods left", Label: true, Shown: true, Query: "cordoned_left",
 		Doc: "a node cordoned now (kube_node_spec_unschedulable 1) that pods of the pod's controller (kube_pod_info's created_by_name) ran on within gpu.recent and run on no more; of several, the one most left"},
-	{Name: "gpu_cordoned_pods", Title: "Pods that left it", Unit: "count", Shown: true, Query: "cordoned_left", Doc: "how many pods of the controller left that node within gpu.recent (0 when no cordoned node lost any; unknown without kube-state-metrics)"},
+	{Name: "gpu_cordoned_pods", Title: "Pods that left it", Unit: "count", Query: "cordoned_left", Doc: "how many pods of the controller left that node within gpu.recent (0 when no cordoned node lost any; unknown without kube-state-metrics)"},
 	{Name: "gpu_cordoned_cause", Title: "Why it was cordoned", Label: true, Shown: true, Query: "cordoned_xid",
 		Doc: "what the node's GPUs last reported, `XID 79` (the drain-or-reset XIDs of gpu.xids on the gauge, which keeps the last one), else `its GPU health condition SysLogsGPUFallenOff` (NVSentinel's, the EKS node agent's); \"\" when neither says"},
 	{Name: "gpu_throttled_gpu", Title: "GPU compared for throttling", Label: true, Query: "clock",
