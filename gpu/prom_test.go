@@ -3,16 +3,14 @@ package gpu
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/vllm-responder/vllm-responder/facts"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/internal/testenv/simgpu"
 	"github.com/vllm-responder/vllm-responder/kube"
 	"github.com/vllm-responder/vllm-responder/sim"
 )
@@ -44,28 +42,10 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	}
 	var targets []testenv.Target
 	for i, p := range pods {
-		cfg := sim.DefaultConfig()
-		cfg.Seed, cfg.TensorParallelSize, cfg.PodName = uint64(i+1), p.tp, p.name
-		eng, err := sim.NewEngine(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng.SetScenario(sim.Scenarios[p.start], true, time.Now())
-		go eng.Run(ctx)
-		p.eng = eng
-		node := fmt.Sprintf("gpu-node-%d", i)
-		x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: node, GPUs: 4, Namespace: "inference", Optional: p.optional}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		vs := httptest.NewServer(sim.NewServer(eng, nil, zerolog.Nop()))
-		ds := httptest.NewServer(x)
-		t.Cleanup(vs.Close)
-		t.Cleanup(ds.Close)
-		targets = append(targets,
-			testenv.Target{Addr: strings.TrimPrefix(vs.URL, "http://"), Labels: map[string]string{"namespace": "inference", "pod": p.name}},
-			testenv.Target{Addr: strings.TrimPrefix(ds.URL, "http://"), Job: "dcgm-exporter",
-				Labels: map[string]string{"namespace": "gpu-operator", "pod": "dcgm-exporter-" + node, "container": "exporter"}})
+		var tg []testenv.Target
+		p.eng, tg = simgpu.Start(ctx, t, simgpu.Pod{Name: p.name, Node: fmt.Sprintf("gpu-node-%d", i), TP: p.tp, Seed: uint64(i + 1),
+			Scenario: p.start, Optional: p.optional})
+		targets = append(targets, tg...)
 	}
 	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: targets})
 	begun := time.Now()
@@ -161,20 +141,7 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := sim.DefaultConfig()
-	cfg.TensorParallelSize, cfg.PodName = 1, "vllm-llama-7d9c5f-1"
-	eng, err := sim.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng.SetScenario(sim.Scenarios["gpu-stale-xid"], true, time.Now())
-	go eng.Run(ctx)
-	x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: "gpu-node-1", GPUs: 2, Namespace: "llm"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := httptest.NewServer(x)
-	t.Cleanup(ds.Close)
+	_, dcgm := simgpu.Start(ctx, t, simgpu.Pod{Name: "vllm-llama-7d9c5f-1", Namespace: "llm", Node: "gpu-node-1", GPUs: 2, Scenario: "gpu-stale-xid"})
 	nodes := []testenv.KSMNode{testenv.KSMGPUNode("gpu-node-0", 8), testenv.KSMGPUNode("gpu-node-1", 8), testenv.KSMGPUNode("gpu-node-3", 8)}
 	before := testenv.KSMDeployment("llm", "vllm-llama", testenv.KSMPod{Ready: true}, testenv.KSMPod{Ready: true})
 	before.Nodes = nodes
@@ -186,11 +153,7 @@ func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
 	after.Nodes[1].Unschedulable, after.Nodes[1].Conditions = true, map[string]string{"SysLogsXIDError": "True"}
 	after.Nodes[2].Unschedulable = true
 	ksm := testenv.ServeExposition(t, before.Exposition)
-	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: []testenv.Target{
-		{Addr: ksm.Addr, Job: "kube-state-metrics"},
-		{Addr: strings.TrimPrefix(ds.URL, "http://"), Job: "dcgm-exporter",
-			Labels: map[string]string{"namespace": "gpu-operator", "pod": "dcgm-exporter-gpu-node-1", "container": "exporter"}},
-	}})
+	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: append(dcgm, testenv.Target{Addr: ksm.Addr, Job: "kube-state-metrics"})})
 	c := on(t)
 	kc := &kube.Config{}
 	kc.SetDefaults()
