@@ -347,8 +347,9 @@ func conditions(sel string) string {
 func (c *Config) cordonQueries(kc *kube.Config, s facts.Subject) []facts.Query {
 	ns, pod := kc.NamespaceLabel, kc.PodLabel
 	inNS, this := c.matchers(ns, s.Namespace), c.matchers(ns, s.Namespace, pod, s.Pod)
-	left := fmt.Sprintf(`count by (node) ((max_over_time(kube_pod_info{%s,created_by_name!=""}[%s]) and on (%s, created_by_kind, created_by_name) kube_pod_info{%s}) unless on (%s, %s, node) kube_pod_info{%s}) and on (node) (max by (node) (kube_node_spec_unschedulable) == 1)`,
-		inNS, model.Duration(c.Recent).String(), ns, this, ns, pod, inNS)
+	// (grouped by pod first: two kube-state-metrics replicas give every series twice)
+	left := fmt.Sprintf(`count by (node) (group by (node, %s, %s) ((max_over_time(kube_pod_info{%s,created_by_name!=""}[%s]) and on (%s, created_by_kind, created_by_name) kube_pod_info{%s}) unless on (%s, %s, node) kube_pod_info{%s})) and on (node) (max by (node) (kube_node_spec_unschedulable) == 1)`,
+		ns, pod, inNS, model.Duration(c.Recent).String(), ns, this, ns, pod, inNS)
 	xids := make([]string, len(c.XIDs))
 	for i, x := range c.XIDs {
 		xids[i] = strconv.Itoa(x)

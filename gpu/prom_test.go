@@ -137,7 +137,8 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 // A GPU node cordoned after its pod of the Deployment was drained, read from a real Prometheus
 // on kube-state-metrics' and dcgm-exporter's stand-ins: before the cordon no node is named;
 // after it, the node, the one pod that left it, and the XID its GPU still shows (48, from
-// gpu-stale-xid). Another node cordoned that no pod of the Deployment ran on is never named.
+// gpu-stale-xid). Another node cordoned that no pod of the Deployment ran on is never named;
+// kube-state-metrics is scraped twice (two replicas), and the pod counted once.
 func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -153,7 +154,8 @@ func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
 	after.Nodes[1].Unschedulable, after.Nodes[1].Conditions = true, map[string]string{"SysLogsXIDError": "True"}
 	after.Nodes[2].Unschedulable = true
 	ksm := testenv.ServeExposition(t, before.Exposition)
-	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: append(dcgm, testenv.Target{Addr: ksm.Addr, Job: "kube-state-metrics"})})
+	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: append(dcgm,
+		testenv.Target{Addr: ksm.Addr, Job: "kube-state-metrics"}, testenv.Target{Addr: ksm.Addr, Job: "ksm-shadow"})})
 	c := on(t)
 	kc := &kube.Config{}
 	kc.SetDefaults()
