@@ -27,10 +27,10 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type pod struct {
-		name, start, fault string
-		tp                 int
-		optional           bool
-		eng                *sim.Engine
+		name, ns, start, fault string
+		tp                     int
+		optional               bool
+		eng                    *sim.Engine
 	}
 	pods := []*pod{
 		{name: "remap", start: "healthy", fault: "gpu-row-remap-failure", tp: 2},
@@ -38,19 +38,23 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 		{name: "stale", start: "gpu-stale-xid", tp: 2},
 		{name: "hot", start: "healthy", fault: "gpu-throttle", tp: 1},
 		{name: "idle", start: "idle", tp: 1},
-		{name: "loop", start: "healthy", fault: "gpu-xid-repeat", tp: 1, optional: true},
+		// in a namespace of its own: its GPU, busy and idle by turns, is not the hot GPU's sibling
+		{name: "loop", ns: "crashloop", start: "healthy", fault: "gpu-xid-repeat", tp: 1, optional: true},
 	}
 	var targets []testenv.Target
 	for i, p := range pods {
 		var tg []testenv.Target
-		p.eng, tg = simgpu.Start(ctx, t, simgpu.Pod{Name: p.name, Node: fmt.Sprintf("gpu-node-%d", i), TP: p.tp, Seed: uint64(i + 1),
-			Scenario: p.start, Optional: p.optional})
+		if p.ns == "" {
+			p.ns = "inference"
+		}
+		p.eng, tg = simgpu.Start(ctx, t, simgpu.Pod{Name: p.name, Namespace: p.ns, Node: fmt.Sprintf("gpu-node-%d", i), TP: p.tp,
+			Seed: uint64(i + 1), Scenario: p.start, Optional: p.optional})
 		targets = append(targets, tg...)
 	}
 	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: targets})
 	c := on(t)
-	lookup := func(name string) *facts.Facts {
-		s := facts.Subject{Namespace: "inference", Pod: name, At: time.Now(), Window: 10 * time.Second}
+	lookup := func(p *pod) *facts.Facts {
+		s := facts.Subject{Namespace: p.ns, Pod: p.name, At: time.Now(), Window: 10 * time.Second}
 		return (Source{Config: c}).Lookup(context.Background(), testenv.Asker(t, prom.URL, s.At), s).Facts
 	}
 	// and stored for over a repeat step (15 s): an XID appearing in the same step as its GPU's
@@ -59,7 +63,7 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	testenv.WaitFor(t, 60*time.Second, "every pod's GPUs stored under its name, a repeat step ago", func() bool {
 		if stored.IsZero() {
 			for _, p := range pods {
-				if n := lookup(p.name).Number("gpu_count"); n == nil || int(*n) != p.tp {
+				if n := lookup(p).Number("gpu_count"); n == nil || int(*n) != p.tp {
 					return false
 				}
 			}
@@ -69,8 +73,8 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	})
 	// Before the faults: none, the stale XID included; the idle GPU never compared.
 	for _, p := range pods {
-		if n := lookup(p.name).Number("gpu_faults"); n == nil || *n != 0 {
-			t.Fatalf("%s: %v faults before any, facts %+v", p.name, n, lookup(p.name).Labels)
+		if n := lookup(p).Number("gpu_faults"); n == nil || *n != 0 {
+			t.Fatalf("%s: %v faults before any, facts %+v", p.name, n, lookup(p).Labels)
 		}
 	}
 	switched := time.Now()
@@ -89,7 +93,7 @@ func TestTheLookupReadsTheStandInsFaultsAndThrottleThroughExportedPod(t *testing
 	testenv.WaitFor(t, 90*time.Second, "the faults and the hot GPU's window", func() bool {
 		got = map[string]*facts.Facts{}
 		for _, p := range pods {
-			got[p.name] = lookup(p.name)
+			got[p.name] = lookup(p)
 		}
 		hot := got["hot"].Number("gpu_clock")
 		// (occurrences are counted at 15 s steps: one shows up to a step late)
