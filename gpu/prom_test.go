@@ -169,10 +169,10 @@ func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
 		return (Source{Config: c, Kube: kc}).Lookup(context.Background(), testenv.Asker(t, prom.URL, s.At), s).Facts
 	}
 	var f *facts.Facts
-	testenv.WaitFor(t, 60*time.Second, "both pods and the XID stored", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "pod 1 on node 1 and the XID stored", func() bool {
 		f = lookup()
 		n := f.Number("gpu_cordoned_pods")
-		return n != nil && lookupXID(t, prom.URL)
+		return n != nil && holds(t, prom.URL, "DCGM_FI_DEV_XID_ERRORS") && holds(t, prom.URL, `kube_pod_info{pod="vllm-llama-7d9c5f-1",node="gpu-node-1"}`)
 	})
 	if n := f.Number("gpu_cordoned_pods"); *n != 0 || f.Label("gpu_cordoned_node") != "" {
 		t.Fatalf("before the cordon: %v pods left %q", *n, f.Label("gpu_cordoned_node"))
@@ -187,8 +187,8 @@ func TestACordonedNodeThePodsLeftIsNamedWithItsXID(t *testing.T) {
 	}
 }
 
-// lookupXID reports whether Prometheus holds the stand-in's XID series.
-func lookupXID(t *testing.T, url string) bool {
-	a := testenv.Asker(t, url, time.Now())(context.Background(), []facts.Query{{Name: "x", Expr: "DCGM_FI_DEV_XID_ERRORS"}})
+// holds reports whether Prometheus at url holds a series expr selects.
+func holds(t *testing.T, url, expr string) bool {
+	a := testenv.Asker(t, url, time.Now())(context.Background(), []facts.Query{{Name: "x", Expr: expr}})
 	return len(a.Vectors["x"]) > 0
 }
