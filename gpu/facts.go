@@ -29,10 +29,19 @@ var table = []facts.Fact{
 	{Name: "gpu_xid", Title: "XID", Query: "xid", Doc: "the XID of an xid fault"},
 	{Name: "gpu_fault_detail", Title: "GPU fault, said", Label: true, Query: "xid",
 		Doc: "the fault in words, with what it means for the node (the XID's meaning from NVIDIA's catalog as docs/gpu-facts.md gives it), and how many more faults there are"},
+	{Name: "gpu_fault_seen", Title: "Times the fault was seen on the pod's GPUs (24h)", Unit: "count", Query: "repeat_seen",
+		Doc: "how many times the first fault, an XID or a lost GPU, was seen on the pod's GPUs of that node within 24 h: its XID series appearing again (the gauge hides the same XID again: it shows only after another XID or an exporter restart in between), DCGM_EXP_XID_ERRORS_COUNT's rises where enabled, the GPU's series disappearing again; unknown for the other kinds"},
+	{Name: "gpu_fault_since", Title: "First seen", Label: true, Query: "repeat_first",
+		Doc: "when it was first seen within those 24 h (UTC; to the 15 s step the occurrences are counted at)"},
 	{Name: "gpu_node_cordoned", Title: "Node of the fault cordoned", Query: "node_cordoned",
 		Doc: "1 when the fault's node is cordoned (kube_node_spec_unschedulable) or quarantined by NVSentinel (fault_quarantine_current_quarantined_nodes), 0 when neither; unknown without kube-state-metrics"},
 	{Name: "gpu_node_conditions", Title: "GPU health conditions of that node", Label: true, Shown: true, Query: "node_conditions",
 		Doc: "the node's GPU health conditions that say it is unhealthy, comma-separated: NVSentinel's checks True (SysLogsXIDError, SysLogsGPUFallenOff, Gpu*Watch...), the EKS node agent's AcceleratedHardwareReady=False"},
+	{Name: "gpu_cordoned_node", Title: "Cordoned node the workload's pods left", Label: true, Shown: true, Query: "cordoned_left",
+		Doc: "a node cordoned now (kube_node_spec_unschedulable 1) that pods of the pod's controller (kube_pod_info's created_by_name) ran on within gpu.recent and run on no more; of several, the one most left"},
+	{Name: "gpu_cordoned_pods", Title: "Pods that left it", Unit: "count", Query: "cordoned_left", Doc: "how many pods of the controller left that node within gpu.recent (0 when no cordoned node lost any; unknown without kube-state-metrics)"},
+	{Name: "gpu_cordoned_cause", Title: "Why it was cordoned", Label: true, Shown: true, Query: "cordoned_xid",
+		Doc: "what the node's GPUs last reported, `XID 79` (the drain-or-reset XIDs of gpu.xids on the gauge, which keeps the last one), else `its GPU health condition SysLogsGPUFallenOff` (NVSentinel's, the EKS node agent's); \"\" when neither says"},
 	{Name: "gpu_throttled_gpu", Title: "GPU compared for throttling", Label: true, Query: "clock",
 		Doc: "the busy GPU of the pod (utilisation at least 50% over the window) whose SM clock is lowest against its reference: the siblings' clock, else its own recent past"},
 	{Name: "gpu_clock", Title: "SM clock (MHz, mean over the window)", Query: "clock", Doc: "that GPU's DCGM_FI_DEV_SM_CLOCK, mean over the window"},
@@ -62,7 +71,16 @@ func Names() []facts.Fact {
 // Facts are the report's facts (none when no GPU was found).
 func (r *Report) Facts() *facts.Facts {
 	f := facts.New(SourceName)
-	if r == nil || len(r.GPUs) == 0 {
+	if r == nil {
+		return f
+	}
+	if _, read := r.Queries["cordoned_left"]; read && len(r.Problems) == 0 {
+		n := float64(r.CordonedPods)
+		f.SetNumber("gpu_cordoned_pods", &n)
+		f.SetLabel("gpu_cordoned_node", r.CordonedNode)
+		f.SetLabel("gpu_cordoned_cause", r.CordonedCause)
+	}
+	if len(r.GPUs) == 0 {
 		return f
 	}
 	n := float64(len(r.GPUs))
@@ -85,6 +103,11 @@ func (r *Report) Facts() *facts.Facts {
 			d += fmt.Sprintf(" (and %d more: %s)", more, r.others())
 		}
 		f.SetLabel("gpu_fault_detail", d)
+		if r.Seen > 0 {
+			n := float64(r.Seen)
+			f.SetNumber("gpu_fault_seen", &n)
+			f.SetLabel("gpu_fault_since", r.since())
+		}
 		f.SetNumber("gpu_node_cordoned", r.Cordoned)
 		f.SetLabel("gpu_node_conditions", strings.Join(r.Conditions, ", "))
 	}
@@ -118,6 +141,18 @@ func (x Fault) Said(recent string) string {
 		return on + " remapped rows after uncorrectable memory errors in the last " + recent + ": the repair applies at the next GPU reset"
 	}
 	return on + " counts NVLink errors in the last " + recent + " (replay or recovery errors, or CRC errors at 100/s or more): collectives over that link fail or hang"
+}
+
+// since is when the first fault was first seen: "15:04 UTC", with the date when not the
+// diagnosis' day.
+func (r *Report) since() string {
+	if r.Since.IsZero() {
+		return ""
+	}
+	if at := r.at.UTC(); r.Since.Year() == at.Year() && r.Since.YearDay() == at.YearDay() {
+		return r.Since.Format("15:04 UTC")
+	}
+	return r.Since.Format("Jan 2 15:04 UTC")
 }
 
 // others names the faults after the first, briefly.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +85,16 @@ type Report struct {
 	// Cordoned: the fault's node is cordoned (kube_node_spec_unschedulable 1, or NVSentinel's
 	// fault_quarantine_current_quarantined_nodes 1); nil when not read or unknown.
 	Cordoned *float64
+	// CordonedNode is a node cordoned now that pods of the pod's controller ran on within
+	// gpu.recent and run on no more (the one most left), CordonedPods how many left it, and
+	// CordonedCause what its GPUs or its conditions say of why ("XID 79"; "" unknown).
+	CordonedNode, CordonedCause string
+	CordonedPods                int
+	// Seen is how many times the first fault was seen on the pod's GPUs (on its node) within
+	// repeatSpan: its XID appearing or counted again, or its GPU lost again (0: not read; see
+	// repeats for what can be seen). Since is the first time.
+	Seen  int
+	Since time.Time
 	// Conditions are the fault node's GPU health conditions that say it is unhealthy (NVSentinel's
 	// checks True, the EKS node agent's AcceleratedHardwareReady False), by name.
 	Conditions []string
@@ -91,6 +102,7 @@ type Report struct {
 	Queries  map[string]string
 	Problems []string
 	recent   time.Duration
+	at       time.Time
 }
 
 // GPU is one GPU's readings over the window.
@@ -164,16 +176,22 @@ func (c *Config) metric(name string) string { return c.MetricPrefix + name }
 func (c *Config) by() string { return c.NodeLabel + ", gpu, UUID, modelName" }
 
 // Lookup reads what dcgm-exporter says about the pod's GPUs as of the asker's time, in one step
-// (two where no GPU series names the pod and kube is set: then the node's GPUs).
+// (two where no GPU series names the pod and kube is set: then the node's GPUs), and with kube
+// set, whether pods of the pod's controller left a node cordoned now (cordonQueries).
 func (c *Config) Lookup(ctx context.Context, ask facts.Asker, s facts.Subject, kc *kube.Config) *Report {
-	r := &Report{Namespace: s.Namespace, Pod: s.Pod, Queries: map[string]string{}, recent: c.Recent}
+	r := &Report{Namespace: s.Namespace, Pod: s.Pod, Queries: map[string]string{}, recent: c.Recent, at: s.At}
 	sel := c.matchers(c.NamespaceLabel, s.Namespace, c.PodLabel, s.Pod)
 	qs := c.queries(sel, s)
+	if kc != nil && kc.Enabled && s.Namespace != "" && s.Pod != "" {
+		qs = append(qs, c.cordonQueries(kc, s)...)
+	}
 	a := ask(ctx, qs)
 	r.record(qs, a)
+	r.readCordoned(a)
 	if r.read(c, a, true) {
 		r.By = "pod labels"
 		r.node(ctx, ask)
+		r.repeats(ctx, ask, c)
 		return r
 	}
 	if kc == nil || !kc.Enabled || len(r.Problems) > 0 {
@@ -195,6 +213,7 @@ func (c *Config) Lookup(ctx context.Context, ask facts.Asker, s facts.Subject, k
 	if r.read(c, a, false) {
 		r.By = "node"
 		r.node(ctx, ask)
+		r.repeats(ctx, ask, c)
 	}
 	return r
 }
@@ -213,7 +232,7 @@ func (r *Report) node(ctx context.Context, ask facts.Asker) {
 	n := promql.Matcher("node", r.Faults[0].GPU.Node)
 	qs := []facts.Query{
 		{Name: "node_cordoned", Expr: "max(kube_node_spec_unschedulable{" + n + "} or fault_quarantine_current_quarantined_nodes{" + n + "})"},
-		{Name: "node_conditions", Expr: "kube_node_status_condition{" + n + ",condition=~" + promql.Quote(nodeConditions) + `,status="true"} == 1 or kube_node_status_condition{` + n + `,condition="AcceleratedHardwareReady",status="false"} == 1`},
+		{Name: "node_conditions", Expr: conditions(n)},
 	}
 	a := ask(ctx, qs)
 	r.record(qs, a)
@@ -228,6 +247,151 @@ func (r *Report) node(ctx context.Context, ask facts.Asker) {
 		}
 	}
 	slices.Sort(r.Conditions)
+}
+
+// The span and the resolution over which the first fault's earlier occurrences are counted.
+const (
+	repeatSpan = 24 * time.Hour
+	repeatStep = 15 * time.Second
+)
+
+// repeats counts, for a first fault that is an XID or a lost GPU, how many times it was seen on
+// the pod's GPUs of that node within repeatSpan (one more step, only when there is such a
+// fault). What the series can show (docs/gpu-facts.md, "A fault seen again"):
+//   - the XID gauge holds the last XID and does not change for the same XID again, so a repeat
+//     shows on it only as its series appearing again after it went away (another XID came in
+//     between, or the exporter restarted): an appearance at the same step as the GPU's own
+//     series (the exporter starting, which may replay the kernel log) is not counted;
+//   - DCGM_EXP_XID_ERRORS_COUNT (off by default) counts each XID within its window: its rises
+//     are counted;
+//   - a lost GPU is seen again when its series disappear again while the node's others report.
+//
+// Per GPU the larger of the counts is taken (both see the same faults), then summed.
+func (r *Report) repeats(ctx context.Context, ask facts.Asker, c *Config) {
+	if len(r.Faults) == 0 || (r.Faults[0].Kind != "xid" && r.Faults[0].Kind != "gpu-lost") {
+		return
+	}
+	f := r.Faults[0]
+	var uuids []string
+	for _, g := range r.GPUs {
+		if g.Node == f.GPU.Node && g.UUID != "" {
+			uuids = append(uuids, regexp.QuoteMeta(g.UUID))
+		}
+	}
+	if len(uuids) == 0 {
+		return
+	}
+	node := c.matchers(c.NodeLabel, f.GPU.Node)
+	m := node + ",UUID=~" + promql.Quote(strings.Join(uuids, "|"))
+	step := model.Duration(repeatStep).String()
+	sub := "[" + model.Duration(repeatSpan).String() + ":" + step + "]"
+	// per is max by (UUID) of metric{m, extra}, offset by a step when before.
+	per := func(metric, extra string, before bool) string {
+		e := "max by (UUID) (" + c.metric(metric) + "{" + m + extra + "}"
+		if before {
+			e += " offset " + step
+		}
+		return e + ")"
+	}
+	sm := func(before bool) string { return per("DCGM_FI_DEV_SM_CLOCK", "", before) }
+	var seen, counted string
+	if f.Kind == "xid" {
+		x := strconv.Itoa(f.XID)
+		gauge := func(before bool) string { return per("DCGM_FI_DEV_XID_ERRORS", ",err_code="+promql.Quote(x), before) }
+		count := func(before bool) string { return per("DCGM_EXP_XID_ERRORS_COUNT", ",xid="+promql.Quote(x), before) }
+		seen = fmt.Sprintf("(%s unless %s) unless on (UUID) (%s unless %s)", gauge(false), gauge(true), sm(false), sm(true))
+		counted = fmt.Sprintf("clamp_min(%s - %s, 0) or (%s unless %s)", count(false), count(true), count(false), count(true))
+	} else {
+		seen = fmt.Sprintf("(%s unless %s) and on () (count(%s{%s}) > 0)", sm(true), sm(false), c.metric("DCGM_FI_DEV_SM_CLOCK"), node)
+	}
+	qs := []facts.Query{
+		{Name: "repeat_seen", Expr: "count_over_time((" + seen + ")" + sub + ")"},
+		{Name: "repeat_first", Expr: "min(min_over_time((timestamp(" + seen + "))" + sub + "))"},
+	}
+	if counted != "" {
+		qs = append(qs, facts.Query{Name: "repeat_counted", Expr: "sum_over_time((" + counted + ")" + sub + ")"})
+		qs[1].Expr = "min(min_over_time((timestamp((" + seen + ") or ((" + counted + ") > 0)))" + sub + "))"
+	}
+	a := ask(ctx, qs)
+	r.record(qs, a)
+	byUUID := map[string]float64{}
+	for _, name := range []string{"repeat_seen", "repeat_counted"} {
+		for _, smp := range a.Vectors[name] {
+			u := string(smp.Metric["UUID"])
+			byUUID[u] = max(byUUID[u], float64(smp.Value))
+		}
+	}
+	for _, n := range byUUID {
+		r.Seen += int(n)
+	}
+	if first := one(a.Vectors["repeat_first"]); first != nil && r.Seen > 0 {
+		r.Since = time.Unix(int64(*first), 0).UTC()
+	}
+}
+
+// conditions is the PromQL of the GPU health conditions that say a node (sel: those it
+// selects, "" every node) is unhealthy: NVSentinel's True, the EKS node agent's
+// AcceleratedHardwareReady False.
+func conditions(sel string) string {
+	m := func(rest string) string { return strings.TrimPrefix(sel+","+rest, ",") }
+	return "kube_node_status_condition{" + m("condition=~"+promql.Quote(nodeConditions)+`,status="true"`) + "} == 1 or kube_node_status_condition{" +
+		m(`condition="AcceleratedHardwareReady",status="false"`) + "} == 1"
+}
+
+// cordonQueries are the pods a capacity verdict lacks because a GPU node was cordoned
+// (kube-state-metrics): per node cordoned now (kube_node_spec_unschedulable 1), the pods of the
+// pod's controller (kube_pod_info's created_by_kind and created_by_name: a Deployment's current
+// ReplicaSet, a StatefulSet) that ran on it within gpu.recent and run on it no more (drained or
+// evicted); with what that node's GPUs last reported (the XID gauge keeps the last XID, which
+// is what a cordon after a fault wants to name) and its GPU health conditions.
+func (c *Config) cordonQueries(kc *kube.Config, s facts.Subject) []facts.Query {
+	ns, pod := kc.NamespaceLabel, kc.PodLabel
+	inNS, this := c.matchers(ns, s.Namespace), c.matchers(ns, s.Namespace, pod, s.Pod)
+	// (grouped by pod first: two kube-state-metrics replicas give every series twice)
+	left := fmt.Sprintf(`count by (node) (group by (node, %s, %s) ((max_over_time(kube_pod_info{%s,created_by_name!=""}[%s]) and on (%s, created_by_kind, created_by_name) kube_pod_info{%s}) unless on (%s, %s, node) kube_pod_info{%s})) and on (node) (max by (node) (kube_node_spec_unschedulable) == 1)`,
+		ns, pod, inNS, model.Duration(c.Recent).String(), ns, this, ns, pod, inNS)
+	xids := make([]string, len(c.XIDs))
+	for i, x := range c.XIDs {
+		xids[i] = strconv.Itoa(x)
+	}
+	return []facts.Query{
+		{Name: "cordoned_left", Expr: left},
+		{Name: "cordoned_xid", Expr: fmt.Sprintf(`max by (node, err_code) (label_replace(%s{err_code=~%s}, "node", "$1", %s, "(.+)")) and on (node) (%s)`,
+			c.metric("DCGM_FI_DEV_XID_ERRORS"), promql.Quote(strings.Join(xids, "|")), promql.Quote(c.NodeLabel), left)},
+		{Name: "cordoned_conditions", Expr: "(" + conditions("") + ") and on (node) (" + left + ")"},
+	}
+}
+
+// readCordoned takes the cordoned node that most pods left, and why.
+func (r *Report) readCordoned(a facts.Answer) {
+	for _, smp := range a.Vectors["cordoned_left"] {
+		n, node := int(smp.Value), string(smp.Metric["node"])
+		if n > r.CordonedPods || (n == r.CordonedPods && node < r.CordonedNode) {
+			r.CordonedNode, r.CordonedPods = node, n
+		}
+	}
+	if r.CordonedNode == "" {
+		return
+	}
+	var xids, conds []string
+	for _, smp := range a.Vectors["cordoned_xid"] {
+		if string(smp.Metric["node"]) == r.CordonedNode {
+			xids = append(xids, string(smp.Metric["err_code"]))
+		}
+	}
+	for _, smp := range a.Vectors["cordoned_conditions"] {
+		if string(smp.Metric["node"]) == r.CordonedNode {
+			conds = append(conds, string(smp.Metric["condition"]))
+		}
+	}
+	slices.Sort(xids)
+	slices.Sort(conds)
+	switch {
+	case len(xids) > 0:
+		r.CordonedCause = "XID " + strings.Join(slices.Compact(xids), ", ")
+	case len(conds) > 0:
+		r.CordonedCause = "its GPU health condition " + strings.Join(slices.Compact(conds), ", ")
+	}
 }
 
 // matchers writes label="value" for each pair with a value, comma-separated.

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,123 @@ func TestEveryQueryParses(t *testing.T) {
 				t.Errorf("%s: %s: %v", q.Name, q.Expr, err)
 			}
 		}
+	}
+}
+
+// The first fault seen again: an XID is counted per GPU by the larger of its series' appearances
+// (the gauge) and the exporter's XID count, a lost GPU by its series vanishing; both asked only
+// for the fault's node and the pod's GPUs there, and every query parses. Seen once, it is said
+// as once (the hard negative of "repeated" is the template's).
+func TestTheFirstFaultSeenAgainIsCountedOnThePodsGPUs(t *testing.T) {
+	c := on(t)
+	first := subj.At.Add(-3 * time.Hour).Unix()
+	for _, tc := range []struct {
+		name     string
+		fault    model.Vector
+		kind     string
+		counts   map[string]model.Vector
+		seen     float64
+		contains string
+	}{
+		{name: "xid", fault: model.Vector{gpuSample("1", "GPU-b", 95, "err_code", "95")}, kind: "xid", seen: 3, contains: `err_code="95"`,
+			counts: map[string]model.Vector{"repeat_seen": {gpuSample("", "GPU-b", 1)}, "repeat_counted": {gpuSample("", "GPU-b", 3)}}},
+		{name: "xid once", fault: model.Vector{gpuSample("1", "GPU-b", 95, "err_code", "95")}, kind: "xid", seen: 1, contains: `xid="95"`,
+			counts: map[string]model.Vector{"repeat_seen": {gpuSample("", "GPU-b", 1)}}},
+		{name: "lost", kind: "gpu-lost", seen: 2, contains: "count(DCGM_FI_DEV_SM_CLOCK{Hostname=\"gpu-node-0\"}) > 0",
+			counts: map[string]model.Vector{"repeat_seen": {gpuSample("", "GPU-b", 2)}}},
+	} {
+		var asked []facts.Query
+		ask := func(_ context.Context, qs []facts.Query) facts.Answer {
+			asked = append(asked, qs...)
+			v := map[string]model.Vector{
+				"gpus":         {gpuSample("0", "GPU-a", 1980), gpuSample("1", "GPU-b", 1980)},
+				"xid":          tc.fault,
+				"repeat_first": {&model.Sample{Metric: model.Metric{}, Value: model.SampleValue(first)}},
+			}
+			if tc.kind == "gpu-lost" {
+				v["lost"] = model.Vector{gpuSample("1", "GPU-b", 1980)}
+			}
+			for k, x := range tc.counts {
+				v[k] = x
+			}
+			return facts.Answer{Vectors: v}
+		}
+		f := Source{Config: c}.Lookup(context.Background(), ask, subj).Facts
+		if n := f.Number("gpu_fault_seen"); f.Label("gpu_fault_kind") != tc.kind || n == nil || *n != tc.seen {
+			t.Errorf("%s: kind %q seen %v, want %s %g", tc.name, f.Label("gpu_fault_kind"), n, tc.kind, tc.seen)
+		}
+		if want := time.Unix(first, 0).UTC().Format("15:04 UTC"); f.Label("gpu_fault_since") != want {
+			t.Errorf("%s: since %q, want %q", tc.name, f.Label("gpu_fault_since"), want)
+		}
+		var repeat string
+		for _, q := range asked {
+			if _, err := parser.NewParser(parser.Options{}).ParseExpr(q.Expr); err != nil {
+				t.Errorf("%s: %s: %s: %v", tc.name, q.Name, q.Expr, err)
+			}
+			if strings.HasPrefix(q.Name, "repeat_") {
+				repeat += q.Expr + "\n"
+			}
+		}
+		if !strings.Contains(repeat, `UUID=~"GPU-a|GPU-b"`) || !strings.Contains(repeat, "[1d:15s]") || !strings.Contains(repeat, tc.contains) {
+			t.Errorf("%s: repeat queries:\n%s", tc.name, repeat)
+		}
+	}
+}
+
+// The cordoned node the pods left: the one most left; its cause the XIDs on its gauge, else its
+// GPU health conditions; no node when none lost a pod. The queries parse, and ask nothing
+// without kube or a namespace.
+func TestTheCordonedNodeThePodsLeftAndWhy(t *testing.T) {
+	c := on(t)
+	kc := &kube.Config{}
+	kc.SetDefaults()
+	node := func(n string, v float64, extra ...string) *model.Sample {
+		m := model.Metric{"node": model.LabelValue(n)}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[model.LabelName(extra[i])] = model.LabelValue(extra[i+1])
+		}
+		return &model.Sample{Metric: m, Value: model.SampleValue(v)}
+	}
+	for _, tc := range []struct {
+		name                string
+		answer              map[string]model.Vector
+		wantNode, wantCause string
+		wantPods            float64
+	}{
+		{name: "none", answer: map[string]model.Vector{}, wantPods: 0},
+		{name: "xid", answer: map[string]model.Vector{
+			"cordoned_left":       {node("gpu-a", 1), node("gpu-b", 2)},
+			"cordoned_xid":        {node("gpu-a", 48, "err_code", "48"), node("gpu-b", 79, "err_code", "79")},
+			"cordoned_conditions": {node("gpu-b", 1, "condition", "SysLogsXIDError")},
+		}, wantNode: "gpu-b", wantPods: 2, wantCause: "XID 79"},
+		{name: "condition", answer: map[string]model.Vector{
+			"cordoned_left":       {node("gpu-b", 1)},
+			"cordoned_conditions": {node("gpu-b", 1, "condition", "SysLogsGPUFallenOff")},
+		}, wantNode: "gpu-b", wantPods: 1, wantCause: "its GPU health condition SysLogsGPUFallenOff"},
+	} {
+		ask := func(_ context.Context, qs []facts.Query) facts.Answer {
+			for _, q := range qs {
+				if _, err := parser.NewParser(parser.Options{}).ParseExpr(q.Expr); err != nil {
+					t.Errorf("%s: %v", q.Expr, err)
+				}
+			}
+			return facts.Answer{Vectors: tc.answer}
+		}
+		f := Source{Config: c, Kube: kc}.Lookup(context.Background(), ask, subj).Facts
+		if n := f.Number("gpu_cordoned_pods"); n == nil || *n != tc.wantPods || f.Label("gpu_cordoned_node") != tc.wantNode || f.Label("gpu_cordoned_cause") != tc.wantCause {
+			t.Errorf("%s: %v pods left %q (%q)", tc.name, n, f.Label("gpu_cordoned_node"), f.Label("gpu_cordoned_cause"))
+		}
+	}
+	var asked []string
+	ask := func(_ context.Context, qs []facts.Query) facts.Answer {
+		for _, q := range qs {
+			asked = append(asked, q.Name)
+		}
+		return facts.Answer{}
+	}
+	Source{Config: c}.Lookup(context.Background(), ask, subj)
+	Source{Config: c, Kube: kc}.Lookup(context.Background(), ask, facts.Subject{Pod: "vllm-0", At: subj.At, Window: subj.Window})
+	if slices.Contains(asked, "cordoned_left") {
+		t.Errorf("asked for the cordon without kube or a namespace: %v", asked)
 	}
 }

@@ -19,12 +19,19 @@
 # /vllm triage would: restart-loop (engine-restarting) and sleep (engine-paused), an API server that
 # becomes the bottleneck (frontend-bound) on pod 0 and speculative decoding whose acceptance drops
 # on vllm-ring-spec (a third vllm-sim, --num-speculative-tokens 3); the two ring pods are namespace
-# demo-ring, not the model's siblings. Each is held until the diagnosis of its alert on pod 0 (or
+# demo-ring, not the model's siblings. It also shows the hardware ring end to end: vllm-gpu-0 (a
+# fourth vllm-sim, TP=2, namespace demo-gpu, on node gpu-a7) serves with a dcgm-exporter stand-in
+# (--dcgm-listen) that Prometheus scrapes as a cluster does (the exporter's own pod, namespace and
+# container as target labels: the vLLM pod arrives in exported_pod, as the gpu: config expects);
+# rank 1's GPU falls off the bus (gpu-xid79), VLLMGPUFault fires, the verdict is gpu-fault (started
+# in the full walk only; its alert, which stands while the fault is recent, is not waited out). Each is held until the diagnosis of its alert on pod 0 (or
 # its triage) arrives (or DEMO_TIMEOUT seconds), then every pod goes back to healthy until the
 # alerts resolve. The responder's console notifier prints each diagnosis as it arrives; with
 # SLACK_BOT_TOKEN set (and SLACK_CHANNEL, default #vllm-incidents) they go to Slack instead.
 #
-# Environment: DEMO_WALK short (default) or full; DEMO_TIMEOUT (default 180) seconds per wait; DEMO_STAY=1 keeps everything running
+# Environment: DEMO_WALK short (default) or full; DEMO_ONLY=NAME runs only the steps of that walk
+# whose line names NAME (a scenario, e.g. DEMO_WALK=full DEMO_ONLY=gpu-xid79: one step, for
+# checking it); DEMO_TIMEOUT (default 180) seconds per wait; DEMO_STAY=1 keeps everything running
 # after the walk-through until Ctrl-C (default: 1 on a terminal, 0 otherwise; with 0 the script
 # exits non-zero if a scenario did not produce its verdict). Everything it starts is stopped on
 # exit or Ctrl-C, and its files live in one mktemp directory (kept with DEMO_KEEP_TMP=1).
@@ -33,6 +40,7 @@ cd "$(dirname "$0")/.."
 
 TIMEOUT=${DEMO_TIMEOUT:-180}
 WALK=${DEMO_WALK:-short}
+ONLY=${DEMO_ONLY:-}
 case $WALK in short | full) ;; *) echo "DEMO_WALK is short or full, not $WALK" >&2; exit 2 ;; esac
 if [ -t 1 ]; then STAY=${DEMO_STAY:-1}; else STAY=${DEMO_STAY:-0}; fi
 for b in bin/responder bin/vllm-sim; do
@@ -87,6 +95,8 @@ SIM=127.0.0.1:${SIM_PORTS[0]}
 SIMS=127.0.0.1:${SIM_PORTS[0]},127.0.0.1:${SIM_PORTS[1]},127.0.0.1:${SIM_PORTS[2]}
 SIM_KV=127.0.0.1:$(freeport)
 SIM_SPEC=127.0.0.1:$(freeport)
+SIM_GPU=127.0.0.1:$(freeport)
+DCGM=127.0.0.1:$(freeport)
 KSM_PORT=$(freeport)
 JAEGER_PORT=$(freeport)
 JAEGER_OTLP_PORT=$(freeport)
@@ -97,6 +107,9 @@ JAEGER=http://127.0.0.1:$JAEGER_PORT
 POD=vllm-demo-0
 NS=demo
 NS_RING=demo-ring
+NS_GPU=demo-gpu
+POD_GPU=vllm-gpu-0
+NODE_GPU=gpu-a7
 RESPONDER_WEBHOOK_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export RESPONDER_WEBHOOK_TOKEN
 
@@ -127,6 +140,26 @@ bin/vllm-sim --listen "$SIM_KV" --kv-role consumer --scenario healthy --seed 7 -
 pids+=($!)
 bin/vllm-sim --listen "$SIM_SPEC" --num-speculative-tokens 3 --scenario spec-decode --seed 9 --log-level warn >"$tmp/vllm-sim-spec.log" 2>&1 &
 pids+=($!)
+# The hardware ring (full walk only): a TP=2 pod on node gpu-a7 and its node's dcgm-exporter
+# stand-in, scraped as another target (job dcgm-exporter, honor_labels false: the payload's pod,
+# namespace and container become exported_*, the gpu: section's defaults). vLLM's RPC deadline is
+# cut from 300s to 60s so that the lost GPU's engine dies within the step.
+gpu_targets="" dcgm_job=""
+if [ "$WALK" = full ]; then
+  echo "== starting vllm-sim for the hardware ring: $POD_GPU on $SIM_GPU (TP=2, node $NODE_GPU), its dcgm-exporter stand-in on $DCGM"
+  bin/vllm-sim --listen "$SIM_GPU" --pod-names "$POD_GPU" --sd-labels "namespace=$NS_GPU" --tensor-parallel-size 2 \
+    --execute-model-timeout 60s --dcgm-listen "$DCGM" --dcgm-nodes "$NODE_GPU" --gpus-per-node 4 \
+    --scenario healthy --seed 11 --log-level warn >"$tmp/vllm-sim-gpu.log" 2>&1 &
+  pids+=($!)
+  gpu_targets="
+      - targets: [\"$SIM_GPU\"]
+        labels: {pod: $POD_GPU, namespace: $NS_GPU}"
+  dcgm_job="
+  - job_name: dcgm-exporter
+    static_configs:
+      - targets: [\"$DCGM\"]
+        labels: {pod: nvidia-dcgm-exporter-$NODE_GPU, namespace: gpu-operator, container: nvidia-dcgm-exporter}"
+fi
 echo "== starting a stand-in kube-state-metrics on 127.0.0.1:$KSM_PORT: Deployment vllm-demo, its HPA (max 3 replicas, 20 waiting per pod)"
 go build -o "$tmp/ksm-standin" ./internal/testenv/cmd/ksm-standin
 "$tmp/ksm-standin" --listen "127.0.0.1:$KSM_PORT" --namespace "$NS" --deployment vllm-demo \
@@ -158,11 +191,11 @@ scrape_configs:
       - targets: ["$SIM_KV"]
         labels: {pod: vllm-ring-kv, namespace: $NS_RING}
       - targets: ["$SIM_SPEC"]
-        labels: {pod: vllm-ring-spec, namespace: $NS_RING}
+        labels: {pod: vllm-ring-spec, namespace: $NS_RING}$gpu_targets
   - job_name: kube-state-metrics
     honor_labels: true
     static_configs:
-      - targets: ["127.0.0.1:$KSM_PORT"]
+      - targets: ["127.0.0.1:$KSM_PORT"]$dcgm_job
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prometheus" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$tmp/prometheus.log" 2>&1 &
@@ -231,6 +264,9 @@ pids+=($!)
 waitfor 30 "vllm-sim" curl -fsS "http://$SIM/health" || { cat "$tmp/vllm-sim.log"; exit 1; }
 waitfor 30 "vllm-sim (KV consumer)" curl -fsS "http://$SIM_KV/health" || { cat "$tmp/vllm-sim-kv.log"; exit 1; }
 waitfor 30 "vllm-sim (speculative decoding)" curl -fsS "http://$SIM_SPEC/health" || { cat "$tmp/vllm-sim-spec.log"; exit 1; }
+if [ "$WALK" = full ]; then
+  waitfor 30 "vllm-sim (hardware ring)" curl -fsS "http://$SIM_GPU/health" || { cat "$tmp/vllm-sim-gpu.log"; exit 1; }
+fi
 waitfor 60 "Prometheus" curl -fsS "$PROM/-/ready" || { tail -20 "$tmp/prometheus.log"; exit 1; }
 waitfor 30 "Alertmanager" curl -fsS "$AM/-/ready" || { tail -20 "$tmp/alertmanager.log"; exit 1; }
 waitfor 30 "the responder" curl -fsS "$RESP/healthz" || { tail -20 "$tmp/responder.log"; exit 1; }
@@ -387,12 +423,13 @@ run_healthy() {
 # only (DEMO_WALK=full, make demo-full). A new scenario is one more entry. Each step starts with
 # every pod back at rest and every alert resolved (settle), a step that changes pod 0's load once
 # pod 0's hold is over (wait_hold); the healthy check and a step on another vllm-sim (--pod) may
-# run during the hold.
+# run during the hold. With DEMO_ONLY, only the steps whose line names it.
 steps=0 walk_t0=$SECONDS
 step() {
   local walk=$1
   shift
   [ "$walk" = short ] || [ "$WALK" = full ] || return 0
+  [ -z "$ONLY" ] || [[ " $* " == *" $ONLY "* ]] || return 0
   steps=$((steps + 1))
   "$@"
 }
@@ -431,6 +468,12 @@ step full run_triage sleep engine-paused \
   "healthy load; 20s in, an operator puts pod 0's engine to sleep (level 1): paused on purpose, not stalled; do not restart it."
 step full run_scenario frontend-bound VLLMTimeToFirstTokenP99High frontend-bound \
   "20 req/s with a heavy chat template: the API server's one core saturates; TTFT grows outside queue and prefill."
+# The hardware ring, on its own pod and namespace (its alerts are not the model's: the next step
+# does not wait them out): 20s in, rank 1's GPU falls off the bus; the engine core hangs in the
+# collective, then dies at vLLM's RPC deadline. VLLMGPUFault (fault gpu-lost) names the GPU.
+step full run_scenario --pod "$POD_GPU" "$SIM_GPU" healthy gpu-xid79 VLLMGPUFault gpu-fault \
+  "a TP=2 pod on node $NODE_GPU; 20s in, the GPU of rank 1 falls off the bus (XID 79): its dcgm-exporter series vanish, the engine core hangs in the collective until vLLM's RPC deadline." \
+  "fell off the bus"
 step full run_scenario --pod vllm-ring-spec "$SIM_SPEC" spec-decode spec-decode-acceptance-drop VLLMSpecDecodeAcceptanceDropped spec-decode-regression \
   "speculative decoding with 3 draft tokens accepting 80% a position; 90s in, new traffic accepts 10%: each step gives fewer tokens, ITL barely moves."
 

@@ -124,7 +124,7 @@ type DCGMExporter struct {
 	gpus     []*dcgmGPU
 	last     time.Time // the previous scrape
 	faultAt  time.Time // the scenario switch whose fault applied (or is pending)
-	applied  bool
+	occurred int       // how many times that fault happened (GPUFault.Every: more than once)
 	failWith error
 }
 
@@ -167,7 +167,7 @@ func (x *DCGMExporter) boot(now time.Time) {
 			energyMJ: float64(4e11 + s%1e11), // since boot, in mJ
 		}
 	}
-	x.last, x.applied = now, false
+	x.last, x.occurred = now, 0
 }
 
 // SetCollectorError makes every scrape fail with HTTP 500 (err != nil), as a collector error
@@ -220,7 +220,7 @@ func (x *DCGMExporter) Exposition(now time.Time) (string, error) {
 }
 
 // follow applies the pod's scenario to the GPUs: a switch away from a scenario that lost a GPU
-// is the node's reboot (a fresh hostengine: XIDs gone); a fault is recorded once it happens.
+// is the node's reboot (a fresh hostengine: XIDs gone); a fault is recorded each time it happens.
 func (x *DCGMExporter) follow(v gpuView, now time.Time) {
 	if !v.faultAt.Equal(x.faultAt) {
 		for _, g := range x.gpus {
@@ -229,22 +229,27 @@ func (x *DCGMExporter) follow(v gpuView, now time.Time) {
 				break
 			}
 		}
-		x.faultAt, x.applied = v.faultAt, false
+		x.faultAt, x.occurred = v.faultAt, 0
 	}
 	f := v.fault
-	if x.applied || f == (GPUFault{StaleXID: f.StaleXID, Rank: f.Rank}) || !f.active(v.faultAt, now) {
+	if f == (GPUFault{StaleXID: f.StaleXID, Rank: f.Rank}) || !f.active(v.faultAt, now) {
 		return
 	}
-	x.applied = true
-	g := x.gpus[f.rank(v.tp)]
-	at := v.faultAt.Add(f.At)
-	if f.XID > 0 {
-		g.xid = f.XID
-		g.xids = append(g.xids, xidSample{at: at, xid: f.XID})
+	n := 1
+	if f.Every > 0 {
+		n += int(now.Sub(v.faultAt.Add(f.At)) / f.Every)
 	}
-	g.lost = g.lost || f.Lost
-	g.remapFail = g.remapFail || f.RowRemapFailure
-	g.uncorrect += f.RemappedRows
+	g := x.gpus[f.rank(v.tp)]
+	for ; x.occurred < n; x.occurred++ {
+		at := v.faultAt.Add(f.At + time.Duration(x.occurred)*f.Every)
+		if f.XID > 0 {
+			g.xid = f.XID
+			g.xids = append(g.xids, xidSample{at: at, xid: f.XID})
+		}
+		g.lost = g.lost || f.Lost
+		g.remapFail = g.remapFail || f.RowRemapFailure
+		g.uncorrect += f.RemappedRows
+	}
 }
 
 // gpuReading is what one GPU reports at a scrape.

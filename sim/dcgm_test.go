@@ -454,6 +454,42 @@ func TestARowRemapFailureShowsOnTheGaugesAndVLLMServesOn(t *testing.T) {
 	}
 }
 
+// The same XID again on a crash-looping pod: the gauge shows XID 95 from the first fault on and
+// never changes (a repeat is invisible on it), DCGM_EXP_XID_ERRORS_COUNT counts each within its
+// window; the server dies with each fault and starts again on the same GPU.
+func TestARepeatedXIDIsCountedOnlyByTheXIDCount(t *testing.T) {
+	v := gpuPod(t, 1, "gpu-xid-repeat")
+	x := newDCGM(t, v, DCGMOptions{GPUs: 1, Optional: true})
+	count := func(s map[string]*expoFamily) float64 {
+		for _, r := range s["DCGM_EXP_XID_ERRORS_COUNT"].series {
+			if i := slices.Index(r.names, "xid"); i >= 0 && r.values[i] == "95" {
+				n, _ := strconv.ParseFloat(r.value, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	v.run(25 * time.Second)
+	first := dcgmScrape(t, x, v.now)
+	v.run(60 * time.Second)
+	s := dcgmScrape(t, x, v.now)
+	for i, sc := range []map[string]*expoFamily{first, s} {
+		if g := value(sc, "DCGM_FI_DEV_XID_ERRORS", "0"); g != 95 {
+			t.Errorf("scrape %d: XID gauge %g, want 95", i, g)
+		}
+	}
+	if c1, c3 := count(first), count(s); c1 != 1 || c3 != 3 {
+		t.Errorf("XID count %g after the first fault, %g after the third; want 1 and 3", c1, c3)
+	}
+	if r := v.e.life.restarts; r < 2 {
+		t.Errorf("%d restarts after three faults, want 2 or more", r)
+	}
+	v.run(6 * time.Minute)
+	if c := count(dcgmScrape(t, x, v.now)); c > 10 {
+		t.Errorf("XID count %g: the window (5 min) holds at most 10 faults 30 s apart", c)
+	}
+}
+
 // An old XID stays: started on gpu-stale-xid, the exporter shows XID 48 on rank 1 from its
 // first scrape, and nothing happens. Up to 4.7 a GPU without XIDs writes a 0 series; 4.8 none.
 func TestAStaleXIDIsOnTheGaugeFromTheFirstScrape(t *testing.T) {
@@ -499,7 +535,7 @@ func TestACollectorErrorFailsTheWholeScrape(t *testing.T) {
 
 // Every GPU scenario is registered and described; the pod holds at most as many GPUs as the node has.
 func TestGPUScenariosAreRegistered(t *testing.T) {
-	for _, n := range []string{"gpu-xid79", "gpu-throttle", "gpu-row-remap-failure", "gpu-stale-xid"} {
+	for _, n := range []string{"gpu-xid79", "gpu-throttle", "gpu-row-remap-failure", "gpu-xid-repeat", "gpu-stale-xid"} {
 		sc, err := LookupScenario(n)
 		if err != nil || sc.Description == "" || sc.GPU == (GPUFault{}) {
 			t.Errorf("%s: %v %+v", n, err, sc)

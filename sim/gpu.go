@@ -35,6 +35,11 @@ type GPUFault struct {
 	// 1/ThrottleClock as long: with tensor parallelism every rank waits for the slowest at each
 	// all-reduce. The step-time scaling is an inference (docs/gpu-facts.md, Unconfirmed).
 	ThrottleClock float64 `json:"throttle_clock,omitempty"`
+	// Every > 0: the fault happens again every Every after At (its XID recorded again each
+	// time), as a GPU that faults whenever the engine runs on it does. dcgm-exporter's gauge
+	// does not change for the same XID again (docs/gpu-facts.md); DCGM_EXP_XID_ERRORS_COUNT
+	// counts each.
+	Every time.Duration `json:"every,omitempty"`
 	// StaleXID is an XID DCGM's cache already held when the exporter started (an old fault on
 	// that GPU, the hostengine not restarted since): it is on the gauge from the exporter's first
 	// scrape. It counts only for the scenario a stand-in exporter starts with.
@@ -62,11 +67,16 @@ func gpuScenarios() []Scenario {
 	remap.Name = "gpu-row-remap-failure"
 	remap.Description = "healthy load; 20 s after the switch the GPU of rank 0 fails to record a row remap (XID 64, DCGM_FI_DEV_ROW_REMAP_FAILURE 1): the memory can no longer be repaired; vLLM serves on"
 	remap.GPU = GPUFault{Rank: 0, At: 20 * time.Second, XID: 64, RowRemapFailure: true}
+	repeat := healthy
+	repeat.Name = "gpu-xid-repeat"
+	repeat.Description = "healthy load; 20 s after the switch the GPU of rank 0 reports XID 95 (an uncontained ECC error) and the server dies with it; it starts again 10 s later on the same GPU (a restarted container keeps its GPUs) and dies of XID 95 again 20 s after each start (CrashLoopBackOff). dcgm-exporter's XID gauge shows the first XID 95 only (the same XID again changes nothing); DCGM_EXP_XID_ERRORS_COUNT (--dcgm-optional) counts each"
+	repeat.CrashAfter, repeat.DownFor = 20*time.Second, 10*time.Second
+	repeat.GPU = GPUFault{Rank: 0, At: 20 * time.Second, Every: 30 * time.Second, XID: 95}
 	stale := healthy
 	stale.Name = "gpu-stale-xid"
 	stale.Description = "healthy load on GPUs whose rank 1 still shows XID 48 from an old fault (dcgm-exporter's gauge keeps the last XID until the exporter restarts): nothing happens now. Start vllm-sim with it (--scenario gpu-stale-xid): the XID is then on the gauge from the first scrape, as an old one is"
 	stale.GPU = GPUFault{Rank: 1, StaleXID: 48}
-	return []Scenario{lost, throttle, remap, stale}
+	return []Scenario{lost, throttle, remap, repeat, stale}
 }
 
 // gpuFleetScenarios are the hardware ring's fleet scenarios (three pods or more).

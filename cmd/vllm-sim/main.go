@@ -189,6 +189,9 @@
 //	                 every step 1.56x as long (ITL ~1.9x)
 //	gpu-row-remap-failure  20 s after the switch rank 0 fails to record a row remap: XID 64,
 //	                 DCGM_FI_DEV_ROW_REMAP_FAILURE 1; vLLM serves on. The XID stays on the gauge after the switch
+//	gpu-xid-repeat   20 s after the switch rank 0's GPU reports XID 95 and the server dies; it starts again 10 s later
+//	                 on the same GPU and dies of XID 95 again 20 s after each start. The XID gauge shows it once;
+//	                 DCGM_EXP_XID_ERRORS_COUNT (--dcgm-optional) counts each
 //	gpu-stale-xid    healthy; rank 1 shows XID 48 from an old fault from the exporter's first scrape (start with it)
 //	gpu-thermal-throttle  (fleet) pod 0 is gpu-throttle among healthy siblings
 //	gpu-idle-pod     (fleet) pod 0 gets no traffic: its GPUs idle at 345 MHz (the hard negative of throttling)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
+	"github.com/vllm-responder/vllm-responder/internal/testenv/simgpu"
 	"github.com/vllm-responder/vllm-responder/sim"
 )
 
@@ -43,28 +41,9 @@ func TestGPUFaultFiresOnTheSimsExporterThroughTheExportedPodLabels(t *testing.T)
 	pods := []pod{{fault: "gpu-row-remap-failure"}, {fault: "gpu-xid79"}}
 	var targets []testenv.Target
 	for i := range pods {
-		cfg := sim.DefaultConfig()
-		cfg.Seed, cfg.TensorParallelSize, cfg.PodName = uint64(i+1), 2, []string{"llama-a", "llama-b"}[i]
-		eng, err := sim.NewEngine(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng.SetScenario(sim.Scenarios["healthy"], true, time.Now())
-		go eng.Run(ctx)
-		pods[i].eng = eng
-		node := []string{"gpu-node-0", "gpu-node-1"}[i]
-		x, err := sim.NewDCGMExporter(eng, sim.DCGMOptions{Node: node, GPUs: 4, Namespace: "inference"}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		vs := httptest.NewServer(sim.NewServer(eng, nil, zerolog.Nop()))
-		ds := httptest.NewServer(x)
-		t.Cleanup(vs.Close)
-		t.Cleanup(ds.Close)
-		targets = append(targets,
-			testenv.Target{Addr: strings.TrimPrefix(vs.URL, "http://"), Labels: map[string]string{"namespace": "inference", "pod": cfg.PodName}},
-			testenv.Target{Addr: strings.TrimPrefix(ds.URL, "http://"), Job: "dcgm-exporter",
-				Labels: map[string]string{"namespace": "gpu-operator", "pod": "dcgm-exporter-" + node[len(node)-1:], "container": "exporter"}})
+		var tg []testenv.Target
+		pods[i].eng, tg = simgpu.Start(ctx, t, simgpu.Pod{Name: []string{"llama-a", "llama-b"}[i], Node: []string{"gpu-node-0", "gpu-node-1"}[i], TP: 2, Seed: uint64(i + 1)})
+		targets = append(targets, tg...)
 	}
 	prom := testenv.Prometheus(t, testenv.PromOptions{ScrapeTargets: targets, RuleFiles: []string{rules}})
 
