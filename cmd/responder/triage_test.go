@@ -422,8 +422,22 @@ func TestQueriesPerRequestSetsHowManyQueriesShareARequest(t *testing.T) {
 		// its node from kube_pod_info (one request; none here: no node step)
 		gpu, _ := proxy.answeredAbout("DCGM_")
 		gpuNode, _ := proxy.answeredAbout("group by (node) (kube_pod_info")
-		if got, kube = got-gpu, kube-gpuNode; gpu < 1 || gpuNode != 1 {
+		// and the capacity verdict's question to the GPU source: a cordoned node its controller's
+		// pods left (kube-state-metrics' series, with the XIDs on that node: n to a request)
+		cordon, _ := proxy.answeredAbout(`created_by_name!=""`)
+		cordonXID := 0
+		proxy.mu.Lock()
+		for r := range proxy.passed {
+			if strings.Contains(r, `created_by_name!=""`) && strings.Contains(r, "DCGM_") {
+				cordonXID++
+			}
+		}
+		proxy.mu.Unlock()
+		if got, kube, gpu = got-(gpu-cordonXID), kube-gpuNode-cordon, gpu-cordonXID; gpu < 1 || gpuNode != 1 {
 			t.Errorf("queries_per_request %d: %d requests of the GPU lookup and %d of its node, want some and 1", n, gpu, gpuNode)
+		}
+		if cordon < 1 || (n == 10 && cordon != 1) {
+			t.Errorf("queries_per_request %d: %d requests of the capacity verdict's cordoned-node lookup, want 1 (n 10) or more", n, cordon)
 		}
 		listing, _ := proxy.answeredAbout("sum by (model_name, namespace) (avg_over_time(")
 		if got -= listing; listing != 1 {
