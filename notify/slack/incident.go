@@ -55,18 +55,22 @@ func incidentBlocks(iv *notify.IncidentView) []slackgo.Block {
 		head += "\n*Act on the cause:* " + escape(strings.Join(iv.Actions, " · "))
 	}
 	blocks = append(blocks, section(truncate(head, maxSectionChars)))
-	blocks = append(blocks, section(membersText(iv)))
+	blocks = append(blocks, memberSections(iv)...)
 	meta := fmt.Sprintf("Incident `%s` · %s · since %s", escapeCode(iv.ID), iv.Counts(), iv.Started.UTC().Format("Jan 2 15:04 UTC"))
 	return append(blocks, contextBlock(meta, "The alerts of one model, joined: the verdict is the most causal of theirs."), slackgo.NewDividerBlock())
 }
 
-// membersText lists the incident's members, one line each, and what the list leaves out.
-func membersText(iv *notify.IncidentView) string {
-	var b strings.Builder
-	b.WriteString("*Alerts* (cause first)")
+// maxMemberSections bounds the sections an incident's member lines take in its parent.
+const maxMemberSections = 6
+
+// memberSections list the incident's members, one line each, in as many sections as Slack's
+// 3,000 characters a section need (at most maxMemberSections), and what the list leaves out.
+func memberSections(iv *notify.IncidentView) []slackgo.Block {
+	var blocks []slackgo.Block
+	cur := "*Alerts* (cause first)"
 	const room = 200 // kept for the last line
 	for i, m := range iv.Members {
-		line := "\n• "
+		line := "• "
 		if m.Resolved {
 			line += ":large_green_circle: "
 		}
@@ -81,16 +85,24 @@ func membersText(iv *notify.IncidentView) string {
 		if m.New {
 			line += " :new:"
 		}
-		if b.Len()+len(line)+room > maxSectionChars {
-			fmt.Fprintf(&b, "\n_…%d more lines not shown._", len(iv.Members)-i)
-			break
+		line = truncate(line, maxSectionChars-room)
+		if len(cur)+1+len(line)+room > maxSectionChars {
+			if len(blocks)+1 == maxMemberSections {
+				cur += fmt.Sprintf("\n_…%d more lines not shown._", len(iv.Members)-i)
+				break
+			}
+			blocks = append(blocks, section(cur))
+			cur = ""
 		}
-		b.WriteString(line)
+		if cur != "" {
+			cur += "\n"
+		}
+		cur += line
 	}
 	if t := iv.MoreText(); t != "" {
-		b.WriteString("\n_" + escape(t) + "._")
+		cur += "\n_" + escape(t) + "._"
 	}
-	return b.String()
+	return append(blocks, section(cur))
 }
 
 // incidentParent is an incident's parent message: the incident, then body (the diagnosis it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -277,5 +278,50 @@ func TestTwoRespondersSharingRedisPostOneParentPerIncident(t *testing.T) {
 	}
 	if p, r := parentsAndReplies(a); p != rounds || r != 1 {
 		t.Errorf("after a restart: %d parents and %d replies, want %d and the evidence as 1 reply", p, r, rounds)
+	}
+}
+
+// Every member of an incident, up to notify.MaxMembers, is in a line of its parent: a storm of
+// five alert names on twenty pods of one model (100 members that agree, so no replies) names
+// each alert with its pod in the parent's last edit (it listed twelve and counted 88).
+func TestAnIncidentsParentListsEveryMember(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage", "chat.update")
+	tr := withIncidents(t, h, &incidentClock{now: t0})
+	const model = "meta-llama/Llama-3.1-8B-Instruct"
+	names := []string{"VLLMQueueDepthHigh", "VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh"}
+	var want [][2]string
+	for pi := range notify.MaxMembers / len(names) {
+		for _, name := range names {
+			pod := fmt.Sprintf("vllm-%02d", pi)
+			if _, err := tr.Notify(context.Background(), groupOf(name, model, pod, playbooks.VerdictCapacityPastKnee)); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, [2]string{name, pod})
+		}
+	}
+	if p, r := parentsAndReplies(h); p != 1 || r != 0 {
+		t.Fatalf("%d parents, %d replies; want one parent and its lines", p, r)
+	}
+	up := h.slack.Calls("chat.update")
+	last := up[len(up)-1]
+	var shown strings.Builder
+	for _, b := range last.Blocks() {
+		if txt, ok := b["text"].(map[string]any); ok {
+			shown.WriteString(fmt.Sprint(txt["text"]) + "\n")
+		}
+	}
+	missing := 0
+	for _, w := range want {
+		if !slices.ContainsFunc(strings.Split(shown.String(), "\n"), func(l string) bool {
+			return strings.HasPrefix(l, "• *"+w[0]+"* pod") && (strings.Contains(l, " "+w[1]+",") || strings.Contains(l, " "+w[1]+":"))
+		}) {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d members are not in the parent's last edit:\n%s", missing, len(want), shown.String())
+	}
+	if strings.Contains(shown.String(), "not shown") {
+		t.Errorf("the parent leaves members out:\n%s", shown.String())
 	}
 }
