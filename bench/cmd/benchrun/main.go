@@ -315,8 +315,12 @@ func render(o options, ing ingestReport, cost costReport, ttds []ttdReport, skip
 		if st.lostExample != "" {
 			lost += " (e.g. " + st.lostExample + ")"
 		}
-		w("| storm: accepted alerts shown in their incident's thread (its parent as last edited, its replies) | %s; drained in %s | | every one; drained | %s |\n",
-			lost, st.drainTime.Round(10*time.Millisecond), passFail(st.lost == 0 && st.drained))
+		drained := "drained in " + st.drainTime.Round(10*time.Millisecond).String()
+		if !st.drained {
+			drained = "not drained after " + st.drainTime.Round(10*time.Millisecond).String()
+		}
+		w("| storm: accepted alerts shown in their incident's thread (its parent as last edited, its replies) | %s; %s | | every one; drained | %s |\n",
+			lost, drained, passFail(st.lost == 0 && st.drained))
 	}
 
 	if o.runs("big") {
