@@ -53,7 +53,12 @@ type IncidentView struct {
 	Opened, Reopened, ResolvedNow bool
 	VerdictWas                    string
 	Joined                        int
+	// listed are the fingerprints of the alerts on its lines.
+	listed map[string]bool
 }
+
+// Lists reports whether one of the view's lines shows the alert of fingerprint fp.
+func (iv *IncidentView) Lists(fp string) bool { return iv.listed[fp] }
 
 // MemberLine is one alert of an incident as its list shows it, or several alike on other pods.
 type MemberLine struct {
@@ -117,6 +122,7 @@ func newIncidentView(inc *Incident) *IncidentView {
 		iv.Status = StatusResolved
 	}
 	listed := 0
+	iv.listed = map[string]bool{}
 	for _, m := range inc.CauseFirst() {
 		line := MemberLine{Alertname: Printable(m.Alertname), Pod: Printable(m.Pod), Labels: scopeLabels(m.Labels, false),
 			Verdict: m.Verdict, Class: playbooks.ClassOf(m.Verdict), Summary: printableText(m.Summary), Role: m.Role,
@@ -129,6 +135,7 @@ func newIncidentView(inc *Incident) *IncidentView {
 			continue
 		}
 		listed++
+		iv.listed[m.Fingerprint] = true
 		if !line.Resolved {
 			iv.MoreFiring--
 		}

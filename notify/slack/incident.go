@@ -22,7 +22,8 @@ import (
 //   - the parent leads with the incident: its verdict from its cause (the pod of a per-pod
 //     cause), and its members as cause or symptom; below, the diagnosis it was posted with;
 //   - a member whose verdict is the incident's adds a line to the parent (an edit, paced as
-//     every call to the channel is), nothing else;
+//     every call to the channel is), nothing else, unless the parent's list has no room for it
+//     (notify.MaxMembers, the view's lines): then it is a reply, as evidence is;
 //   - a member with another verdict is new evidence: a reply that says so, and the parent's
 //     headline changes only when that verdict ranks above the incident's;
 //   - a member's resolution updates its line; the incident's resolution edits the parent to
@@ -158,16 +159,20 @@ func evidenceNote(iv *notify.IncidentView) string {
 // resolved.
 func (n *notifier) followIncident(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *thread) error {
 	inc := nt.Incident
+	iv := notify.NewView(nt, n.render.View).Incident
 	news, resolved := th.news(nt)
 	var evidence []change
+	differs := false
 	for _, c := range news {
-		if c.kind == changeNew && c.item.Verdict() == inc.Verdict && inc.Change.VerdictWas == "" {
+		agrees := c.kind == changeNew && c.item.Verdict() == inc.Verdict && inc.Change.VerdictWas == ""
+		if agrees && iv.Lists(fingerprint(c.item.Alert)) {
 			continue // it agrees: a line in the parent
 		}
+		// New evidence, or an alert that agrees past what the parent lists: a reply.
 		c.incident = true
 		evidence = append(evidence, c)
+		differs = differs || !agrees
 	}
-	iv := notify.NewView(nt, n.render.View).Incident
 	if !inc.Open() {
 		return n.resolveIncident(ctx, log, iv, th, inc.Seq)
 	}
@@ -188,7 +193,11 @@ func (n *notifier) followIncident(ctx context.Context, log zerolog.Logger, nt *n
 	}
 	if len(evidence) > 0 {
 		blocks, text := replyBlocks(nt, evidence, nil, th.Alertname, n.render)
-		return n.reply(ctx, log, th, capBlocks(append([]slackgo.Block{section(evidenceNote(iv))}, blocks...)), text)
+		note := evidenceNote(iv)
+		if !differs {
+			note = fmt.Sprintf(":heavy_plus_sign: *More alerts of the incident* than its parent lists, with its verdict `%s`.", escapeCode(iv.Verdict))
+		}
+		return n.reply(ctx, log, th, capBlocks(append([]slackgo.Block{section(note)}, blocks...)), text)
 	}
 	if err := n.saveThread(ctx, th); err != nil {
 		log.Error().Err(err).Msg("saving slack thread state")

@@ -283,7 +283,8 @@ func TestTwoRespondersSharingRedisPostOneParentPerIncident(t *testing.T) {
 
 // Every member of an incident, up to notify.MaxMembers, is in a line of its parent: a storm of
 // five alert names on twenty pods of one model (100 members that agree, so no replies) names
-// each alert with its pod in the parent's last edit (it listed twelve and counted 88).
+// each alert with its pod in the parent's last edit (it listed twelve and counted 88). One that
+// agrees past what the parent lists is a reply (it was only counted).
 func TestAnIncidentsParentListsEveryMember(t *testing.T) {
 	h := newHarness(t, nil, nil, "chat.postMessage", "chat.update")
 	tr := withIncidents(t, h, &incidentClock{now: t0})
@@ -323,5 +324,19 @@ func TestAnIncidentsParentListsEveryMember(t *testing.T) {
 	}
 	if strings.Contains(shown.String(), "not shown") {
 		t.Errorf("the parent leaves members out:\n%s", shown.String())
+	}
+
+	// One more that agrees is past notify.MaxMembers: the parent counts it, and it is a reply
+	// (as the rest are listed, they had none).
+	if _, err := tr.Notify(context.Background(), groupOf(names[0], model, "vllm-99", playbooks.VerdictCapacityPastKnee)); err != nil {
+		t.Fatal(err)
+	}
+	posts := h.slack.Calls("chat.postMessage")
+	if p, r := parentsAndReplies(h); p != 1 || r != 1 {
+		t.Fatalf("%d parents, %d replies; want the unlisted alert as one reply", p, r)
+	}
+	if b := posts[len(posts)-1].Form.Get("blocks"); !strings.Contains(b, "*More alerts of the incident* than its parent lists") || !strings.Contains(b, "vllm-99") ||
+		strings.Contains(b, "New evidence") {
+		t.Errorf("the reply does not show the unlisted alert as one that agrees:\n%s", b)
 	}
 }
