@@ -9,9 +9,15 @@ import (
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
-// maxMemberLines bounds the members an incident's view lists, causes first; the rest are
-// counted (IncidentView.More).
-const maxMemberLines = 12
+// maxMemberLines bounds the lines an incident's view lists, causes first; the alerts left out
+// are counted (IncidentView.More). Alerts alike (the same alert name, labels, verdict, role and
+// state) on different pods share a line, up to maxLinePods pods a line, so that a model-wide
+// storm (five alert names on twenty pods: 100 alerts, notify.MaxMembers) names every alert in
+// five lines.
+const (
+	maxMemberLines = 12
+	maxLinePods    = 25
+)
 
 // IncidentView is what a notification says of its incident (View.Incident): one verdict for the
 // whole incident, from its cause, and each member as cause or symptom with its own verdict.
@@ -36,7 +42,8 @@ type IncidentView struct {
 	Resolved time.Time `json:",omitzero"`
 	// Alerts and Firing count its alerts, listed or not.
 	Alerts, Firing int
-	// Members are its alerts, at most maxMemberLines: firing first, causes before symptoms.
+	// Members are its alerts in at most maxMemberLines lines: firing first, causes before
+	// symptoms.
 	Members []MemberLine
 	// More counts the alerts not in Members; MoreFiring those of them that fire.
 	More, MoreFiring int
@@ -46,25 +53,59 @@ type IncidentView struct {
 	Opened, Reopened, ResolvedNow bool
 	VerdictWas                    string
 	Joined                        int
+	// listed are the fingerprints of the alerts on its lines.
+	listed map[string]bool
 }
 
-// MemberLine is one alert of an incident, as its list shows it.
+// Lists reports whether one of the view's lines shows the alert of fingerprint fp.
+func (iv *IncidentView) Lists(fp string) bool { return iv.listed[fp] }
+
+// MemberLine is one alert of an incident as its list shows it, or several alike on other pods.
 type MemberLine struct {
 	Alertname string
 	// Pod is its pod (or instance); Labels its other labels that tell it apart (engine, ...).
+	// Pods, on a line of several alerts, are the pods of all of them, Pod first.
 	Pod    string
+	Pods   []string `json:",omitempty"`
 	Labels []Label
-	// Verdict and Class are its last diagnosis', Summary what that diagnosis says.
+	// Verdict and Class are its last diagnosis', Summary what that diagnosis says (of one
+	// alert only: the diagnoses of a line's pods each say their own).
 	Verdict string
 	Class   playbooks.Class
 	Summary string
 	// Role is RoleCause, RoleSymptom or RoleUnexplained.
 	Role string
-	// Resolved: it no longer fires.
+	// Resolved: it no longer fires. StartsAt is the line's earliest start, EndsAt its latest
+	// end.
 	Resolved         bool
 	StartsAt, EndsAt time.Time `json:",omitzero"`
-	// New: it joined the incident with this notification.
+	// New: it (or one alert of the line) joined the incident with this notification.
 	New bool
+}
+
+// Alerts is how many alerts the line stands for.
+func (l MemberLine) Alerts() int { return max(len(l.Pods), 1) }
+
+// joins reports whether m is alike the line's alerts and there is room on it for its pod.
+func (l MemberLine) joins(m MemberLine) bool {
+	return l.Pod != "" && m.Pod != "" && len(l.Pods) < maxLinePods && l.Alertname == m.Alertname && l.Verdict == m.Verdict &&
+		l.Role == m.Role && l.Resolved == m.Resolved && slices.Equal(l.Labels, m.Labels)
+}
+
+// add puts m's pod on the line.
+func (l *MemberLine) add(m MemberLine) {
+	if len(l.Pods) == 0 {
+		l.Pods = []string{l.Pod}
+	}
+	l.Pods = append(l.Pods, m.Pod)
+	l.Summary = ""
+	if !m.StartsAt.IsZero() && (l.StartsAt.IsZero() || m.StartsAt.Before(l.StartsAt)) {
+		l.StartsAt = m.StartsAt
+	}
+	if m.EndsAt.After(l.EndsAt) {
+		l.EndsAt = m.EndsAt
+	}
+	l.New = l.New || m.New
 }
 
 // newIncidentView is the view of inc (nil: none).
@@ -80,22 +121,27 @@ func newIncidentView(inc *Incident) *IncidentView {
 	if !inc.Open() {
 		iv.Status = StatusResolved
 	}
-	members := inc.CauseFirst()
-	for i, m := range members {
-		if i == maxMemberLines {
-			break
-		}
-		iv.Members = append(iv.Members, MemberLine{Alertname: Printable(m.Alertname), Pod: Printable(m.Pod), Labels: scopeLabels(m.Labels, false),
+	listed := 0
+	iv.listed = map[string]bool{}
+	for _, m := range inc.CauseFirst() {
+		line := MemberLine{Alertname: Printable(m.Alertname), Pod: Printable(m.Pod), Labels: scopeLabels(m.Labels, false),
 			Verdict: m.Verdict, Class: playbooks.ClassOf(m.Verdict), Summary: printableText(m.Summary), Role: m.Role,
-			Resolved: m.Status == StatusResolved, StartsAt: m.StartsAt, EndsAt: m.EndsAt, New: slices.Contains(inc.Change.Joined, m.Fingerprint)})
-	}
-	iv.More = inc.Alerts() - len(iv.Members)
-	iv.MoreFiring = inc.Firing()
-	for _, m := range iv.Members {
-		if !m.Resolved {
+			Resolved: m.Status == StatusResolved, StartsAt: m.StartsAt, EndsAt: m.EndsAt, New: slices.Contains(inc.Change.Joined, m.Fingerprint)}
+		if i := slices.IndexFunc(iv.Members, func(l MemberLine) bool { return l.joins(line) }); i >= 0 {
+			iv.Members[i].add(line)
+		} else if len(iv.Members) < maxMemberLines {
+			iv.Members = append(iv.Members, line)
+		} else {
+			continue
+		}
+		listed++
+		iv.listed[m.Fingerprint] = true
+		if !line.Resolved {
 			iv.MoreFiring--
 		}
 	}
+	iv.More = inc.Alerts() - listed
+	iv.MoreFiring += inc.Firing()
 	return iv
 }
 
@@ -211,10 +257,14 @@ func (l MemberLine) Says() string {
 	return s
 }
 
-// Where names the member's pod and other labels: "pod vllm-0 · engine 1" ("" when none).
+// Where names the member's pod and other labels: "pod vllm-0 · engine 1", "pods vllm-0, vllm-1"
+// ("" when none).
 func (l MemberLine) Where() string {
 	var parts []string
-	if l.Pod != "" {
+	switch {
+	case len(l.Pods) > 1:
+		parts = append(parts, "pods "+strings.Join(l.Pods, ", "))
+	case l.Pod != "":
 		parts = append(parts, "pod "+l.Pod)
 	}
 	for _, lb := range l.Labels {

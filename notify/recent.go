@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,11 +47,14 @@ func RecordRecent(next Notifier, st store.Store, log zerolog.Logger) Notifier {
 }
 
 // recordRecent puts n's firing diagnoses into the index, recorded now: of one notification's,
-// the last item is the newest (the entries' IDs order them).
+// the last item is the newest (the entries' IDs order them). Only the newest MaxRecent can stay
+// in the index, so only those are encoded and sent (a notification of 10,000 alerts encoded
+// every one, some 20 MB, to keep 100).
 func recordRecent(ctx context.Context, st store.Store, n *Notification, log zerolog.Logger) {
 	now := time.Now()
 	var add []store.RecentEntry
-	for i, it := range n.Items {
+	for i := len(n.Items) - 1; i >= 0 && len(add) < MaxRecent; i-- {
+		it := n.Items[i]
 		d := it.Diagnosis
 		if d == nil || it.Alert.Status == StatusResolved {
 			continue
@@ -66,6 +70,7 @@ func recordRecent(ctx context.Context, st store.Store, n *Notification, log zero
 	if len(add) == 0 {
 		return
 	}
+	slices.Reverse(add)
 	if err := st.PutRecent(ctx, RecentKey, add, MaxRecent, recentTTL); err != nil {
 		log.Warn().Err(err).Msg("recent diagnoses index not updated")
 	}

@@ -335,7 +335,7 @@ func TestHumanDuration(t *testing.T) {
 }
 
 // An incident's view says one verdict, from its cause, names the pod of a per-pod cause, lists
-// causes first and at most maxMemberLines members, and counts the rest.
+// causes first, alerts alike on one line, at most maxMemberLines lines, and counts the rest.
 func TestAnIncidentsViewListsCausesFirstAndCountsTheRest(t *testing.T) {
 	c := viewCases()["incident-per-pod-cause"]
 	iv := NewView(c.n, c.o).Incident
@@ -345,15 +345,19 @@ func TestAnIncidentsViewListsCausesFirstAndCountsTheRest(t *testing.T) {
 	if m := iv.Members[0]; m.Alertname != "VLLMEngineStalled" || m.Says() != "engine-stalled, cause" || m.Where() != "pod vllm-2 · engine 0" || !m.New {
 		t.Errorf("first line %+v says %q at %q", m, m.Says(), m.Where())
 	}
-	for _, m := range iv.Members {
-		if m.Resolved {
-			t.Errorf("a resolved member is listed before firing ones left out: %+v", m)
-		}
+	// The eleven firing queue alerts that say kv-pressure share a line; the resolved one is
+	// last, on a line of its own.
+	if len(iv.Members) != 5 || iv.Alerts != 18 || iv.Firing != 16 || iv.More != 3 || iv.MoreFiring != 2 {
+		t.Fatalf("%d lines of %d alerts (%d firing), %d more (%d firing)", len(iv.Members), iv.Alerts, iv.Firing, iv.More, iv.MoreFiring)
 	}
-	if len(iv.Members) != maxMemberLines || iv.Alerts != 18 || iv.Firing != 16 || iv.More != 6 || iv.MoreFiring != 4 {
-		t.Errorf("%d lines of %d alerts (%d firing), %d more (%d firing)", len(iv.Members), iv.Alerts, iv.Firing, iv.More, iv.MoreFiring)
+	if m := iv.Members[3]; m.Alerts() != 11 || m.Where() != "pods vllm-11, vllm-12, vllm-13, vllm-14, vllm-15, vllm-16, vllm-17, vllm-18, vllm-19, vllm-20, vllm-21" ||
+		m.Summary != "" || m.Says() != "kv-pressure, symptom" {
+		t.Errorf("the alike alerts' line %+v at %q", m, m.Where())
 	}
-	if got := iv.MoreText(); got != "…and 6 more alerts (4 firing), not listed" {
+	if m := iv.Members[4]; !m.Resolved || m.Where() != "pod vllm-10" || m.Summary != "summary of kv-pressure on vllm-10" {
+		t.Errorf("the last line is not the resolved alert's own: %+v", m)
+	}
+	if got := iv.MoreText(); got != "…and 3 more alerts (2 firing), not listed" {
 		t.Errorf("MoreText = %q", got)
 	}
 	if got := iv.Change(); got != "1 alert joined; engine-stalled ranks above capacity-past-knee: it is the incident's verdict now" {
@@ -371,6 +375,29 @@ func TestAnIncidentsViewListsCausesFirstAndCountsTheRest(t *testing.T) {
 	}
 	if v := NewView(viewCases()["firing-one"].n, c.o); v.Incident != nil {
 		t.Error("a notification without an incident has an incident view")
+	}
+}
+
+// A line holds at most maxLinePods pods (the next alike alert starts a line of its own), and a
+// view at most maxMemberLines lines: the alerts past them are counted.
+func TestAnIncidentsViewBoundsItsLines(t *testing.T) {
+	inc := &Incident{ID: "3fa9c1d2e0a1", Key: map[string]string{"model_name": "m"}, Verdict: playbooks.VerdictCapacityPastKnee}
+	add := func(name, pod string) {
+		inc.Members = append(inc.Members, Member{Fingerprint: name + "/" + pod, Alertname: name, Pod: pod, Verdict: playbooks.VerdictCapacityPastKnee,
+			Role: RoleCause, Status: StatusFiring})
+	}
+	for i := range maxLinePods + 1 {
+		add("VLLMQueueDepthHigh", fmt.Sprintf("vllm-%02d", i))
+	}
+	for i := range maxMemberLines {
+		add(fmt.Sprintf("Alert%02d", i), "vllm-00")
+	}
+	iv := newIncidentView(inc)
+	if len(iv.Members) != maxMemberLines || iv.Members[0].Alerts() != maxLinePods || iv.Members[1].Where() != fmt.Sprintf("pod vllm-%02d", maxLinePods) {
+		t.Fatalf("%d lines, the first of %d alerts, the second at %q", len(iv.Members), iv.Members[0].Alerts(), iv.Members[1].Where())
+	}
+	if iv.More != 2 || iv.MoreFiring != 2 {
+		t.Errorf("%d more (%d firing), want the last two alert names counted", iv.More, iv.MoreFiring)
 	}
 }
 

@@ -86,12 +86,30 @@ receivers:
 	if posts != 2 || parents["alpha"] != 1 || parents["beta"] != 1 {
 		t.Fatalf("%d parents (%v by model), want two: one per model", posts, parents)
 	}
-	// Each parent ends up listing its model's four alerts.
+	// Each parent ends up listing its model's four alerts (alike alerts on its two pods share a
+	// line: "• *VLLMQueueDepthHigh* pods alpha-0, alpha-1: ...").
+	lists := func(b, name, pod string) bool {
+		for _, line := range strings.Split(b, `\n`) {
+			if strings.HasPrefix(line, "• *"+name+"* pod") && (strings.Contains(line, " "+pod+",") || strings.Contains(line, " "+pod+":")) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, model := range []string{"alpha", "beta"} {
 		testenv.WaitFor(t, 30*time.Second, "the parent of "+model+" listing its four alerts", func() bool {
 			for _, c := range fs.Calls("chat.update") {
 				b := c.Form.Get("blocks")
-				if strings.Contains(b, "incident "+model+" · llm (4 alerts)") && strings.Count(b, "• *VLLM") == 4 && !strings.Contains(b, "pod "+otherModel(model)+"-") {
+				if !strings.Contains(b, "incident "+model+" · llm (4 alerts)") || strings.Contains(b, otherModel(model)+"-") {
+					continue
+				}
+				all := true
+				for _, name := range []string{"VLLMQueueDepthHigh", "VLLMTimeToFirstTokenP99High"} {
+					for i := range 2 {
+						all = all && lists(b, name, fmt.Sprintf("%s-%d", model, i))
+					}
+				}
+				if all {
 					return true
 				}
 			}

@@ -166,37 +166,67 @@ func (t *Tracker) Notify(ctx context.Context, n *notify.Notification) (bool, err
 }
 
 // split sorts the items of n by key, in the order each key first appears; the items that lack a
-// key label come last, with a nil key.
+// key label come last, with a nil key. A key's map is made once, for its first item, and each
+// part's items are allocated once at their count; the items of a notification of one key (the
+// usual case) are n's own, not a copy.
 func (t *Tracker) split(n *notify.Notification) []part {
 	var parts []part
-	var keyless part
+	var counts []int
+	keyless := -1
 	var missing []string
-	for _, it := range n.Items {
-		key, miss := t.keyOf(it.Alert.Labels)
-		if key == nil {
-			keyless.items = append(keyless.items, it)
+	of := make([]int, len(n.Items)) // the part of each item
+	for j, it := range n.Items {
+		l := it.Alert.Labels
+		i := slices.IndexFunc(parts, func(p part) bool { return p.key != nil && p.holds(l, t.cfg.Key) })
+		if i < 0 {
+			key, miss := t.keyOf(l)
+			if key == nil && keyless >= 0 {
+				i = keyless
+			} else {
+				parts, counts = append(parts, part{key: key}), append(counts, 0)
+				i = len(parts) - 1
+				if key == nil {
+					keyless = i
+				}
+			}
 			for _, m := range miss {
 				if !slices.Contains(missing, m) {
 					missing = append(missing, m)
 				}
 			}
-			continue
 		}
-		i := slices.IndexFunc(parts, func(p part) bool { return maps.Equal(p.key, key) })
-		if i < 0 {
-			parts = append(parts, part{key: key})
-			i = len(parts) - 1
-		}
-		parts[i].items = append(parts[i].items, it)
+		of[j] = i
+		counts[i]++
 	}
-	if len(keyless.items) > 0 {
-		t.m.Events.WithLabelValues(EventKeyless).Add(float64(len(keyless.items)))
-		t.log.Info().Str("group_key", n.GroupKey).Int("alerts", len(keyless.items)).Strs("missing_labels", missing).
-			Str("alertname", keyless.items[0].Alert.Labels["alertname"]).
+	if len(parts) == 1 {
+		parts[0].items = n.Items
+	} else {
+		for i := range parts {
+			parts[i].items = make([]notify.Item, 0, counts[i])
+		}
+		for j, it := range n.Items {
+			parts[of[j]].items = append(parts[of[j]].items, it)
+		}
+	}
+	if keyless >= 0 {
+		kl := parts[keyless]
+		t.m.Events.WithLabelValues(EventKeyless).Add(float64(len(kl.items)))
+		t.log.Info().Str("group_key", n.GroupKey).Int("alerts", len(kl.items)).Strs("missing_labels", missing).
+			Str("alertname", kl.items[0].Alert.Labels["alertname"]).
 			Msg("alerts without an incident key label stay in their group's own thread")
-		parts = append(parts, keyless)
+		parts = append(slices.Delete(parts, keyless, keyless+1), kl)
 	}
 	return parts
+}
+
+// holds reports whether labels l carry p's key (the key labels keys, each with p's value).
+func (p part) holds(l map[string]string, keys []string) bool {
+	for _, k := range keys {
+		if v := l[k]; v == "" || v != p.key[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // keyOf is the incident key of an alert's labels, or nil and the key labels it lacks.

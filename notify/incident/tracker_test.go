@@ -553,3 +553,29 @@ func TestAnAlertNoPlaybookMatchesJoinsAsUnexplained(t *testing.T) {
 		t.Errorf("a diagnosed member did not take the verdict over: %+v", inc)
 	}
 }
+
+// A notification of 10,000 alerts of one model (the bench's big notification) is one part that
+// holds the notification's own items: no key map per alert, no copy of the items. The parts of
+// several keys are allocated once each.
+func TestSplittingABigNotificationCopiesNothingPerAlert(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	var items []notify.Item
+	for i := range 10_000 {
+		items = append(items, firing(alert("VLLMQueueDepthHigh", "llama", fmt.Sprintf("p%05d", i)), playbooks.VerdictCapacityPastKnee))
+	}
+	n := group("big", items...)
+	var parts []part
+	if allocs := testing.AllocsPerRun(3, func() { parts = e.tr.split(n) }); allocs > 10 {
+		t.Errorf("splitting 10,000 alerts of one key: %.0f allocations", allocs)
+	}
+	if len(parts) != 1 || len(parts[0].items) != len(items) || &parts[0].items[0] != &items[0] {
+		t.Fatalf("%d parts; want one holding the notification's items", len(parts))
+	}
+	items[1] = firing(alert("VLLMQueueDepthHigh", "mistral", "q0"), playbooks.VerdictCapacityPastKnee)
+	if allocs := testing.AllocsPerRun(3, func() { parts = e.tr.split(n) }); allocs > 20 {
+		t.Errorf("splitting 10,000 alerts of two keys: %.0f allocations", allocs)
+	}
+	if len(parts) != 2 || len(parts[0].items) != len(items)-1 || len(parts[1].items) != 1 || parts[1].key["model_name"] != "mistral" {
+		t.Fatalf("two keys: %d parts", len(parts))
+	}
+}

@@ -22,7 +22,8 @@ import (
 //   - the parent leads with the incident: its verdict from its cause (the pod of a per-pod
 //     cause), and its members as cause or symptom; below, the diagnosis it was posted with;
 //   - a member whose verdict is the incident's adds a line to the parent (an edit, paced as
-//     every call to the channel is), nothing else;
+//     every call to the channel is), nothing else, unless the parent's list has no room for it
+//     (notify.MaxMembers, the view's lines): then it is a reply, as evidence is;
 //   - a member with another verdict is new evidence: a reply that says so, and the parent's
 //     headline changes only when that verdict ranks above the incident's;
 //   - a member's resolution updates its line; the incident's resolution edits the parent to
@@ -55,18 +56,22 @@ func incidentBlocks(iv *notify.IncidentView) []slackgo.Block {
 		head += "\n*Act on the cause:* " + escape(strings.Join(iv.Actions, " · "))
 	}
 	blocks = append(blocks, section(truncate(head, maxSectionChars)))
-	blocks = append(blocks, section(membersText(iv)))
+	blocks = append(blocks, memberSections(iv)...)
 	meta := fmt.Sprintf("Incident `%s` · %s · since %s", escapeCode(iv.ID), iv.Counts(), iv.Started.UTC().Format("Jan 2 15:04 UTC"))
 	return append(blocks, contextBlock(meta, "The alerts of one model, joined: the verdict is the most causal of theirs."), slackgo.NewDividerBlock())
 }
 
-// membersText lists the incident's members, one line each, and what the list leaves out.
-func membersText(iv *notify.IncidentView) string {
-	var b strings.Builder
-	b.WriteString("*Alerts* (cause first)")
+// maxMemberSections bounds the sections an incident's member lines take in its parent.
+const maxMemberSections = 6
+
+// memberSections list the incident's members, one line each, in as many sections as Slack's
+// 3,000 characters a section need (at most maxMemberSections), and what the list leaves out.
+func memberSections(iv *notify.IncidentView) []slackgo.Block {
+	var blocks []slackgo.Block
+	cur := "*Alerts* (cause first)"
 	const room = 200 // kept for the last line
 	for i, m := range iv.Members {
-		line := "\n• "
+		line := "• "
 		if m.Resolved {
 			line += ":large_green_circle: "
 		}
@@ -81,16 +86,24 @@ func membersText(iv *notify.IncidentView) string {
 		if m.New {
 			line += " :new:"
 		}
-		if b.Len()+len(line)+room > maxSectionChars {
-			fmt.Fprintf(&b, "\n_…%d more lines not shown._", len(iv.Members)-i)
-			break
+		line = truncate(line, maxSectionChars-room)
+		if len(cur)+1+len(line)+room > maxSectionChars {
+			if len(blocks)+1 == maxMemberSections {
+				cur += fmt.Sprintf("\n_…%d more lines not shown._", len(iv.Members)-i)
+				break
+			}
+			blocks = append(blocks, section(cur))
+			cur = ""
 		}
-		b.WriteString(line)
+		if cur != "" {
+			cur += "\n"
+		}
+		cur += line
 	}
 	if t := iv.MoreText(); t != "" {
-		b.WriteString("\n_" + escape(t) + "._")
+		cur += "\n_" + escape(t) + "._"
 	}
-	return b.String()
+	return append(blocks, section(cur))
 }
 
 // incidentParent is an incident's parent message: the incident, then body (the diagnosis it
@@ -146,16 +159,20 @@ func evidenceNote(iv *notify.IncidentView) string {
 // resolved.
 func (n *notifier) followIncident(ctx context.Context, log zerolog.Logger, nt *notify.Notification, th *thread) error {
 	inc := nt.Incident
+	iv := notify.NewView(nt, n.render.View).Incident
 	news, resolved := th.news(nt)
 	var evidence []change
+	differs := false
 	for _, c := range news {
-		if c.kind == changeNew && c.item.Verdict() == inc.Verdict && inc.Change.VerdictWas == "" {
+		agrees := c.kind == changeNew && c.item.Verdict() == inc.Verdict && inc.Change.VerdictWas == ""
+		if agrees && iv.Lists(fingerprint(c.item.Alert)) {
 			continue // it agrees: a line in the parent
 		}
+		// New evidence, or an alert that agrees past what the parent lists: a reply.
 		c.incident = true
 		evidence = append(evidence, c)
+		differs = differs || !agrees
 	}
-	iv := notify.NewView(nt, n.render.View).Incident
 	if !inc.Open() {
 		return n.resolveIncident(ctx, log, iv, th, inc.Seq)
 	}
@@ -176,7 +193,11 @@ func (n *notifier) followIncident(ctx context.Context, log zerolog.Logger, nt *n
 	}
 	if len(evidence) > 0 {
 		blocks, text := replyBlocks(nt, evidence, nil, th.Alertname, n.render)
-		return n.reply(ctx, log, th, capBlocks(append([]slackgo.Block{section(evidenceNote(iv))}, blocks...)), text)
+		note := evidenceNote(iv)
+		if !differs {
+			note = fmt.Sprintf(":heavy_plus_sign: *More alerts of the incident* than its parent lists, with its verdict `%s`.", escapeCode(iv.Verdict))
+		}
+		return n.reply(ctx, log, th, capBlocks(append([]slackgo.Block{section(note)}, blocks...)), text)
 	}
 	if err := n.saveThread(ctx, th); err != nil {
 		log.Error().Err(err).Msg("saving slack thread state")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -277,5 +278,65 @@ func TestTwoRespondersSharingRedisPostOneParentPerIncident(t *testing.T) {
 	}
 	if p, r := parentsAndReplies(a); p != rounds || r != 1 {
 		t.Errorf("after a restart: %d parents and %d replies, want %d and the evidence as 1 reply", p, r, rounds)
+	}
+}
+
+// Every member of an incident, up to notify.MaxMembers, is in a line of its parent: a storm of
+// five alert names on twenty pods of one model (100 members that agree, so no replies) names
+// each alert with its pod in the parent's last edit (it listed twelve and counted 88). One that
+// agrees past what the parent lists is a reply (it was only counted).
+func TestAnIncidentsParentListsEveryMember(t *testing.T) {
+	h := newHarness(t, nil, nil, "chat.postMessage", "chat.update")
+	tr := withIncidents(t, h, &incidentClock{now: t0})
+	const model = "meta-llama/Llama-3.1-8B-Instruct"
+	names := []string{"VLLMQueueDepthHigh", "VLLMTimeToFirstTokenP99High", "VLLMInterTokenLatencyP99High", "VLLMKVCacheNearFull", "VLLMRequestAbortRateHigh"}
+	var want [][2]string
+	for pi := range notify.MaxMembers / len(names) {
+		for _, name := range names {
+			pod := fmt.Sprintf("vllm-%02d", pi)
+			if _, err := tr.Notify(context.Background(), groupOf(name, model, pod, playbooks.VerdictCapacityPastKnee)); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, [2]string{name, pod})
+		}
+	}
+	if p, r := parentsAndReplies(h); p != 1 || r != 0 {
+		t.Fatalf("%d parents, %d replies; want one parent and its lines", p, r)
+	}
+	up := h.slack.Calls("chat.update")
+	last := up[len(up)-1]
+	var shown strings.Builder
+	for _, b := range last.Blocks() {
+		if txt, ok := b["text"].(map[string]any); ok {
+			shown.WriteString(fmt.Sprint(txt["text"]) + "\n")
+		}
+	}
+	missing := 0
+	for _, w := range want {
+		if !slices.ContainsFunc(strings.Split(shown.String(), "\n"), func(l string) bool {
+			return strings.HasPrefix(l, "• *"+w[0]+"* pod") && (strings.Contains(l, " "+w[1]+",") || strings.Contains(l, " "+w[1]+":"))
+		}) {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d members are not in the parent's last edit:\n%s", missing, len(want), shown.String())
+	}
+	if strings.Contains(shown.String(), "not shown") {
+		t.Errorf("the parent leaves members out:\n%s", shown.String())
+	}
+
+	// One more that agrees is past notify.MaxMembers: the parent counts it, and it is a reply
+	// (as the rest are listed, they had none).
+	if _, err := tr.Notify(context.Background(), groupOf(names[0], model, "vllm-99", playbooks.VerdictCapacityPastKnee)); err != nil {
+		t.Fatal(err)
+	}
+	posts := h.slack.Calls("chat.postMessage")
+	if p, r := parentsAndReplies(h); p != 1 || r != 1 {
+		t.Fatalf("%d parents, %d replies; want the unlisted alert as one reply", p, r)
+	}
+	if b := posts[len(posts)-1].Form.Get("blocks"); !strings.Contains(b, "*More alerts of the incident* than its parent lists") || !strings.Contains(b, "vllm-99") ||
+		strings.Contains(b, "New evidence") {
+		t.Errorf("the reply does not show the unlisted alert as one that agrees:\n%s", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -307,9 +308,15 @@ func retry(err error) (bool, error) {
 	return isRetryable(err) || errors.Is(err, store.ErrUnavailable), err
 }
 
+// firing are the items that fire: items itself when none resolved (a notification of 10,000
+// alerts is not copied for nothing).
 func firing(items []notify.Item) []notify.Item {
-	var out []notify.Item
-	for _, it := range items {
+	i := slices.IndexFunc(items, func(it notify.Item) bool { return it.Alert.Status == notify.StatusResolved })
+	if i < 0 {
+		return items
+	}
+	out := items[:i:i] // appending copies: items is left as it is
+	for _, it := range items[i+1:] {
 		if it.Alert.Status != notify.StatusResolved {
 			out = append(out, it)
 		}

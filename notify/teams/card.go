@@ -509,7 +509,10 @@ func incidentContainer(iv *notify.IncidentView, l layout) Element {
 		members.Facts = append(members.Facts, Fact{Title: md(name), Value: md(says)})
 	}
 	items = append(items, members)
-	more := iv.More + max(len(iv.Members)-l.rows, 0)
+	more := iv.More
+	for _, m := range iv.Members[min(l.rows, len(iv.Members)):] {
+		more += m.Alerts()
+	}
 	if more > 0 {
 		items = append(items, subtle(fmt.Sprintf("…and %d more alerts of the incident, not listed.", more)))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type stormReport struct {
 	distinctPairs          int
 	unshared               int // queries the alerts' playbooks hold in all, without any sharing
 	parents, replies       int
+	edits                  int
 	lost                   int
 	lostExample            string
 	peakRSS                int64
@@ -194,64 +196,26 @@ slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, 
 	rep.sendSpan = time.Since(start)
 	c.CloseIdleConnections()
 
-	// Drain: every accepted notification reached the notifier, and Slack got its posts.
+	// Drain: every accepted notification diagnosed, and every accepted alert shown in its
+	// incident's thread (the parent as last edited, or a reply); bounded.
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		n, _ := metric(resp.URL, "vllm_responder_time_to_diagnosis_seconds_count")
 		q, _ := metric(resp.URL, "vllm_responder_queue_depth")
-		if int(n) >= jobs && q == 0 && len(slack.Calls("chat.postMessage")) >= jobs {
-			rep.drained = true
-			break
+		if int(n) >= jobs && q == 0 {
+			if rep.readSlack(slack, groups); rep.lost == 0 {
+				rep.drained = true
+				break
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // let the last posts' bookkeeping finish
 	rep.drainTime = time.Since(start)
+	time.Sleep(500 * time.Millisecond) // a late post or edit (a second parent) still counts
 	rep.queries, rep.distinctSent = proxy.counts()
 	qm, _ := metric(resp.URL, "vllm_responder_prometheus_query_duration_seconds_count{")
 	rep.queriesMetric = int(qm)
-
-	// Threads: the n-th chat.postMessage got ts 1700000000.<n> from the fake.
-	posts := slack.Calls("chat.postMessage")
-	threads := map[string]*strings.Builder{}
-	var roots []string
-	for i, p := range posts {
-		ts := fmt.Sprintf("1700000000.%06d", i+1)
-		root := p.Form.Get("thread_ts")
-		if root == "" {
-			rep.parents++
-			root = ts
-			threads[root] = &strings.Builder{}
-			roots = append(roots, root)
-		} else {
-			rep.replies++
-		}
-		if b := threads[root]; b != nil {
-			b.WriteString(p.Form.Get("text") + "\n" + p.Form.Get("blocks") + "\n")
-		}
-	}
-	for _, g := range groups {
-		for _, a := range g {
-			found := false
-			for _, r := range roots {
-				s := threads[r].String()
-				if strings.Contains(s, a.labels["alertname"]) && strings.Contains(s, a.labels["pod"]) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				rep.lost++
-				if rep.lostExample == "" {
-					rep.lostExample = a.labels["alertname"] + "/" + a.labels["pod"]
-				}
-			}
-		}
-	}
-	if rep.accepted < rep.alerts {
-		// Refused alerts (503) are not "accepted"; they are reported apart.
-		rep.lost -= min(rep.lost, rep.alerts-rep.accepted)
-	}
+	rep.readSlack(slack, groups)
 
 	rep.peakRSS, _ = resp.peakRSS()
 	rep.beforeG, _ = metric(resp.URL, "go_goroutines")
@@ -276,6 +240,97 @@ slack: {bot_token: xoxb-bench, channel: C0INCIDENT, api_url: %q, charts: false, 
 	}
 	resp.stop()
 	return rep
+}
+
+// readSlack reads what Slack shows after the storm: each incident's thread (issue 34: one per
+// model), its parent as its last chat.update left it (or as posted) with its replies, and counts
+// the accepted alerts not shown in their incident's thread: no line there names the alert and
+// its pod.
+func (rep *stormReport) readSlack(slack *fakeslack.Server, groups [][]stormAlert) {
+	rep.parents, rep.replies, rep.lost, rep.lostExample = 0, 0, 0, ""
+	parent, replies := map[string]string{}, map[string]string{} // by the parent's ts
+	var roots []string
+	for _, c := range slack.Calls("") {
+		switch c.Method {
+		case "chat.postMessage":
+			if root := c.Form.Get("thread_ts"); root != "" {
+				rep.replies++
+				replies[root] += slackText(c)
+				continue
+			}
+			rep.parents++
+			// The n-th post got ts 1700000000.<n> from the fake; only posts take a ts.
+			root := fmt.Sprintf("1700000000.%06d", rep.parents+rep.replies)
+			roots = append(roots, root)
+			parent[root] = slackText(c)
+		case "chat.update":
+			parent[c.Form.Get("ts")] = slackText(c) // the last edit is what the parent shows
+		}
+	}
+	rep.edits = len(slack.Calls("chat.update"))
+	shown := map[string]string{}
+	for _, r := range roots {
+		shown[r] = parent[r] + replies[r]
+	}
+	for _, g := range groups {
+		for _, a := range g {
+			if !stormShown(shown, roots, a.labels) {
+				rep.lost++
+				if rep.lostExample == "" {
+					rep.lostExample = a.labels["alertname"] + "/" + a.labels["pod"]
+				}
+			}
+		}
+	}
+	if rep.accepted < rep.alerts {
+		// Refused alerts (503) are not "accepted"; they are reported apart.
+		rep.lost -= min(rep.lost, rep.alerts-rep.accepted)
+	}
+}
+
+// slackText is the text of a call's blocks (and its fallback text), line by line.
+func slackText(c fakeslack.Call) string {
+	var b strings.Builder
+	b.WriteString(c.Form.Get("text") + "\n")
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if t, ok := e.(string); ok && k == "text" {
+					b.WriteString(t + "\n")
+				} else {
+					walk(e)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	for _, bl := range c.Blocks() {
+		walk(bl)
+	}
+	return b.String()
+}
+
+// stormShown reports whether an alert is shown in its incident's thread (the thread whose
+// parent names the incident of its model): a line names its alert and its pod.
+func stormShown(shown map[string]string, roots []string, l map[string]string) bool {
+	pod := regexp.MustCompile(regexp.QuoteMeta(l["pod"]) + `\b`)
+	for _, r := range roots {
+		text := shown[r]
+		if !strings.Contains(text, "incident "+l["model_name"]+" ·") {
+			continue
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, l["alertname"]) && pod.MatchString(line) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func tailString(s string, n int) string {
