@@ -126,7 +126,7 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	pq := PrometheusQuerier{API: v1.NewAPI(client)}
-	alts := StallHistory(EngineOptions{}.Naming)
+	alts := AlternativesFunc(Recorded)
 	alone := NewEngine(pq, EngineOptions{CacheTTL: -1, QueriesPerRequest: 1, Logger: zerolog.Nop(), Alternatives: alts})
 	q := countingQuerier{WarningQuerier: pq, asked: make(chan string, 1000)}
 	folded := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Alternatives: alts})

@@ -64,7 +64,7 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
 		opt := EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}
 		if recorded {
-			opt.Alternatives = StallHistory(opt.Naming)
+			opt.Alternatives = Recorded
 		}
 		d, err := NewEngine(q, opt).RunAt(context.Background(), p, labels, at)
 		if err != nil {
@@ -130,7 +130,7 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 	t.Run("the stall history is one request for every playbook of a model", func(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
 		// (a cache that outlives the four runs however busy the machine)
-		e := NewEngine(q, EngineOptions{CacheTTL: time.Hour, Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)})
+		e := NewEngine(q, EngineOptions{CacheTTL: time.Hour, Logger: zerolog.Nop(), Alternatives: Recorded})
 		for _, name := range []string{"ttft-p99-high", "queue-depth-high", "kv-cache-near-full"} {
 			p, _ := set.Get(name)
 			if _, err := e.RunAt(context.Background(), p, map[string]string{"namespace": "r", "model_name": "llama-r", "pod": "stopped-75s"}, at); err != nil {
@@ -156,7 +156,7 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 	// A model the rules have not recorded (the check finds no series): the raw form.
 	t.Run("a model without the rules' series", func(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
-		_, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)}).
+		_, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Alternatives: Recorded}).
 			RunAt(context.Background(), ttft, map[string]string{"namespace": "r", "model_name": "not-recorded", "pod": "x"}, at)
 		if err != nil {
 			t.Fatal(err)

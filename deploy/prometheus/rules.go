@@ -95,7 +95,8 @@ type StallAlert struct {
 }
 
 // RecordNames are the recording rules, in the order the rules file defines them: the stall
-// history the responder's playbooks read where they find it (evidence.Alternatives).
+// history the responder's playbooks read where they find it (the progress fragment's
+// `recorded:` forms).
 var RecordNames = []string{"engine:vllm_tokens_moved:timestamp", "engine:vllm_stall_held:1m"}
 
 // RecordBy is what the recording rules group by: one series per engine of a pod, with what the

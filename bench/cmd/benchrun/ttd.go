@@ -109,7 +109,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	opt := evidence.EngineOptions{QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()}
 	var alts evidence.AlternativesFunc
 	if recorded {
-		alts = evidence.StallHistory(opt.Naming)
+		alts = evidence.Recorded
 		opt.Alternatives = alts
 	}
 	sent := &sentQueries{WarningQuerier: evidence.PrometheusQuerier{API: promAPI}}
