@@ -172,7 +172,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	sent.take()
 	diagnose(reps + 101)
 	exprs := sent.take()
-	first := evidence.RecordedRequests(withoutFleet(pb), labels, 0, nil)
+	first := evidence.RecordedRequests(withoutFleet(pb), labels, 0, alts)
 	var fleetReqs []string
 	if pb.Fleet != nil {
 		fleetReqs = evidence.RecordedRequests(pb, labels, 0, alts)[len(first):]
