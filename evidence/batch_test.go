@@ -119,7 +119,7 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 	loads := append(testenv.ScenarioLoads(), testenv.FleetLoads()...)
 	// With the shipped recording rules: the stall history, computed by the query, costs seconds a
 	// request for the model of 50 pods (the recorded form says the same:
-	// TestTheRecordedStallHistorySaysWhatTheRawFormSays).
+	// TestTheRecordedFormsSayWhatTheRawFormsSay).
 	prom := testenv.RecordedPrometheusWithRules(t, loads, shippedRules(t))
 	client, err := api.NewClient(api.Config{Address: prom.URL, RoundTripper: PrometheusTransport(16)})
 	if err != nil {

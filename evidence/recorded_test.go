@@ -52,7 +52,7 @@ func (s *sentQuerier) Query(ctx context.Context, q string, ts time.Time) (model.
 // stall history (stalled_recent, stalled_for) within 30 s (the rules' 15 s interval and a scrape
 // interval), the restarts (start_changes, the fleet's restarts) the same, and the recorded forms
 // are the ones sent. Without the rules the raw forms are sent, and say the same.
-func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
+func TestTheRecordedFormsSayWhatTheRawFormsSay(t *testing.T) {
 	t.Parallel()
 	prom := testenv.RecordedPrometheusWithRules(t, stallLoads(), shippedRules(t))
 	client, err := api.NewClient(api.Config{Address: prom.URL})
