@@ -265,13 +265,12 @@ func FallbackRequests(p *playbooks.Playbook, labels map[string]string, queriesPe
 }
 
 // RequestsWith is what a run sends from an engine configured as serve and triage configure
-// theirs (internal/stack): series named as n says (its pod and role labels) and the stall
-// history's recorded alternatives (StallHistory), its cache empty: the alternatives' check,
-// then the requests with their recorded forms where the rules' series are found (recorded), or
-// with the raw forms where not.
+// theirs (internal/stack): pods named as n says (its pod and role labels) and the playbook's
+// recorded forms (Recorded), its cache empty: their checks, then the requests with the recorded
+// forms where the rules' series are found (recorded), or with the raw forms where not.
 func RequestsWith(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int, n vllmnames.Naming, recorded bool) []string {
 	ps := playbooks.PodScope{Label: n.PodLabel, Role: n.RoleLabel}
-	alts := StallHistory(n)
+	alts := AlternativesFunc(Recorded)
 	var out []string
 	seen := map[string]bool{}
 	a := alts(p, labels, ps)

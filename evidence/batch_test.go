@@ -119,14 +119,14 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 	loads := append(testenv.ScenarioLoads(), testenv.FleetLoads()...)
 	// With the shipped recording rules: the stall history, computed by the query, costs seconds a
 	// request for the model of 50 pods (the recorded form says the same:
-	// TestTheRecordedStallHistorySaysWhatTheRawFormSays).
+	// TestTheRecordedFormsSayWhatTheRawFormsSay).
 	prom := testenv.RecordedPrometheusWithRules(t, loads, shippedRules(t))
 	client, err := api.NewClient(api.Config{Address: prom.URL, RoundTripper: PrometheusTransport(16)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pq := PrometheusQuerier{API: v1.NewAPI(client)}
-	alts := StallHistory(EngineOptions{}.Naming)
+	alts := AlternativesFunc(Recorded)
 	alone := NewEngine(pq, EngineOptions{CacheTTL: -1, QueriesPerRequest: 1, Logger: zerolog.Nop(), Alternatives: alts})
 	q := countingQuerier{WarningQuerier: pq, asked: make(chan string, 1000)}
 	folded := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Alternatives: alts})
@@ -152,10 +152,15 @@ func TestQueriesAFewToARequestSayWhatEachAloneSays(t *testing.T) {
 				t.Fatalf("%s on %s: %v / %v", p.Name, pod, err1, err2)
 			}
 			// the playbook's requests; a LoRA lookup (one query, when the LoRA rule is on the way)
-			// is the lookup's own, and the check for the recorded stall history is the scope's;
-			// then the baselines' fallbacks, where a baseline's first variant had no value
+			// is the lookup's own, and the checks of the recorded forms are the scope's; then the
+			// baselines' fallbacks, where a baseline's first variant had no value
+			checks := map[string]bool{}
+			a := alts(p, labels, playbooks.PodScope{})
+			for _, f := range append(a.Queries, a.Fleet...) {
+				checks[f.Present] = f.Present != ""
+			}
 			asked := slices.DeleteFunc(q.drain(), func(a string) bool {
-				return strings.Contains(a, "lora_requests_info") || strings.HasPrefix(a, "group(engine:vllm_stall_held:1m{")
+				return strings.Contains(a, "lora_requests_info") || checks[a]
 			})
 			x := p.ExpandAll(labels, playbooks.PodScope{})
 			fallbacks := len(slices.DeleteFunc(slices.Clone(asked), func(a string) bool {

@@ -58,7 +58,7 @@ func TestEveryRequestFitsTheBackendsBoundWithTheLongestLabels(t *testing.T) {
 	for _, l := range []string{"namespace", "pod", "model_name", "instance", "engine", "llm_isvc_role"} {
 		labels[l] = longValue(l+"-", longestLabelValue)
 	}
-	alts := StallHistory(EngineOptions{}.Naming)
+	alts := AlternativesFunc(Recorded)
 	for _, p := range builtinSet(t).All() {
 		t.Run(p.Name, func(t *testing.T) {
 			for _, withPod := range []bool{true, false} { // an alert's pod, and on-demand triage of the model

@@ -8,28 +8,22 @@ import (
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
-// Recorded alternatives: a query whose raw form is costly (the stall history: a minute-long stall
-// condition at 5 s steps over 15 minutes, per pod) may have a cheap form over the series of
-// recording rules that the shipped rule files define (deploy/prometheus: engine:vllm_stall_held:1m,
-// engine:vllm_progress_tokens:sum). The engine sends the recorded form when its Present check,
-// expanded for the scope, answers with a series; otherwise the raw form, which needs no rule and
-// says the same. The check is sent once per scope and its answer kept for RecordedCheckTTL, so a
-// diagnosis pays for it once in a while, not each time.
+// Recorded alternatives: a query whose raw form is costly may carry a cheap form over the series
+// of recording rules that the shipped rule files define (deploy/prometheus), in the playbook
+// language (a `recorded:` form with its present check beside the query's expr:
+// playbooks/recorded.go). The engine sends the recorded form when its Present check, expanded for
+// the scope, answers with a series; otherwise the raw form, which needs no rule and says the same.
+// The check is sent once per scope and its answer kept for RecordedCheckTTL, so a diagnosis pays
+// for it once in a while, not each time.
 //
-// The queries that have an alternative are the history every playbook shares (the gate): on the
-// fleet, in their recorded form, they travel in a request of their own, whose PromQL is the same
+// On the fleet, the queries in their recorded form (the stall history every built-in playbook
+// shares, from the progress fragment) travel in a request of their own, whose PromQL is the same
 // for every playbook of a model, so that the cache and the sharing of identical requests in
 // flight evaluate it once for all of them (fleet.go). Their raw form travels with the rest of the
 // fleet's queries, as it did before there were recorded forms.
 
 // Alternative is a query's recorded form, expanded for one run.
-type Alternative struct {
-	// Expr is the query over recording rules' series.
-	Expr string
-	// Present answers with a series when Expr may stand for the raw form in this scope: the
-	// rules recorded it for as long as the raw form looks back.
-	Present string
-}
+type Alternative = playbooks.RecordedForm
 
 // Alternatives are a run's recorded alternatives, by index of the expansion's Queries and
 // Fleet (the zero Alternative where a query has none).
@@ -38,9 +32,14 @@ type Alternatives struct {
 }
 
 // AlternativesFunc gives the recorded alternatives of p's queries for an alert with these labels,
-// pods named as ps says. Until the playbook language carries them (a `recorded:` key beside a
-// query's expr), EngineOptions.Alternatives supplies them.
+// pods named as ps says: Recorded, or nil (EngineOptions.Alternatives) for the raw forms only.
 type AlternativesFunc func(p *playbooks.Playbook, labels map[string]string, ps playbooks.PodScope) Alternatives
+
+// Recorded is the AlternativesFunc of the playbooks' own recorded forms.
+func Recorded(p *playbooks.Playbook, labels map[string]string, ps playbooks.PodScope) Alternatives {
+	q, f := p.ExpandRecorded(labels, ps)
+	return Alternatives{Queries: q, Fleet: f}
+}
 
 // defaultRecordedCheckTTL is EngineOptions.RecordedCheckTTL's default.
 const defaultRecordedCheckTTL = 5 * time.Minute

@@ -2,9 +2,11 @@ package evidence
 
 import (
 	"context"
+	"maps"
 	"math"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,12 +46,13 @@ func (s *sentQuerier) Query(ctx context.Context, q string, ts time.Time) (model.
 	return s.Querier.Query(ctx, q, ts)
 }
 
-// On a real Prometheus that ran the shipped recording rules over the recorded history, the stall
-// history read from them says what the raw form says, for every pod of a model whose engines
-// stop, sleep or serve: the same verdict for every pod's TTFT alert and for triage of the model,
-// stalled_recent and stalled_for within 30 s (the rules' 15 s interval and a scrape interval), and
-// the recorded form is the one sent. Without the rules the raw form is sent, and says the same.
-func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
+// On a real Prometheus that ran the shipped recording rules over the recorded history, the
+// recorded forms say what the raw forms say, for every pod of a model whose engines stop, sleep,
+// restart or serve: the same verdict for every pod's TTFT alert and for triage of the model, the
+// stall history (stalled_recent, stalled_for) within 30 s (the rules' 15 s interval and a scrape
+// interval), the restarts (start_changes, the fleet's restarts) the same, and the recorded forms
+// are the ones sent. Without the rules the raw forms are sent, and say the same.
+func TestTheRecordedFormsSayWhatTheRawFormsSay(t *testing.T) {
 	t.Parallel()
 	prom := testenv.RecordedPrometheusWithRules(t, stallLoads(), shippedRules(t))
 	client, err := api.NewClient(api.Config{Address: prom.URL})
@@ -64,7 +67,7 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
 		opt := EngineOptions{CacheTTL: -1, Logger: zerolog.Nop()}
 		if recorded {
-			opt.Alternatives = StallHistory(opt.Naming)
+			opt.Alternatives = Recorded
 		}
 		d, err := NewEngine(q, opt).RunAt(context.Background(), p, labels, at)
 		if err != nil {
@@ -80,6 +83,12 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 		}
 		return false
 	}
+	sentRestarts := func(sent []string) (n int) {
+		for _, s := range sent {
+			n += strings.Count(s, "changes(target:process_start_time_seconds:vllm{")
+		}
+		return n
+	}
 	for _, l := range stallLoads() {
 		t.Run(l.Pod, func(t *testing.T) {
 			labels := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "r", "model_name": "llama-r", "pod": l.Pod}
@@ -88,8 +97,26 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 			if sentRecorded(rawSent) || !sentRecorded(recSent) {
 				t.Fatalf("recorded form sent without the alternatives %v, with them %v", sentRecorded(rawSent), sentRecorded(recSent))
 			}
+			// both (start_changes, the fleet's restarts); for a pod younger than the window, whose
+			// own check finds no record of it a window ago, the fleet's only
+			want := 2
+			if l.StartAt > 0 {
+				want = 1
+			}
+			if n, m := sentRestarts(rawSent), sentRestarts(recSent); n != 0 || m != want {
+				t.Fatalf("the restarts' recorded forms sent %d times without the alternatives, %d with them; want 0 and %d", n, m, want)
+			}
 			if raw.Verdict != rec.Verdict || raw.Title != rec.Title {
 				t.Errorf("raw: %s (%s); recorded: %s (%s)", raw.Verdict, raw.Title, rec.Verdict, rec.Title)
+			}
+			if r, c := raw.Record.Values["start_changes"], rec.Record.Values["start_changes"]; r == nil || c == nil || *r != *c {
+				t.Errorf("start_changes: raw %v, recorded %v", fmtValue(r), fmtValue(c))
+			}
+			if r, c := raw.Record.Fleet["restarts"], rec.Record.Fleet["restarts"]; !maps.Equal(r, c) {
+				t.Errorf("the fleet's restarts: raw %v, recorded %v", r, c)
+			}
+			if l.RestartAt > 0 && (raw.Record.Values["start_changes"] == nil || *raw.Record.Values["start_changes"] != 1) {
+				t.Errorf("%s restarted: start_changes %v, want 1", l.Pod, fmtValue(raw.Record.Values["start_changes"]))
 			}
 			for _, name := range []string{"stalled_recent", "stalled_for"} {
 				r, c := raw.Record.Fleet[name], rec.Record.Fleet[name]
@@ -130,7 +157,7 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 	t.Run("the stall history is one request for every playbook of a model", func(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
 		// (a cache that outlives the four runs however busy the machine)
-		e := NewEngine(q, EngineOptions{CacheTTL: time.Hour, Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)})
+		e := NewEngine(q, EngineOptions{CacheTTL: time.Hour, Logger: zerolog.Nop(), Alternatives: Recorded})
 		for _, name := range []string{"ttft-p99-high", "queue-depth-high", "kv-cache-near-full"} {
 			p, _ := set.Get(name)
 			if _, err := e.RunAt(context.Background(), p, map[string]string{"namespace": "r", "model_name": "llama-r", "pod": "stopped-75s"}, at); err != nil {
@@ -156,13 +183,21 @@ func TestTheRecordedStallHistorySaysWhatTheRawFormSays(t *testing.T) {
 	// A model the rules have not recorded (the check finds no series): the raw form.
 	t.Run("a model without the rules' series", func(t *testing.T) {
 		q := &sentQuerier{Querier: PrometheusQuerier{API: v1.NewAPI(client)}}
-		_, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Alternatives: StallHistory(EngineOptions{}.Naming)}).
+		_, err := NewEngine(q, EngineOptions{CacheTTL: -1, Logger: zerolog.Nop(), Alternatives: Recorded}).
 			RunAt(context.Background(), ttft, map[string]string{"namespace": "r", "model_name": "not-recorded", "pod": "x"}, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sentRecorded(q.sent) {
-			t.Errorf("the recorded form was sent for a model the rules never recorded")
+		if sentRecorded(q.sent) || sentRestarts(q.sent) > 0 {
+			t.Errorf("a recorded form was sent for a model the rules never recorded")
 		}
 	})
+}
+
+// fmtValue is a value or "none".
+func fmtValue(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }

@@ -297,20 +297,16 @@ func compileFleet(el *errList, p *Playbook, f *FleetFile, names map[string]strin
 		if q.Expr == "" {
 			el.add(path+".expr", "empty query")
 		} else {
-			for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
-				if m[1] != "siblings" && m[1] != "window" && m[1] != "by" && names[m[1]] != "param" {
-					el.add(path, "unknown placeholder $%s (known: $siblings, $by, $window and the params)", m[1])
-				}
-			}
-			q.segs = splitTemplate(q.Expr, p.Params)
-			sample := expand(withGroupBy(q.segs, fleetGroupBy(PodScope{})), `model_name="m",namespace="n"`, p.Window, p.Params)
-			if e, err := promQL.ParseExpr(sample); err != nil {
-				el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
-			} else if e.Type() != "vector" {
+			var e promparser.Expr
+			q.segs, e = compileFleetExpr(el, p, path, q.Expr, names)
+			if e != nil && e.Type() != "vector" {
 				el.add(path, "must return an instant vector by %s, not a %s", fl.By, e.Type())
-			} else {
+			} else if e != nil {
 				agg = outerAggregation(e)
 			}
+			q.Recorded = compileRecorded(el, path, nq.Query.Recorded, e, func(path, expr string) ([]segment, promparser.Expr) {
+				return compileFleetExpr(el, p, path, expr, names)
+			})
 		}
 		fl.index[q.Name] = len(fl.Queries)
 		fl.Queries = append(fl.Queries, q)
@@ -436,6 +432,25 @@ func (fl *Fleet) withNaming(p *Playbook, n vllmnames.Naming) (*Fleet, []error) {
 		cp.Queries[i] = qc
 	}
 	return &cp, errs
+}
+
+// compileFleetExpr checks a fleet expression's placeholders ($siblings, $by, $window and the
+// params), splits it at them and parses it expanded with a sample: its segments, and the parsed
+// sample (nil when it does not parse).
+func compileFleetExpr(el *errList, p *Playbook, path, expr string, names map[string]string) ([]segment, promparser.Expr) {
+	for _, m := range placeholderRE.FindAllStringSubmatch(expr, -1) {
+		if m[1] != "siblings" && m[1] != "window" && m[1] != "by" && names[m[1]] != "param" {
+			el.add(path, "unknown placeholder $%s (known: $siblings, $by, $window and the params)", m[1])
+		}
+	}
+	segs := splitTemplate(expr, p.Params)
+	sample := expand(withGroupBy(segs, fleetGroupBy(PodScope{})), `model_name="m",namespace="n"`, p.Window, p.Params)
+	e, err := promQL.ParseExpr(sample)
+	if err != nil {
+		el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
+		return segs, nil
+	}
+	return segs, e
 }
 
 // fleetPodEnv is the environment of the affected condition for one pod (nil: compile-time sample).

@@ -18,7 +18,7 @@ func TestFragmentErrorsNameBothPlaces(t *testing.T) {
 		"two-fragments-one-query": d + `two-fragments-one-query/mine.yaml: uses: fragments a and b both define query "x" (` +
 			d + `two-fragments-one-query/a.yaml line 3, ` + d + `two-fragments-one-query/b.yaml line 4)`,
 		"template-defined-twice": d + `template-defined-twice/mine.yaml: templates.pod: line 6: also defined by fragment frag (` + d + `template-defined-twice/frag.yaml line 3)`,
-		"rule-name-taken":        d + `rule-name-taken/mine.yaml: verdicts[0].name: line 7: fragment progress has a rule named "no-data" too (builtin/common/progress.yaml line 276): to replace it, write override: progress`,
+		"rule-name-taken":        d + `rule-name-taken/mine.yaml: verdicts[0].name: line 7: fragment progress has a rule named "no-data" too (builtin/common/progress.yaml line 306): to replace it, write override: progress`,
 		"override-of-nothing": d + `override-of-nothing/mine.yaml: queries.helt.override: line 5: fragment progress has no query "helt" to override
 ` + d + `override-of-nothing/mine.yaml: verdicts[0].override: line 9: fragment progress has no rule named "nodata" to override`,
 		"override-without-uses": d + `override-without-uses/mine.yaml: queries.held.override: line 4: this playbook does not use fragment "progress"

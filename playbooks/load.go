@@ -214,6 +214,7 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 	if len(queries) == 0 {
 		el.add("queries", "at least one query is required")
 	}
+	recorded := map[*Query]*RecordedFile{}
 	for _, nq := range queries {
 		path := "queries." + nq.Name
 		el := el.from(nq.Source)
@@ -228,7 +229,10 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 			el.add(path+".expr", "a baseline_of query derives its expressions: leave expr out")
 		case q.BaselineOf == "" && q.Expr == "":
 			el.add(path+".expr", "empty query")
+		case q.BaselineOf != "" && nq.Query.Recorded != nil:
+			el.add(path+".recorded", "a baseline_of query derives its expressions: leave recorded out")
 		}
+		recorded[q] = nq.Query.Recorded
 		unitAndTitle(el, path, q)
 		if len(q.SaturatesAt) > 0 && !q.Quantile {
 			el.add(path+".saturates_at", "only for quantile queries (set quantile: true)")
@@ -246,9 +250,13 @@ func compileQueries(el *errList, p *Playbook, queries orderedQueries, names map[
 			}
 		}
 		if q.Expr != "" {
-			if e := compileExpr(el, p, q, path, "scope", `model_name="m",pod="p"`, names); e != nil {
+			e := compileExpr(el, p, q, path, "scope", `model_name="m",pod="p"`, names)
+			if e != nil {
 				q.vector = e.Type() == promparser.ValueTypeVector
 			}
+			q.Recorded = compileRecorded(el, path, recorded[q], e, func(path, expr string) ([]segment, promparser.Expr) {
+				return compilePromQL(el, p, expr, false, path, "scope", `model_name="m",pod="p"`, names)
+			})
 		}
 	}
 	compileBaselines(el, p, names)
@@ -303,21 +311,29 @@ func unitAndTitle(el *errList, path string, q *Query) {
 // $<scope>: "scope" for a query, "siblings" for a fleet query), splits the query at them, and
 // parses it expanded with sampleScope. It returns the parsed sample, nil when it does not parse.
 func compileExpr(el *errList, p *Playbook, q *Query, path, scope, sampleScope string, names map[string]string) promparser.Expr {
-	for _, m := range placeholderRE.FindAllStringSubmatch(q.Expr, -1) {
-		if m[1] == "recent" && q.variantOf != "" {
+	var e promparser.Expr
+	q.segs, e = compilePromQL(el, p, q.Expr, q.variantOf != "", path, scope, sampleScope, names)
+	return e
+}
+
+// compilePromQL is compileExpr of one expression (recent: a baseline's, which may read
+// $recent): its segments, and the parsed sample (nil when it does not parse).
+func compilePromQL(el *errList, p *Playbook, expr string, recent bool, path, scope, sampleScope string, names map[string]string) ([]segment, promparser.Expr) {
+	for _, m := range placeholderRE.FindAllStringSubmatch(expr, -1) {
+		if m[1] == "recent" && recent {
 			continue // a baseline's recent past (baseline.go)
 		}
 		if m[1] != scope && m[1] != "window" && names[m[1]] != "param" {
 			el.add(path, "unknown placeholder $%s (known: $%s, $window and the params)", m[1], scope)
 		}
 	}
-	q.segs = splitTemplate(q.Expr, p.Params)
-	e, err := promQL.ParseExpr(expand(q.segs, sampleScope, p.Window, p.Params))
+	segs := splitTemplate(expr, p.Params)
+	e, err := promQL.ParseExpr(expand(segs, sampleScope, p.Window, p.Params))
 	if err != nil {
 		el.add(path, "invalid PromQL: %s", firstLine(err.Error()))
-		return nil
+		return segs, nil
 	}
-	return e
+	return segs, e
 }
 
 // compileVerdicts compiles each verdict's condition (over the queries, params and fleet values)

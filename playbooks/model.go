@@ -77,6 +77,9 @@ type QueryFile struct {
 	// From takes this query's definition from a fragment's query of the same name, placed here
 	// (and nothing else of that fragment): `prefill_mean: {from: series}`.
 	From string `yaml:"from"`
+	// Recorded is the query's cheap form over recording rules' series, sent instead of expr
+	// where its present check answers with a series (recorded.go).
+	Recorded *RecordedFile `yaml:"recorded"`
 }
 
 // VerdictFile is one rule of the ordered verdict list; the first whose condition holds wins.
@@ -149,8 +152,10 @@ type Query struct {
 	Optional    bool
 	Quantile    bool
 	SaturatesAt []float64
-	segs        []segment // Expr split at its placeholders
-	vector      bool      // Expr is an instant vector: see Vector
+	// Recorded is the query's form over recording rules' series (nil: none).
+	Recorded *Recorded
+	segs     []segment // Expr split at its placeholders
+	vector   bool      // Expr is an instant vector: see Vector
 	// variantOf names the baseline query a derived query stands for (the baseline's own name on
 	// itself; baseline.go); siblings expands $scope without the pod (the model's pods).
 	variantOf string

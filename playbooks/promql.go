@@ -294,17 +294,25 @@ func (p *Playbook) withNaming(n vllmnames.Naming) (*Playbook, error) {
 // the copy keeps q's expression, and the error names path.
 func renamedQuery(p *Playbook, q *Query, n vllmnames.Naming, path string, fixSample func(string) string) (*Query, error) {
 	qc := *q
-	tmpl, sample := sameLengthSample(q.segs)
-	if fixSample != nil {
-		sample = fixSample(sample)
+	var errs []error
+	rename := func(expr *string, segs *[]segment, path string) {
+		tmpl, sample := sameLengthSample(*segs)
+		if fixSample != nil {
+			sample = fixSample(sample)
+		}
+		out, err := n.RewriteTemplate(tmpl, sample)
+		if err != nil {
+			errs = append(errs, &Error{Source: p.Source, Path: path, Msg: "vllm.metric_prefix: " + firstLine(err.Error())})
+		} else if out != tmpl {
+			*expr, *segs = out, splitTemplate(out, p.Params)
+		}
 	}
-	out, err := n.RewriteTemplate(tmpl, sample)
-	if err != nil {
-		return &qc, &Error{Source: p.Source, Path: path, Msg: "vllm.metric_prefix: " + firstLine(err.Error())}
+	rename(&qc.Expr, &qc.segs, path)
+	if q.Recorded != nil {
+		r := *q.Recorded
+		rename(&r.Expr, &r.segs, path+".recorded.expr")
+		rename(&r.Present, &r.presentSegs, path+".recorded.present")
+		qc.Recorded = &r
 	}
-	if out != tmpl {
-		qc.Expr = out
-		qc.segs = splitTemplate(out, p.Params)
-	}
-	return &qc, nil
+	return &qc, errors.Join(errs...)
 }

@@ -95,8 +95,9 @@ type StallAlert struct {
 }
 
 // RecordNames are the recording rules, in the order the rules file defines them: the stall
-// history the responder's playbooks read where they find it (evidence.Alternatives).
-var RecordNames = []string{"engine:vllm_tokens_moved:timestamp", "engine:vllm_stall_held:1m"}
+// history, and the API server's process start time with its model's labels, that the
+// responder's playbooks read where they find them (the progress fragment's `recorded:` forms).
+var RecordNames = []string{"engine:vllm_tokens_moved:timestamp", "engine:vllm_stall_held:1m", "target:process_start_time_seconds:vllm"}
 
 // RecordBy is what the recording rules group by: one series per engine of a pod, with what the
 // playbooks' fleet groups by (namespace, pod, instance, engine, the role) and model_name, which
@@ -105,6 +106,18 @@ func (p Profile) RecordBy() string {
 	var by []string
 	for _, l := range []string{"namespace", p.PodLabel, "instance", "engine", "model_name", p.RoleLabel} {
 		if l != "" && !slices.Contains(by, l) {
+			by = append(by, l)
+		}
+	}
+	return strings.Join(by, ", ")
+}
+
+// RecordTargetBy is RecordBy without the engine: one series per scrape target (a pod's API
+// server) and model.
+func (p Profile) RecordTargetBy() string {
+	var by []string
+	for _, l := range strings.Split(p.RecordBy(), ", ") {
+		if l != "engine" {
 			by = append(by, l)
 		}
 	}

@@ -80,12 +80,18 @@ func TestProductionAndFastDifferOnlyInParameters(t *testing.T) {
 	}
 }
 
-func TestEveryAlertCarriesSeverityAndAnnotationsAndEveryRecordOneSeriesPerEngine(t *testing.T) {
+// A record of an engine's (engine:) is one series per engine of a pod, one of a target's
+// (target:) one per pod's API server, with model_name and the role either way.
+func TestEveryAlertCarriesSeverityAndAnnotationsAndEveryRecordOneSeriesPerEngineOrTarget(t *testing.T) {
 	runbook := regexp.MustCompile(`^https://github\.com/vllm-responder/vllm-responder/blob/main/docs/playbooks/[a-z0-9-]+\.md$`)
 	for _, r := range mustRules(t, "production") {
 		if r.Record != "" {
-			if !strings.Contains(r.Expr, "by (namespace, pod, instance, engine, model_name, llm_isvc_role)") {
-				t.Errorf("%s: not one series per engine of a pod (with model_name and the role)", r.Record)
+			by, of := "by (namespace, pod, instance, engine, model_name, llm_isvc_role)", "engine of a pod"
+			if strings.HasPrefix(r.Record, "target:") {
+				by, of = "by (namespace, pod, instance, model_name, llm_isvc_role)", "pod's API server"
+			}
+			if !strings.Contains(r.Expr, by) {
+				t.Errorf("%s: not one series per %s (with model_name and the role)", r.Record, of)
 			}
 			continue
 		}

@@ -221,9 +221,9 @@ func newEngine(c *config.Config, n vllmnames.Naming, promAPI v1.API, obs evidenc
 		Naming:            n,
 		Facts:             sources.List(sources.Config{Kubernetes: &c.Kubernetes, GPU: &c.GPU}),
 		Logger:            log,
-		// The stall history read from the shipped recording rules where they run
-		// (deploy/prometheus, group vllm-responder-stall-history), its raw form elsewhere.
-		Alternatives: evidence.StallHistory(n),
+		// The playbooks' recorded forms (the stall history) where the shipped recording rules
+		// run (deploy/prometheus, group vllm-responder-stall-history), their raw forms elsewhere.
+		Alternatives: evidence.Recorded,
 	}
 	if c.Traces.Enabled() {
 		tc, err := traces.NewClient(&c.Traces)

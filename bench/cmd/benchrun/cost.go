@@ -14,7 +14,6 @@ import (
 	"github.com/vllm-responder/vllm-responder/evidence"
 	"github.com/vllm-responder/vllm-responder/facts/sources"
 	"github.com/vllm-responder/vllm-responder/internal/testenv"
-	"github.com/vllm-responder/vllm-responder/internal/vllmnames"
 	"github.com/vllm-responder/vllm-responder/playbooks"
 )
 
@@ -169,7 +168,7 @@ func runCostUntil(promURL string, at time.Time, deadline time.Time) costReport {
 	var r costReport
 	one := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "llm", "pod": "vllm-capacity", "model_name": "llama"}
 	fifty := map[string]string{"alertname": "VLLMTimeToFirstTokenP99High", "namespace": "llm", "pod": "fleet-0", "model_name": testenv.FleetModel}
-	alts := evidence.StallHistory(vllmnames.Naming{})
+	alts := evidence.AlternativesFunc(evidence.Recorded)
 	for _, c := range []struct {
 		to     *[]queryCost
 		labels map[string]string

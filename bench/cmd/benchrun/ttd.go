@@ -117,7 +117,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	opt := evidence.EngineOptions{QueryTimeout: 10 * time.Second, CacheTTL: -1, MaxConcurrent: 16, Observer: m, Facts: sources.List(sources.Config{}), Logger: zerolog.Nop()}
 	var alts evidence.AlternativesFunc
 	if recorded {
-		alts = evidence.StallHistory(opt.Naming)
+		alts = evidence.Recorded
 		opt.Alternatives = alts
 	}
 	sent := &sentQueries{WarningQuerier: evidence.PrometheusQuerier{API: promAPI}}
@@ -181,7 +181,7 @@ func benchTimeToDiagnosis(t *benchTB, promURL string, reps int, name string, lab
 	sent.take()
 	diagnose(reps + 101)
 	exprs := sent.take()
-	first := evidence.RecordedRequests(withoutFleet(pb), labels, 0, nil)
+	first := evidence.RecordedRequests(withoutFleet(pb), labels, 0, alts)
 	var fleetReqs []string
 	if pb.Fleet != nil {
 		fleetReqs = evidence.RecordedRequests(pb, labels, 0, alts)[len(first):]
