@@ -190,9 +190,7 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
 	case !ok:
 		acc.Duplicates = len(msg.Alerts)
-		for range msg.Alerts {
-			d.count("duplicate")
-		}
+		d.countN("duplicate", acc.Duplicates)
 		return acc, nil
 	default:
 		claims = append(claims, state)
@@ -343,9 +341,11 @@ func labelsHash(m map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-func (d *Dispatcher) count(outcome string) {
+func (d *Dispatcher) count(outcome string) { d.countN(outcome, 1) }
+
+func (d *Dispatcher) countN(outcome string, n int) {
 	if d.m != nil {
-		d.m.AlertsReceived.WithLabelValues(outcome).Inc()
+		d.m.AlertOutcome(outcome).Add(float64(n))
 	}
 }
 

@@ -137,21 +137,28 @@ func (m *Memory) sweep(now time.Time) {
 func (m *Memory) Claim(_ context.Context, key string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	if _, ok := m.live(key, now); ok {
-		return false, nil
-	}
-	m.put(key, memItem{val: claimed, expires: m.expiry(now, ttl)}, now)
-	return true, nil
+	return m.claim(key, ttl, m.now()), nil
 }
 
-// ClaimAll implements BatchClaimer.
-func (m *Memory) ClaimAll(ctx context.Context, keys []string, ttl time.Duration) ([]bool, error) {
+// ClaimAll implements BatchClaimer: every key under one hold of the lock.
+func (m *Memory) ClaimAll(_ context.Context, keys []string, ttl time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
 	for i, k := range keys {
-		out[i], _ = m.Claim(ctx, k, ttl)
+		out[i] = m.claim(k, ttl, now)
 	}
 	return out, nil
+}
+
+// claim is Claim with m.mu held.
+func (m *Memory) claim(key string, ttl time.Duration, now time.Time) bool {
+	if _, ok := m.live(key, now); ok {
+		return false
+	}
+	m.put(key, memItem{val: claimed, expires: m.expiry(now, ttl)}, now)
+	return true
 }
 
 // Unclaim implements Store.
