@@ -80,6 +80,7 @@ type Dispatcher struct {
 type job struct {
 	n      *notify.Notification
 	claims []string
+	keys   []uint64       // alertKey of each of n.Items (alertKeys)
 	items  map[uint64]int // n.Items by alertKey, once something was merged into the job
 }
 
@@ -221,13 +222,15 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		// a lease, so this state's re-sends are one store call each.
 		return acc, nil
 	}
+	j := &job{n: n, claims: claims}
+	j.alertKeys() // before the coalescer's lock
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.closed {
 		d.unclaim(claims)
 		return Accepted{}, ErrShuttingDown
 	}
-	coalesced, err := d.groups.add(&job{n: n, claims: claims})
+	coalesced, err := d.groups.add(j)
 	if err != nil {
 		d.unclaim(claims)
 		return Accepted{}, err
