@@ -47,8 +47,26 @@ const MemoryMaxBytes = 64 << 20
 // minSweep is the table size below which expired items are not swept.
 const minSweep = 4096
 
-// claimed is the value of every claim (read-only: Get copies it out).
-var claimed = []byte{1}
+// bytes1 holds every one-byte value, read-only (Get and List copy values out): a claim's value
+// ({1}), also when the dispatcher confirms it with Set, is a slice of it, not an allocation of its
+// own for the GC to mark for as long as the claim lasts.
+var bytes1 = func() (b [256]byte) {
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
+
+// claimed is the value of every claim.
+var claimed = bytes1[1:2:2]
+
+// stored is the copy of val the store keeps.
+func stored(val []byte) []byte {
+	if len(val) == 1 {
+		return bytes1[val[0] : val[0]+1 : val[0]+1]
+	}
+	return append([]byte(nil), val...)
+}
 
 type memItem struct {
 	val     []byte
@@ -202,7 +220,7 @@ func (m *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duratio
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.put(key, memItem{val: append([]byte(nil), val...), expires: m.expiry(now, ttl)}, now)
+	m.put(key, memItem{val: stored(val), expires: m.expiry(now, ttl)}, now)
 	return nil
 }
 

@@ -160,3 +160,31 @@ func TestMemoryDropsItsOldestWritesInOrderAndItsWriteQueueStaysBounded(t *testin
 		t.Fatalf("the write queue holds %d entries for %d records", queued, held)
 	}
 }
+
+// One-byte values (a claim, and its confirmation by Set) share one read-only array instead of an
+// allocation each: neither the caller's slice given to Set nor one Get returned can change them.
+func TestMemoryOneByteValuesAreSharedYetNeverChangedThroughACallersSlice(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	val := []byte{7}
+	if err := m.Set(ctx, "a", val, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	val[0] = 9 // the caller's slice, after Set
+	got, ok, _ := m.Get(ctx, "a")
+	if !ok || len(got) != 1 || got[0] != 7 {
+		t.Fatalf("Get = %v, %v; want [7]", got, ok)
+	}
+	got[0] = 8 // the slice Get returned
+	if _, err := m.Claim(ctx, "b", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]byte{"a": 7, "b": 1} {
+		if v, ok, _ := m.Get(ctx, k); !ok || len(v) != 1 || v[0] != want {
+			t.Errorf("%s = %v, want [%d]", k, v, want)
+		}
+	}
+	if all, _ := m.List(ctx, ""); all["a"][0] != 7 {
+		t.Errorf("List gives a = %v, want [7]", all["a"])
+	}
+}
