@@ -80,6 +80,7 @@ type Dispatcher struct {
 type job struct {
 	n      *notify.Notification
 	claims []string
+	keys   []uint64       // alertKey of each of n.Items (alertKeys)
 	items  map[uint64]int // n.Items by alertKey, once something was merged into the job
 }
 
@@ -190,9 +191,7 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		d.log.Warn().Err(err).Str("group_key", msg.GroupKey).Msg("dedup store unavailable; accepting without deduplication")
 	case !ok:
 		acc.Duplicates = len(msg.Alerts)
-		for range msg.Alerts {
-			d.count("duplicate")
-		}
+		d.countN("duplicate", acc.Duplicates)
 		return acc, nil
 	default:
 		claims = append(claims, state)
@@ -223,13 +222,15 @@ func (d *Dispatcher) Accept(ctx context.Context, msg *Message, receivedAt time.T
 		// a lease, so this state's re-sends are one store call each.
 		return acc, nil
 	}
+	j := &job{n: n, claims: claims}
+	j.alertKeys() // before the coalescer's lock
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.closed {
 		d.unclaim(claims)
 		return Accepted{}, ErrShuttingDown
 	}
-	coalesced, err := d.groups.add(&job{n: n, claims: claims})
+	coalesced, err := d.groups.add(j)
 	if err != nil {
 		d.unclaim(claims)
 		return Accepted{}, err
@@ -343,9 +344,11 @@ func labelsHash(m map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-func (d *Dispatcher) count(outcome string) {
+func (d *Dispatcher) count(outcome string) { d.countN(outcome, 1) }
+
+func (d *Dispatcher) countN(outcome string, n int) {
 	if d.m != nil {
-		d.m.AlertsReceived.WithLabelValues(outcome).Inc()
+		d.m.AlertOutcome(outcome).Add(float64(n))
 	}
 }
 

@@ -88,7 +88,7 @@ func (c *coalescer) add(j *job) (coalesced bool, err error) {
 	g := c.groups[key]
 	if g != nil && g.waiting != nil {
 		g.waiting.claims = append(g.waiting.claims, j.claims...)
-		for range g.waiting.merge(j.n) {
+		for range g.waiting.merge(j) {
 			c.superseded()
 		}
 		return true, nil
@@ -263,24 +263,36 @@ func alertKey(a *notify.Item) uint64 {
 	return model.LabelsToSignature(a.Alert.Labels)
 }
 
+// alertKeys returns the alertKey of each of the job's items, computed once: Accept computes a
+// new job's before the coalescer's lock, so that a merge under the lock, which every webhook of
+// the group waits on, only looks them up.
+func (j *job) alertKeys() []uint64 {
+	if j.keys == nil {
+		j.keys = make([]uint64, len(j.n.Items))
+		for i := range j.n.Items {
+			j.keys[i] = alertKey(&j.n.Items[i])
+		}
+	}
+	return j.keys
+}
+
 // merge folds newer, a later notification of the same group, into the waiting job's: the
 // envelope (status, common labels and annotations, truncation) is the newer one's, as is each
 // alert both carry (the same label set is the same alert to Alertmanager); alerts only the
 // queued one carries stay. The time received stays the first, so time to diagnosis counts the
 // wait. Status is firing while any alert in it still is. It returns how many of the queued
 // alerts a newer state superseded.
-func (j *job) merge(newer *notify.Notification) (superseded int) {
-	queued := j.n
+func (j *job) merge(newerJob *job) (superseded int) {
+	queued, newer := j.n, newerJob.n
 	if j.items == nil { // the first merge: index the job's own alerts once
 		inheritStatus(queued)
 		j.items = make(map[uint64]int, len(queued.Items))
-		for i := range queued.Items {
-			j.items[alertKey(&queued.Items[i])] = i
+		for i, k := range j.alertKeys() {
+			j.items[k] = i
 		}
 	}
 	inheritStatus(newer)
-	for i := range newer.Items {
-		k := alertKey(&newer.Items[i])
+	for i, k := range newerJob.alertKeys() {
 		if idx, ok := j.items[k]; ok {
 			queued.Items[idx] = newer.Items[i]
 			superseded++
@@ -288,6 +300,7 @@ func (j *job) merge(newer *notify.Notification) (superseded int) {
 		}
 		j.items[k] = len(queued.Items)
 		queued.Items = append(queued.Items, newer.Items[i])
+		j.keys = append(j.keys, k)
 	}
 	queued.Receiver, queued.ExternalURL = newer.Receiver, newer.ExternalURL
 	queued.GroupLabels, queued.CommonLabels, queued.CommonAnnotations = newer.GroupLabels, newer.CommonLabels, newer.CommonAnnotations

@@ -100,6 +100,30 @@ func TestWebhookKeepsHostileLabelValuesIntact(t *testing.T) {
 	}
 }
 
+// Bodies are read into reused buffers: a message accepted (and queued, for a worker later) must
+// hold copies, never bytes of a buffer the next request overwrites.
+func TestAnAcceptedMessageKeepsItsValuesWhenTheNextBodyIsRead(t *testing.T) {
+	rec := &recorder{}
+	h := &Webhook{Acceptor: rec, Logger: zerolog.Nop()}
+	other := strings.NewReplacer(`p\"}or vector(1)#`, `q\"}or vector(2)#`, "VLLMTimeToFirstTokenP99High", "VLLMTimeToFirstTokenP99Hugh", `"abc"`, `"xyz"`).Replace(validPayload)
+	for _, body := range []string{validPayload, other, other} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/alertmanager", strings.NewReader(body)))
+		if w.Code != 200 {
+			t.Fatal(w.Body)
+		}
+	}
+	first := rec.msgs[0]
+	a := first.Alerts[0]
+	if a.Labels["pod"] != `p"}or vector(1)#` || a.Labels["alertname"] != "VLLMTimeToFirstTokenP99High" || a.Fingerprint != "abc" ||
+		first.GroupKey != `{}:{alertname="VLLMTimeToFirstTokenP99High"}` || first.CommonLabels["alertname"] != "VLLMTimeToFirstTokenP99High" {
+		t.Fatalf("the first message changed when later bodies were read: %q %q %q", first.GroupKey, a.Labels, a.Fingerprint)
+	}
+	if rec.msgs[1].Alerts[0].Labels["pod"] != `q"}or vector(2)#` {
+		t.Fatalf("the second body was not read: %q", rec.msgs[1].Alerts[0].Labels)
+	}
+}
+
 func TestWebhookAuth(t *testing.T) {
 	cases := []struct {
 		name   string

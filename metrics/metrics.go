@@ -33,6 +33,10 @@ type Responder struct {
 	TimeToDiagnosis prometheus.Histogram
 	Coalesced       prometheus.Counter
 	TraceLookups    *prometheus.CounterVec
+
+	// webhookResults and alertOutcomes are the counters of the fixed label values, looked up
+	// once: the webhook's answer path counts without hashing label values per request.
+	webhookResults, alertOutcomes map[string]prometheus.Counter
 }
 
 // New registers the metrics on reg.
@@ -81,11 +85,13 @@ func New(reg prometheus.Registerer) *Responder {
 	for _, r := range TraceResults {
 		m.TraceLookups.WithLabelValues(r)
 	}
+	m.webhookResults = make(map[string]prometheus.Counter, len(WebhookResults))
 	for _, r := range WebhookResults {
-		m.WebhookRequests.WithLabelValues(r)
+		m.webhookResults[r] = m.WebhookRequests.WithLabelValues(r)
 	}
+	m.alertOutcomes = make(map[string]prometheus.Counter, len(AlertOutcomes))
 	for _, o := range AlertOutcomes {
-		m.AlertsReceived.WithLabelValues(o)
+		m.alertOutcomes[o] = m.AlertsReceived.WithLabelValues(o)
 	}
 	for _, v := range playbooks.KnownVerdicts {
 		m.PlaybookRuns.WithLabelValues(v)
@@ -97,6 +103,22 @@ func New(reg prometheus.Registerer) *Responder {
 		m.Notifications.WithLabelValues(r)
 	}
 	return m
+}
+
+// WebhookResult is the counter of webhook requests with result r (one of WebhookResults).
+func (m *Responder) WebhookResult(r string) prometheus.Counter {
+	if c, ok := m.webhookResults[r]; ok {
+		return c
+	}
+	return m.WebhookRequests.WithLabelValues(r)
+}
+
+// AlertOutcome is the counter of alerts received with outcome o (one of AlertOutcomes).
+func (m *Responder) AlertOutcome(o string) prometheus.Counter {
+	if c, ok := m.alertOutcomes[o]; ok {
+		return c
+	}
+	return m.AlertsReceived.WithLabelValues(o)
 }
 
 // ObserveTraceLookup implements evidence.TraceObserver.

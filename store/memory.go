@@ -1,9 +1,7 @@
 package store
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,10 +9,10 @@ import (
 
 // Memory is a Store for a single replica. It forgets everything on restart.
 //
-// It holds at most MemoryMaxBytes of keys and values: past that, the records written longest ago
-// are dropped first (an old thread's record before a fresh dedup claim), down to seven eighths of
-// the bound. Without it a storm of distinct groups (each with its thread record, delivery records
-// and dedup claims, kept for up to slack.thread_ttl) grew the process for a week; with it, a
+// It holds at most MemoryMaxBytes of keys and values: past that, each write drops the records
+// written longest ago (an old thread's record before a fresh dedup claim, expired or not) until
+// the store is within the bound again. Without it a storm of distinct groups (each with its
+// thread record, delivery records and dedup claims, kept for up to slack.thread_ttl) grew the process for a week; with it, a
 // record dropped early costs at most a second post of an old group, never a lost one.
 type Memory struct {
 	mu    sync.Mutex
@@ -28,6 +26,19 @@ type Memory struct {
 	// bytes is the size of the keys and values held; max bounds it; seq orders writes.
 	bytes, max int
 	seq        uint64
+	// order is the writes, oldest first from head: what the bound drops first. An entry whose
+	// key was written again or dropped since is stale, skipped when reached; stale entries are
+	// compacted out once they outnumber the items. Past the bound, dropping the oldest writes
+	// so costs what is dropped, not a sort of the whole table under the lock that every
+	// webhook's claims wait on (about 1 s for 300,000 claims).
+	order []written
+	head  int
+}
+
+// written is one write of key, the seq-th.
+type written struct {
+	key string
+	seq uint64
 }
 
 // MemoryMaxBytes bounds the keys and values an in-memory store holds: 64 MiB.
@@ -36,8 +47,26 @@ const MemoryMaxBytes = 64 << 20
 // minSweep is the table size below which expired items are not swept.
 const minSweep = 4096
 
-// claimed is the value of every claim (read-only: Get copies it out).
-var claimed = []byte{1}
+// bytes1 holds every one-byte value, read-only (Get and List copy values out): a claim's value
+// ({1}), also when the dispatcher confirms it with Set, is a slice of it, not an allocation of its
+// own for the GC to mark for as long as the claim lasts.
+var bytes1 = func() (b [256]byte) {
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
+
+// claimed is the value of every claim.
+var claimed = bytes1[1:2:2]
+
+// stored is the copy of val the store keeps.
+func stored(val []byte) []byte {
+	if len(val) == 1 {
+		return bytes1[val[0] : val[0]+1 : val[0]+1]
+	}
+	return append([]byte(nil), val...)
+}
 
 type memItem struct {
 	val     []byte
@@ -95,33 +124,44 @@ func (it memItem) expired(now time.Time) bool {
 
 // put stores an item and, once the table has doubled since the last sweep, drops every expired
 // item: O(1) amortized per new key, and memory bounded by what is live. Past the byte bound it
-// sweeps the expired items, then drops the items written longest ago down to seven eighths of
-// the bound (O(n log n) once per eighth of the bound written). Called with m.mu held.
+// drops the items written longest ago, from the front of order, until the store is within the
+// bound: O(1) amortized per write too, never a batch. Called with m.mu held.
 func (m *Memory) put(key string, it memItem, now time.Time) {
 	m.drop(key)
 	m.seq++
 	it.seq = m.seq
 	m.items[key] = it
 	m.bytes += len(key) + len(it.val)
-	if len(m.items) < m.nextSweep && (m.max <= 0 || m.bytes <= m.max) {
-		return
+	m.order = append(m.order, written{key: key, seq: it.seq})
+	if len(m.items) >= m.nextSweep {
+		m.sweep(now)
+		m.nextSweep = max(minSweep, 2*len(m.items))
 	}
-	m.sweep(now)
-	m.nextSweep = max(minSweep, 2*len(m.items))
-	if m.max <= 0 || m.bytes <= m.max {
-		return
-	}
-	keys := make([]string, 0, len(m.items))
-	for k := range m.items {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(m.items[a].seq, m.items[b].seq) })
-	for _, k := range keys {
-		if m.bytes <= m.max-m.max/8 {
-			break
+	for m.max > 0 && m.bytes > m.max && m.head < len(m.order) {
+		w := m.order[m.head]
+		m.order[m.head] = written{} // no longer holds the key for the GC
+		m.head++
+		if it, ok := m.items[w.key]; ok && it.seq == w.seq {
+			m.drop(w.key)
 		}
-		m.drop(k)
 	}
+	if len(m.order)-m.head > 2*len(m.items)+minSweep || m.head > max(minSweep, len(m.order)/2) {
+		m.compact()
+	}
+}
+
+// compact keeps only order's entries still current (not written again or dropped since), from
+// the front of the slice. Called with m.mu held, once the stale or popped entries are as many as
+// the items: O(1) amortized per write.
+func (m *Memory) compact() {
+	kept := m.order[:0]
+	for _, w := range m.order[m.head:] {
+		if it, ok := m.items[w.key]; ok && it.seq == w.seq {
+			kept = append(kept, w)
+		}
+	}
+	clear(m.order[len(kept):])
+	m.order, m.head = kept, 0
 }
 
 // sweep drops every expired item. Called with m.mu held.
@@ -137,21 +177,28 @@ func (m *Memory) sweep(now time.Time) {
 func (m *Memory) Claim(_ context.Context, key string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	if _, ok := m.live(key, now); ok {
-		return false, nil
-	}
-	m.put(key, memItem{val: claimed, expires: m.expiry(now, ttl)}, now)
-	return true, nil
+	return m.claim(key, ttl, m.now()), nil
 }
 
-// ClaimAll implements BatchClaimer.
-func (m *Memory) ClaimAll(ctx context.Context, keys []string, ttl time.Duration) ([]bool, error) {
+// ClaimAll implements BatchClaimer: every key under one hold of the lock.
+func (m *Memory) ClaimAll(_ context.Context, keys []string, ttl time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
 	for i, k := range keys {
-		out[i], _ = m.Claim(ctx, k, ttl)
+		out[i] = m.claim(k, ttl, now)
 	}
 	return out, nil
+}
+
+// claim is Claim with m.mu held.
+func (m *Memory) claim(key string, ttl time.Duration, now time.Time) bool {
+	if _, ok := m.live(key, now); ok {
+		return false
+	}
+	m.put(key, memItem{val: claimed, expires: m.expiry(now, ttl)}, now)
+	return true
 }
 
 // Unclaim implements Store.
@@ -173,7 +220,7 @@ func (m *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duratio
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.put(key, memItem{val: append([]byte(nil), val...), expires: m.expiry(now, ttl)}, now)
+	m.put(key, memItem{val: stored(val), expires: m.expiry(now, ttl)}, now)
 	return nil
 }
 

@@ -114,3 +114,77 @@ func TestMemoryKeepsItsBoundDroppingTheOldestWritesFirst(t *testing.T) {
 		t.Fatalf("an emptied store holds %d bytes in %d entries", b, n)
 	}
 }
+
+// Issue 37.3: past its bound the store drops its oldest writes one by one as it is written, from
+// a queue in write order, not by sorting its whole table under the lock every webhook's claims
+// wait on (about half a second for 300,000 claims). A record written again is as new as its last
+// write, and the queue stays proportional to the records held however often they are rewritten.
+func TestMemoryDropsItsOldestWritesInOrderAndItsWriteQueueStaysBounded(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemoryBounded(1000)
+	val := make([]byte, 91) // each record 100 bytes with its 9-byte key
+	for i := range 10 {
+		if err := m.Set(ctx, fmt.Sprintf("key:%05d", i), val, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Set(ctx, "key:00000", val, time.Hour); err != nil { // key 0 is now the newest
+		t.Fatal(err)
+	}
+	if err := m.Set(ctx, "key:00010", val, time.Hour); err != nil { // one record over the bound
+		t.Fatal(err)
+	}
+	if b, n := m.Size(); b != 1000 || n != 10 {
+		t.Fatalf("the store holds %d bytes in %d records, want 1000 in 10: one dropped for one written", b, n)
+	}
+	for k, want := range map[string]bool{"key:00001": false, "key:00000": true, "key:00002": true, "key:00010": true} {
+		if _, ok, _ := m.Get(ctx, k); ok != want {
+			t.Errorf("%s held: %v, want %v (the oldest write, key 1, dropped first)", k, ok, want)
+		}
+	}
+	for i := range 100_000 { // rewrites and deletes leave stale entries in the queue
+		k := fmt.Sprintf("key:%05d", i%10)
+		if i%7 == 0 {
+			_ = m.Delete(ctx, k)
+			continue
+		}
+		if _, err := m.Claim(ctx, k, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.Set(ctx, k, []byte{1}, time.Hour)
+	}
+	m.mu.Lock()
+	queued, held := len(m.order), len(m.items)
+	m.mu.Unlock()
+	if queued > 2*(2*held+minSweep) {
+		t.Fatalf("the write queue holds %d entries for %d records", queued, held)
+	}
+}
+
+// One-byte values (a claim, and its confirmation by Set) share one read-only array instead of an
+// allocation each: neither the caller's slice given to Set nor one Get returned can change them.
+func TestMemoryOneByteValuesAreSharedYetNeverChangedThroughACallersSlice(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	val := []byte{7}
+	if err := m.Set(ctx, "a", val, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	val[0] = 9 // the caller's slice, after Set
+	got, ok, _ := m.Get(ctx, "a")
+	if !ok || len(got) != 1 || got[0] != 7 {
+		t.Fatalf("Get = %v, %v; want [7]", got, ok)
+	}
+	got[0] = 8 // the slice Get returned
+	if _, err := m.Claim(ctx, "b", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]byte{"a": 7, "b": 1} {
+		if v, ok, _ := m.Get(ctx, k); !ok || len(v) != 1 || v[0] != want {
+			t.Errorf("%s = %v, want [%d]", k, v, want)
+		}
+	}
+	if all, _ := m.List(ctx, ""); all["a"][0] != 7 {
+		t.Errorf("List gives a = %v, want [7]", all["a"])
+	}
+}
