@@ -67,9 +67,8 @@ const maxMemberSections = 6
 // memberSections list the incident's members, one line each, in as many sections as Slack's
 // 3,000 characters a section need (at most maxMemberSections), and what the list leaves out.
 func memberSections(iv *notify.IncidentView) []slackgo.Block {
-	var blocks []slackgo.Block
-	cur := "*Alerts* (cause first)"
 	const room = 200 // kept for the last line
+	lines := make([]string, len(iv.Members))
 	for i, m := range iv.Members {
 		line := "• "
 		if m.Resolved {
@@ -86,20 +85,11 @@ func memberSections(iv *notify.IncidentView) []slackgo.Block {
 		if m.New {
 			line += " :new:"
 		}
-		line = truncate(line, maxSectionChars-room)
-		if len(cur)+1+len(line)+room > maxSectionChars {
-			if len(blocks)+1 == maxMemberSections {
-				cur += fmt.Sprintf("\n_…%d more lines not shown._", len(iv.Members)-i)
-				break
-			}
-			blocks = append(blocks, section(cur))
-			cur = ""
-		}
-		if cur != "" {
-			cur += "\n"
-		}
-		cur += line
+		lines[i] = truncate(line, maxSectionChars-room)
 	}
+	blocks, cur := packSections("*Alerts* (cause first)", lines, room, maxMemberSections, func(left int) string {
+		return fmt.Sprintf("_…%d more lines not shown._", left)
+	})
 	if t := iv.MoreText(); t != "" {
 		cur += "\n_" + escape(t) + "._"
 	}

@@ -130,20 +130,16 @@ func evidenceLine(e notify.EvidenceRow) string {
 	return truncate(b.String(), maxEvidenceLine)
 }
 
-// evidenceBlocks packs the evidence lines into at most maxEvidenceSections sections and says how
-// many lines did not fit.
-func evidenceBlocks(ev []notify.EvidenceRow) []slackgo.Block {
-	if len(ev) == 0 {
-		return nil
-	}
+// packSections packs lines, under head, into sections of at most maxSectionChars less reserve
+// (room kept for a note after the last line), at most maxSections of them: the full sections, and
+// the text of the last, which more(lines left out) ends where the lines did not all fit.
+func packSections(head string, lines []string, reserve, maxSections int, more func(left int) string) ([]slackgo.Block, string) {
 	var blocks []slackgo.Block
-	cur := "*Evidence*"
-	const note = 120 // room kept for the trimming note
-	for i, e := range ev {
-		line := evidenceLine(e)
-		if len(cur)+1+len(line) > maxSectionChars-note {
-			if len(blocks)+1 == maxEvidenceSections {
-				cur += fmt.Sprintf("\n_…%d more evidence lines not shown; `responder triage --output json` lists them all._", len(ev)-i)
+	cur := head
+	for i, line := range lines {
+		if len(cur)+1+len(line) > maxSectionChars-reserve {
+			if len(blocks)+1 == maxSections {
+				cur += "\n" + more(len(lines)-i)
 				break
 			}
 			blocks = append(blocks, section(cur))
@@ -154,6 +150,22 @@ func evidenceBlocks(ev []notify.EvidenceRow) []slackgo.Block {
 		}
 		cur += line
 	}
+	return blocks, cur
+}
+
+// evidenceBlocks packs the evidence lines into at most maxEvidenceSections sections and says how
+// many lines did not fit.
+func evidenceBlocks(ev []notify.EvidenceRow) []slackgo.Block {
+	if len(ev) == 0 {
+		return nil
+	}
+	lines := make([]string, len(ev))
+	for i, e := range ev {
+		lines[i] = evidenceLine(e)
+	}
+	blocks, cur := packSections("*Evidence*", lines, 120, maxEvidenceSections, func(left int) string {
+		return fmt.Sprintf("_…%d more evidence lines not shown; `responder triage --output json` lists them all._", left)
+	})
 	return append(blocks, section(cur))
 }
 
