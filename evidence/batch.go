@@ -239,7 +239,8 @@ func (e *Engine) queryGroup(ctx context.Context, p *playbooks.Playbook, g []int,
 // Requests is the PromQL of every request a run of p for an alert with these labels sends to
 // Prometheus at once, with the default pod label, the default bound on a request's length and
 // nothing cached: its queries queriesPerRequest to a request (0: the engine's default), then the
-// fleet requests (one unless the labels make it longer than the bound). The number of requests
+// fleet requests (the playbook's own fleet queries in two halves, more where the labels make
+// one longer than the bound, and the shared history in its own). The number of requests
 // does not grow with the number of pods. The baselines' fallbacks, sent after them where a
 // baseline's first variant has no value, are FallbackRequests.
 func Requests(p *playbooks.Playbook, labels map[string]string, queriesPerRequest int) []string {

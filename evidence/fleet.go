@@ -107,10 +107,19 @@ func (fr *fleetRequest) interpret(v model.Value) result {
 	return r
 }
 
+// fleetOwnSplit is how many requests the playbook's own fleet queries are split into at least
+// (when there are as many queries). Prometheus evaluates one request's expression on one goroutine:
+// over a model's 50 pods the fleet's dozen queries in one request were the diagnosis' longest wait
+// (36 ms of its 56), and two halves in flight at once use two of Prometheus' cores (the bench's time
+// to diagnosis on a 50-pod model, BENCHMARKS.md). Two, not one per query: each request costs a round
+// trip and Prometheus' own per-request work, and the shared history already travels apart.
+const fleetOwnSplit = 2
+
 // newFleetRequests are the requests of p's fleet queries, expanded as exprs, series named as ps
-// says: one, unless its PromQL would be longer than maxBytes (the scope's label values repeat in
-// every selector), then as few as keep each within it. The queries shared marks (the history
-// every playbook shares, recorded.go) travel in requests of their own.
+// says: the playbook's own queries in fleetOwnSplit requests (halves by count, in the playbook's
+// order), each split further where its PromQL would be longer than maxBytes (the scope's label
+// values repeat in every selector). The queries shared marks (the history every playbook shares,
+// recorded.go) travel in requests of their own.
 func newFleetRequests(p *playbooks.Playbook, exprs []string, shared []bool, ps playbooks.PodScope, maxBytes int) []*fleetRequest {
 	var own, common []int
 	for i := range exprs {
@@ -121,8 +130,13 @@ func newFleetRequests(p *playbooks.Playbook, exprs []string, shared []bool, ps p
 		}
 	}
 	size := func(i int) int { return foldedLen(p.Fleet.Queries[i].Name, exprs[i]) }
+	var groups [][]int
+	for k := range fleetOwnSplit {
+		groups = append(groups, own[k*len(own)/fleetOwnSplit:(k+1)*len(own)/fleetOwnSplit])
+	}
+	groups = append(groups, common)
 	var runs [][]int
-	for _, g := range [][]int{own, common} {
+	for _, g := range groups {
 		if len(g) > 0 {
 			runs = append(runs, fitted(g, maxBytes, size)...)
 		}
@@ -140,8 +154,8 @@ func newFleetRequests(p *playbooks.Playbook, exprs []string, shared []bool, ps p
 	return out
 }
 
-// queryFleet runs the fleet's queries, as one request where it fits (newFleetRequests), the
-// requests at once.
+// queryFleet runs the fleet's queries in their requests (newFleetRequests), the requests at
+// once.
 func (e *Engine) queryFleet(ctx context.Context, p *playbooks.Playbook, exprs []string, shared []bool, keySuffix string, at time.Time) (playbooks.FleetValues, []string) {
 	frs := newFleetRequests(p, exprs, shared, e.pods, e.opt.MaxQueryBytes)
 	if len(frs) == 1 {
