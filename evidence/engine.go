@@ -73,14 +73,13 @@ type Engine struct {
 	sf          singleflight.Group
 	sem         chan struct{}
 	mu          sync.Mutex
-	cache       map[string]cached
-	presence    map[string]presence // recorded.go
+	cache       *expiring[result] // answers kept CacheTTL, for identical queries arriving shortly after
+	presence    *expiring[bool]   // the recorded forms' checks, kept RecordedCheckTTL (recorded.go)
 }
 
-type cached struct {
-	res     result
-	fetched time.Time
-}
+// maxKept bounds the answers (and the recorded forms' checks) an engine keeps: the oldest go
+// first past it, whatever their age.
+const maxKept = 4096
 
 // NewEngine returns an Engine that queries q.
 func NewEngine(q Querier, opt EngineOptions) *Engine {
@@ -108,7 +107,7 @@ func NewEngine(q Querier, opt EngineOptions) *Engine {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel, Role: opt.Naming.RoleLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: map[string]cached{}, presence: map[string]presence{},
+	return &Engine{q: q, opt: opt, pods: playbooks.PodScope{Label: opt.Naming.PodLabel, Role: opt.Naming.RoleLabel}, sem: make(chan struct{}, opt.MaxConcurrent), cache: newExpiring[result](opt.CacheTTL, maxKept), presence: newExpiring[bool](opt.RecordedCheckTTL, maxKept),
 		deadlineErr: fmt.Errorf("query deadline of %s exceeded", opt.QueryTimeout)}
 }
 

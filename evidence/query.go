@@ -104,12 +104,8 @@ func (e *Engine) cached(key string) (result, bool) {
 		return result{}, false
 	}
 	e.mu.Lock()
-	c, ok := e.cache[key]
-	e.mu.Unlock()
-	if !ok || e.opt.Now().Sub(c.fetched) >= e.opt.CacheTTL {
-		return result{}, false
-	}
-	return c.res, true
+	defer e.mu.Unlock()
+	return e.cache.get(key, e.opt.Now())
 }
 
 // store keeps r for key (when the cache is on).
@@ -118,21 +114,8 @@ func (e *Engine) store(key string, r result) {
 		return
 	}
 	e.mu.Lock()
-	e.cache[key] = cached{res: r, fetched: e.opt.Now()}
-	e.pruneLocked()
-	e.mu.Unlock()
-}
-
-func (e *Engine) pruneLocked() {
-	if len(e.cache) < 4096 {
-		return
-	}
-	now := e.opt.Now()
-	for k, c := range e.cache {
-		if now.Sub(c.fetched) >= e.opt.CacheTTL {
-			delete(e.cache, k)
-		}
-	}
+	defer e.mu.Unlock()
+	e.cache.put(key, r, e.opt.Now())
 }
 
 // tooLong is the result of a query that is not sent: n bytes of PromQL, more than the max the

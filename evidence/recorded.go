@@ -44,12 +44,6 @@ func Recorded(p *playbooks.Playbook, labels map[string]string, ps playbooks.PodS
 // defaultRecordedCheckTTL is EngineOptions.RecordedCheckTTL's default.
 const defaultRecordedCheckTTL = 5 * time.Minute
 
-// presence is a Present check's answer, and when it came.
-type presence struct {
-	ok      bool
-	checked time.Time
-}
-
 // useRecorded replaces, in pl's expansion, each query that has an alternative whose check holds
 // by its recorded form. The checks of a run are sent at once, each at most once per
 // RecordedCheckTTL.
@@ -109,17 +103,17 @@ func swapped(exprs []string, alts []Alternative, checks map[string]bool) []strin
 func (e *Engine) present(ctx context.Context, check, keySuffix string, at time.Time) bool {
 	key := check + keySuffix
 	e.mu.Lock()
-	p, ok := e.presence[key]
+	ok, known := e.presence.get(key, e.opt.Now())
 	e.mu.Unlock()
-	if ok && e.opt.Now().Sub(p.checked) < e.opt.RecordedCheckTTL {
-		return p.ok
+	if known {
+		return ok
 	}
 	r := e.query(ctx, check, keySuffix, at, nil)
 	if r.status != QueryOK && r.status != QueryEmpty {
 		return false
 	}
 	e.mu.Lock()
-	e.presence[key] = presence{ok: r.status == QueryOK, checked: e.opt.Now()}
+	e.presence.put(key, r.status == QueryOK, e.opt.Now())
 	e.mu.Unlock()
 	return r.status == QueryOK
 }
