@@ -1,6 +1,10 @@
 package evidence
 
-import "time"
+import (
+	"time"
+
+	"github.com/vllm-responder/vllm-responder/internal/writeorder"
+)
 
 // expiring is a map whose entries live ttl from when they were put, at most max of them (past max
 // the oldest go first). Entries leave in the order they came, so keeping both bounds costs what
@@ -12,21 +16,12 @@ type expiring[V any] struct {
 	ttl   time.Duration
 	max   int
 	items map[string]expiringItem[V]
-	// order is the puts, oldest first from head; an entry whose key was put again or dropped
-	// since is stale, skipped when reached.
-	order []expiringPut
-	head  int
-	seq   uint64
+	order writeorder.Queue // the puts, oldest first
 }
 
 type expiringItem[V any] struct {
 	v   V
 	at  time.Time
-	seq uint64
-}
-
-type expiringPut struct {
-	key string
 	seq uint64
 }
 
@@ -46,36 +41,23 @@ func (x *expiring[V]) get(key string, now time.Time) (V, bool) {
 
 // put keeps v for key from now, then drops from the oldest what has expired or is past max.
 func (x *expiring[V]) put(key string, v V, now time.Time) {
-	x.seq++
-	x.items[key] = expiringItem[V]{v: v, at: now, seq: x.seq}
-	x.order = append(x.order, expiringPut{key: key, seq: x.seq})
-	for x.head < len(x.order) {
-		p := x.order[x.head]
-		if it, ok := x.items[p.key]; ok && it.seq == p.seq {
+	x.items[key] = expiringItem[V]{v: v, at: now, seq: x.order.Push(key)}
+	for p, ok := x.order.Front(); ok; p, ok = x.order.Front() {
+		if it, ok := x.items[p.Key]; ok && it.seq == p.Seq {
 			if len(x.items) <= x.max && now.Sub(it.at) < x.ttl {
 				break
 			}
-			delete(x.items, p.key)
+			delete(x.items, p.Key)
 		}
-		x.order[x.head] = expiringPut{} // no longer holds the key for the GC
-		x.head++
+		x.order.Pop()
 	}
-	if x.head > len(x.order)/2 || len(x.order)-x.head > 2*len(x.items)+64 {
-		x.compact()
-	}
+	x.order.Tidy(len(x.items), 64, x.current)
 }
 
-// compact keeps only order's current entries, from the front of the slice: once the dropped
-// or stale entries are as many as the kept ones, so O(1) amortized a put.
-func (x *expiring[V]) compact() {
-	kept := x.order[:0]
-	for _, p := range x.order[x.head:] {
-		if it, ok := x.items[p.key]; ok && it.seq == p.seq {
-			kept = append(kept, p)
-		}
-	}
-	clear(x.order[len(kept):])
-	x.order, x.head = kept, 0
+// current reports whether w is its key's last put, still held.
+func (x *expiring[V]) current(w writeorder.Write) bool {
+	it, ok := x.items[w.Key]
+	return ok && it.seq == w.Seq
 }
 
 func (x *expiring[V]) len() int { return len(x.items) }

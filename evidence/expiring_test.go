@@ -47,8 +47,8 @@ func TestExpiringDropsTheOldestPastItsBound(t *testing.T) {
 	for i := range 100_000 {
 		x.put(fmt.Sprint(i%3), i, t0)
 	}
-	if x.len() != 3 || len(x.order) > 2*3+64+1 {
-		t.Errorf("%d entries, order of %d after 100,000 writes of 3 keys; want 3 and at most %d", x.len(), len(x.order), 2*3+64+1)
+	if x.len() != 3 || x.order.Len() > 2*3+64+1 {
+		t.Errorf("%d entries, order of %d after 100,000 writes of 3 keys; want 3 and at most %d", x.len(), x.order.Len(), 2*3+64+1)
 	}
 	if v, ok := x.get("0", t0); !ok || v != 99_999 {
 		t.Errorf("0 = %d, %v; want its last write 99999", v, ok)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vllm-responder/vllm-responder/internal/writeorder"
 )
 
 // Memory is a Store for a single replica. It forgets everything on restart.
@@ -23,22 +25,12 @@ type Memory struct {
 	nextSweep int
 	// recent are the recent lists (Recents), a handful, each bounded by its own bound.
 	recent map[string]recentList
-	// bytes is the size of the keys and values held; max bounds it; seq orders writes.
+	// bytes is the size of the keys and values held; max bounds it.
 	bytes, max int
-	seq        uint64
-	// order is the writes, oldest first from head: what the bound drops first. An entry whose
-	// key was written again or dropped since is stale, skipped when reached; stale entries are
-	// compacted out once they outnumber the items. Past the bound, dropping the oldest writes
-	// so costs what is dropped, not a sort of the whole table under the lock that every
-	// webhook's claims wait on (about 1 s for 300,000 claims).
-	order []written
-	head  int
-}
-
-// written is one write of key, the seq-th.
-type written struct {
-	key string
-	seq uint64
+	// order is the writes, oldest first: what the bound drops first. Past the bound, dropping
+	// the oldest writes so costs what is dropped, not a sort of the whole table under the lock
+	// that every webhook's claims wait on (about 1 s for 300,000 claims).
+	order writeorder.Queue
 }
 
 // MemoryMaxBytes bounds the keys and values an in-memory store holds: 64 MiB.
@@ -128,40 +120,30 @@ func (it memItem) expired(now time.Time) bool {
 // bound: O(1) amortized per write too, never a batch. Called with m.mu held.
 func (m *Memory) put(key string, it memItem, now time.Time) {
 	m.drop(key)
-	m.seq++
-	it.seq = m.seq
+	it.seq = m.order.Push(key)
 	m.items[key] = it
 	m.bytes += len(key) + len(it.val)
-	m.order = append(m.order, written{key: key, seq: it.seq})
 	if len(m.items) >= m.nextSweep {
 		m.sweep(now)
 		m.nextSweep = max(minSweep, 2*len(m.items))
 	}
-	for m.max > 0 && m.bytes > m.max && m.head < len(m.order) {
-		w := m.order[m.head]
-		m.order[m.head] = written{} // no longer holds the key for the GC
-		m.head++
-		if it, ok := m.items[w.key]; ok && it.seq == w.seq {
-			m.drop(w.key)
+	for m.max > 0 && m.bytes > m.max {
+		w, ok := m.order.Front()
+		if !ok {
+			break
+		}
+		m.order.Pop()
+		if m.current(w) {
+			m.drop(w.Key)
 		}
 	}
-	if len(m.order)-m.head > 2*len(m.items)+minSweep || m.head > max(minSweep, len(m.order)/2) {
-		m.compact()
-	}
+	m.order.Tidy(len(m.items), minSweep, m.current)
 }
 
-// compact keeps only order's entries still current (not written again or dropped since), from
-// the front of the slice. Called with m.mu held, once the stale or popped entries are as many as
-// the items: O(1) amortized per write.
-func (m *Memory) compact() {
-	kept := m.order[:0]
-	for _, w := range m.order[m.head:] {
-		if it, ok := m.items[w.key]; ok && it.seq == w.seq {
-			kept = append(kept, w)
-		}
-	}
-	clear(m.order[len(kept):])
-	m.order, m.head = kept, 0
+// current reports whether w is its key's last write, still held. Called with m.mu held.
+func (m *Memory) current(w writeorder.Write) bool {
+	it, ok := m.items[w.Key]
+	return ok && it.seq == w.Seq
 }
 
 // sweep drops every expired item. Called with m.mu held.

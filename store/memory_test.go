@@ -154,7 +154,7 @@ func TestMemoryDropsItsOldestWritesInOrderAndItsWriteQueueStaysBounded(t *testin
 		_ = m.Set(ctx, k, []byte{1}, time.Hour)
 	}
 	m.mu.Lock()
-	queued, held := len(m.order), len(m.items)
+	queued, held := m.order.Len(), len(m.items)
 	m.mu.Unlock()
 	if queued > 2*(2*held+minSweep) {
 		t.Fatalf("the write queue holds %d entries for %d records", queued, held)
